@@ -1,0 +1,2 @@
+//! The larch command.
+fn main() {}

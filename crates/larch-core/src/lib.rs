@@ -1,0 +1,28 @@
+//! larch-core: Tezos context hashing (BLAKE2b-256, flat directories, 32-way inode tries, commits)
+//! and the persistent in-memory context tree, with lazy nodes loaded through an [`ObjectSource`].
+//!
+//! ```
+//! use larch_core::{CommitInfo, MemoryRepo};
+//!
+//! let mut repo = MemoryRepo::new();
+//! let mut tree = repo.empty_tree();
+//! tree.add(&["data", "version"], b"genesis".to_vec())?;
+//! tree.add(&["protocol"], hex::decode("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21")?)?;
+//! tree.add(&["test_chain"], vec![0u8])?;
+//! let commit = repo.commit(&tree, &[], CommitInfo::tezos(1530374852, "Genesis"))?;
+//! assert_eq!(commit.to_string(), "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod hash;
+pub mod ocaml_hash;
+pub mod repo;
+pub mod schema;
+pub mod tree;
+
+pub use hash::{Hash, HashParseError};
+pub use repo::{CommitRecord, MemoryRepo, RepoError};
+pub use schema::{CommitInfo, Kind};
+pub use tree::node::{Contents, ContentsRef, Entry, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey};
+pub use tree::source::{LoadError, MemorySource, NoSource, ObjectSource};
+pub use tree::{Tree, TreeError};

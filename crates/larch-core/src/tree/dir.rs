@@ -1,0 +1,254 @@
+//! One directory at a time: lookup, insertion and removal of a single name in a flat directory or
+//! an inode trie, keeping the trie canonical (a pure function of the entry set, spec §4.2.1).
+
+use super::TreeError;
+use super::node::{Entries, Entry, InodeTree, Name, Node, NodeBody, NodeRef};
+use super::source::ObjectSource;
+use crate::ocaml_hash::inode_index;
+use crate::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX};
+use std::sync::Arc;
+
+/// The node a reference points to, loading it if it is stored.
+pub(crate) fn load(node: &NodeRef, source: &dyn ObjectSource) -> Result<Arc<Node>, TreeError> {
+    match node {
+        NodeRef::Mem(node) => Ok(node.clone()),
+        NodeRef::Stored { hash, key } => Ok(source.load_node(*key, hash)?),
+    }
+}
+
+/// A uniquely owned, mutable node behind `node`: a stored node is loaded and copied, a shared
+/// in-memory node is copied (copy-on-write), an unshared one is used in place.
+pub(crate) fn node_mut<'a>(
+    node: &'a mut NodeRef,
+    source: &dyn ObjectSource,
+) -> Result<&'a mut Node, TreeError> {
+    if let NodeRef::Stored { hash, key } = node {
+        let loaded = source.load_node(*key, hash)?;
+        *node = NodeRef::Mem(Arc::new(Node::clone(&loaded)));
+    }
+    match node {
+        NodeRef::Mem(arc) => Ok(Arc::make_mut(arc)),
+        NodeRef::Stored { .. } => Err(TreeError::Malformed("stored node not replaced after load")),
+    }
+}
+
+fn search(entries: &Entries, name: &[u8]) -> Result<usize, usize> {
+    entries.binary_search_by(|(probe, _)| probe.as_bytes().cmp(name))
+}
+
+fn search_bucket(children: &[(u8, NodeRef)], index: u8) -> Result<usize, usize> {
+    children.binary_search_by_key(&index, |(probe, _)| *probe)
+}
+
+/// The entry named `name` in the directory `node`.
+pub(crate) fn find(node: &Node, name: &[u8], source: &dyn ObjectSource) -> Result<Option<Entry>, TreeError> {
+    match node.body() {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            Ok(search(entries, name).ok().and_then(|i| entries.get(i)).map(|(_, entry)| entry.clone()))
+        }
+        NodeBody::Tree(tree) => {
+            let index = inode_index(tree.depth, name);
+            let Ok(position) = search_bucket(&tree.children, index) else {
+                return Ok(None);
+            };
+            let Some((_, child)) = tree.children.get(position) else {
+                return Ok(None);
+            };
+            let child = load(child, source)?;
+            find(&child, name, source)
+        }
+    }
+}
+
+/// A mutable reference to the existing entry named `name` (copying the inode path to it).
+pub(crate) fn entry_mut<'a>(
+    node: &'a mut Node,
+    name: &[u8],
+    source: &dyn ObjectSource,
+) -> Result<Option<&'a mut Entry>, TreeError> {
+    match node.body_mut() {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => match search(entries, name) {
+            Ok(i) => Ok(entries.get_mut(i).map(|(_, entry)| entry)),
+            Err(_) => Ok(None),
+        },
+        NodeBody::Tree(tree) => {
+            let index = inode_index(tree.depth, name);
+            let Ok(position) = search_bucket(&tree.children, index) else {
+                return Ok(None);
+            };
+            let Some((_, child)) = tree.children.get_mut(position) else {
+                return Ok(None);
+            };
+            let child = node_mut(child, source)?;
+            entry_mut(child, name, source)
+        }
+    }
+}
+
+/// Sets (`Some`) or removes (`None`) the entry `name` of the directory `node`, converting between
+/// the flat form (≤ 256 entries) and the inode trie (above) as the count crosses 256.
+pub(crate) fn set(
+    node: &mut Node,
+    name: &[u8],
+    new: Option<Entry>,
+    source: &dyn ObjectSource,
+) -> Result<(), TreeError> {
+    let body = node.body_mut();
+    let replacement = match body {
+        NodeBody::Flat(entries) => {
+            set_in_entries(entries, name, new);
+            if entries.len() > STABLE_HASH_MAX { Some(build(0, std::mem::take(entries))?) } else { None }
+        }
+        NodeBody::Tree(tree) => {
+            set_in_tree(tree, name, new, source)?;
+            if tree.length <= STABLE_HASH_MAX as u64 {
+                let mut all = Vec::with_capacity(tree.length as usize);
+                collect_tree(tree, source, &mut all)?;
+                all.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+                Some(NodeBody::Flat(all))
+            } else {
+                None
+            }
+        }
+        NodeBody::Values(_) => return Err(TreeError::Malformed("an inode leaf used as a directory")),
+    };
+    if let Some(replacement) = replacement {
+        *body = replacement;
+    }
+    Ok(())
+}
+
+/// Sets or removes `name` in sorted entries; returns the change in length (-1, 0 or 1).
+fn set_in_entries(entries: &mut Entries, name: &[u8], new: Option<Entry>) -> i64 {
+    match (search(entries, name), new) {
+        (Ok(i), Some(entry)) => {
+            if let Some(slot) = entries.get_mut(i) {
+                slot.1 = entry;
+            }
+            0
+        }
+        (Ok(i), None) => {
+            entries.remove(i);
+            -1
+        }
+        (Err(i), Some(entry)) => {
+            entries.insert(i, (Name::new(name), entry));
+            1
+        }
+        (Err(_), None) => 0,
+    }
+}
+
+fn set_in_tree(
+    tree: &mut InodeTree,
+    name: &[u8],
+    new: Option<Entry>,
+    source: &dyn ObjectSource,
+) -> Result<(), TreeError> {
+    let index = inode_index(tree.depth, name);
+    let position = match search_bucket(&tree.children, index) {
+        Ok(position) => position,
+        Err(position) => {
+            if let Some(entry) = new {
+                let leaf = Node::new(NodeBody::Values(vec![(Name::new(name), entry)]));
+                tree.children.insert(position, (index, NodeRef::Mem(Arc::new(leaf))));
+                tree.length += 1;
+            }
+            return Ok(());
+        }
+    };
+    let child_depth = tree.depth + 1;
+    let Some((_, child)) = tree.children.get_mut(position) else {
+        return Ok(());
+    };
+    let child = node_mut(child, source)?;
+    let before = child.length();
+    let body = child.body_mut();
+    let replacement = match body {
+        NodeBody::Values(entries) => {
+            set_in_entries(entries, name, new);
+            if entries.len() > INODE_VALUES_MAX {
+                Some(build(child_depth, std::mem::take(entries))?)
+            } else {
+                None
+            }
+        }
+        NodeBody::Tree(sub) => {
+            set_in_tree(sub, name, new, source)?;
+            if sub.length <= INODE_VALUES_MAX as u64 {
+                let mut all = Vec::with_capacity(sub.length as usize);
+                collect_tree(sub, source, &mut all)?;
+                all.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+                Some(NodeBody::Values(all))
+            } else {
+                None
+            }
+        }
+        NodeBody::Flat(_) => return Err(TreeError::Malformed("a flat directory used as an inner inode")),
+    };
+    if let Some(replacement) = replacement {
+        *body = replacement;
+    }
+    let after = child.length();
+    if after == 0 {
+        tree.children.remove(position);
+    }
+    tree.length = tree.length + after - before;
+    Ok(())
+}
+
+/// The canonical inode for `entries` (sorted by name) at `depth`: `Values` when at most 32 entries
+/// below the root, otherwise a `Tree` whose buckets are built recursively.
+pub(crate) fn build(depth: u8, entries: Entries) -> Result<NodeBody, TreeError> {
+    if depth > 0 && entries.len() <= INODE_VALUES_MAX {
+        return Ok(NodeBody::Values(entries));
+    }
+    if depth >= INODE_MAX_DEPTH {
+        return Err(TreeError::MaxDepth { depth });
+    }
+    let length = entries.len() as u64;
+    let mut buckets: Vec<Entries> = (0..32).map(|_| Vec::new()).collect();
+    for (name, entry) in entries {
+        let index = usize::from(inode_index(depth, &name));
+        if let Some(bucket) = buckets.get_mut(index) {
+            bucket.push((name, entry));
+        }
+    }
+    let mut children = Vec::new();
+    for (index, bucket) in buckets.into_iter().enumerate() {
+        if !bucket.is_empty() {
+            let child = Node::new(build(depth + 1, bucket)?);
+            children.push((index as u8, NodeRef::Mem(Arc::new(child))));
+        }
+    }
+    Ok(NodeBody::Tree(InodeTree { depth, length, children }))
+}
+
+/// Appends every entry below `tree` (in bucket order, not sorted), loading stored inodes.
+pub(crate) fn collect_tree(
+    tree: &InodeTree,
+    source: &dyn ObjectSource,
+    out: &mut Entries,
+) -> Result<(), TreeError> {
+    for (_, child) in &tree.children {
+        let child = load(child, source)?;
+        match child.body() {
+            NodeBody::Values(entries) | NodeBody::Flat(entries) => out.extend(entries.iter().cloned()),
+            NodeBody::Tree(sub) => collect_tree(sub, source, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// All entries of the directory `node`, sorted by name.
+pub(crate) fn entries(node: &Node, source: &dyn ObjectSource) -> Result<Entries, TreeError> {
+    match node.body() {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => Ok(entries.clone()),
+        NodeBody::Tree(tree) => {
+            let mut all = Vec::with_capacity(tree.length as usize);
+            collect_tree(tree, source, &mut all)?;
+            all.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+            Ok(all)
+        }
+    }
+}

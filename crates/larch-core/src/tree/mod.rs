@@ -1,0 +1,276 @@
+//! The context tree: a persistent, structurally shared value with the operations a Tezos node
+//! performs (spec §6 semantics). Cloning is O(1); a modification copies only the path it touches
+//! (and nothing at all where the path is not shared).
+
+mod dir;
+pub mod node;
+pub mod source;
+
+use crate::hash::Hash;
+use crate::schema::Kind;
+use node::{Contents, ContentsRef, Entry, Name, Node, NodeRef};
+use source::{LoadError, NoSource, ObjectSource};
+use std::sync::{Arc, OnceLock};
+
+/// Why a tree operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TreeError {
+    /// A lazy node or contents could not be loaded from the tree's source.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// More than 32 names collide on every bucket down to Irmin's depth limit (`Max_depth`).
+    #[error(
+        "inode trie deeper than Irmin's limit: more than 32 names share their buckets down to depth {depth}"
+    )]
+    MaxDepth {
+        /// The depth at which an index was needed.
+        depth: u8,
+    },
+    /// A loaded node has a shape a directory cannot have.
+    #[error("malformed node: {0}")]
+    Malformed(&'static str),
+}
+
+/// A tree: a directory (possibly empty) or a contents value, with the source its lazy parts load
+/// from. Clones share everything; modifications through `&mut self` copy on write.
+#[derive(Clone, Debug)]
+pub struct Tree {
+    root: Entry,
+    source: Arc<dyn ObjectSource>,
+}
+
+fn no_source() -> Arc<dyn ObjectSource> {
+    static SOURCE: OnceLock<Arc<dyn ObjectSource>> = OnceLock::new();
+    SOURCE.get_or_init(|| Arc::new(NoSource)).clone()
+}
+
+fn empty_node() -> Entry {
+    Entry::Node(NodeRef::Mem(Arc::new(Node::empty())))
+}
+
+impl Default for Tree {
+    fn default() -> Tree {
+        Tree::empty()
+    }
+}
+
+impl Tree {
+    /// The empty directory, entirely in memory.
+    pub fn empty() -> Tree {
+        Tree { root: empty_node(), source: no_source() }
+    }
+
+    /// The empty directory, whose later grafts may come from `source`.
+    pub fn empty_with_source(source: Arc<dyn ObjectSource>) -> Tree {
+        Tree { root: empty_node(), source }
+    }
+
+    /// A tree rooted at `root`, loading lazy parts from `source`.
+    pub fn from_entry(root: Entry, source: Arc<dyn ObjectSource>) -> Tree {
+        Tree { root, source }
+    }
+
+    /// A contents tree holding `value`.
+    pub fn of_contents(value: impl Into<Box<[u8]>>) -> Tree {
+        Tree { root: Entry::contents(value), source: no_source() }
+    }
+
+    /// The root entry.
+    pub fn root(&self) -> &Entry {
+        &self.root
+    }
+
+    /// The source lazy parts load from.
+    pub fn source(&self) -> &Arc<dyn ObjectSource> {
+        &self.source
+    }
+
+    /// Contents or directory.
+    pub fn kind(&self) -> Kind {
+        self.root.kind()
+    }
+
+    /// The Tezos hash of the tree (a directory's node hash, or a contents hash); computes the
+    /// hashes of modified nodes bottom-up and caches them.
+    pub fn hash(&self) -> Hash {
+        self.root.hash()
+    }
+
+    /// Whether this is a directory with no entries.
+    pub fn is_empty(&self) -> Result<bool, TreeError> {
+        match &self.root {
+            Entry::Contents(_) => Ok(false),
+            Entry::Node(node) => Ok(dir::load(node, &*self.source)?.length() == 0),
+        }
+    }
+
+    /// The entry at `path`, if any.
+    fn entry_at<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Entry>, TreeError> {
+        let mut current = self.root.clone();
+        for step in path {
+            let Entry::Node(node) = &current else {
+                return Ok(None);
+            };
+            let node = dir::load(node, &*self.source)?;
+            match dir::find(&node, step.as_ref(), &*self.source)? {
+                Some(entry) => current = entry,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(current))
+    }
+
+    fn load_contents(&self, contents: &ContentsRef) -> Result<Arc<Contents>, TreeError> {
+        match contents {
+            ContentsRef::Mem(contents) => Ok(contents.clone()),
+            ContentsRef::Stored { hash, key } => Ok(self.source.load_contents(*key, hash)?),
+        }
+    }
+
+    /// The contents at `path` (`None` if absent or a directory).
+    pub fn find<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Arc<Contents>>, TreeError> {
+        match self.entry_at(path)? {
+            Some(Entry::Contents(contents)) => Ok(Some(self.load_contents(&contents)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The sub-tree (directory or contents) at `path`.
+    pub fn find_tree<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Tree>, TreeError> {
+        Ok(self.entry_at(path)?.map(|root| Tree { root, source: self.source.clone() }))
+    }
+
+    /// Whether `path` holds contents.
+    pub fn mem<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<bool, TreeError> {
+        Ok(matches!(self.entry_at(path)?, Some(Entry::Contents(_))))
+    }
+
+    /// Whether `path` holds contents or a directory.
+    pub fn mem_tree<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<bool, TreeError> {
+        Ok(self.entry_at(path)?.is_some())
+    }
+
+    /// Sets the contents at `path` to `value`, creating missing directories and replacing any
+    /// contents standing on the way by a directory. An empty path makes the whole tree contents.
+    pub fn add<P: AsRef<[u8]>>(&mut self, path: &[P], value: impl Into<Box<[u8]>>) -> Result<(), TreeError> {
+        self.update(path, Some(Entry::contents(value)))
+    }
+
+    /// Removes the contents or sub-tree at `path`; directories emptied by it disappear,
+    /// recursively. Removing what is not there changes nothing; an empty path empties the tree.
+    pub fn remove<P: AsRef<[u8]>>(&mut self, path: &[P]) -> Result<(), TreeError> {
+        if !path.is_empty() && !self.mem_tree(path)? {
+            return Ok(());
+        }
+        self.update(path, None)
+    }
+
+    /// Grafts `tree` at `path` (an empty directory removes the binding instead). Both trees must
+    /// load from the same source (or `tree` be fully in memory).
+    pub fn add_tree<P: AsRef<[u8]>>(&mut self, path: &[P], tree: &Tree) -> Result<(), TreeError> {
+        if tree.is_empty()? {
+            return self.remove(path);
+        }
+        self.update(path, Some(tree.root.clone()))
+    }
+
+    /// Tezos `Context.copy`: grafts the sub-tree at `from` onto `to`. Returns `false`, changing
+    /// nothing, when `from` does not exist.
+    pub fn copy<P: AsRef<[u8]>, Q: AsRef<[u8]>>(&mut self, from: &[P], to: &[Q]) -> Result<bool, TreeError> {
+        match self.find_tree(from)? {
+            Some(sub) => {
+                self.add_tree(to, &sub)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The entries of the directory at `path`, sorted by name, skipping `offset` and returning at
+    /// most `length` of them (all when `None`). Empty for contents or a missing path.
+    pub fn list<P: AsRef<[u8]>>(
+        &self,
+        path: &[P],
+        offset: usize,
+        length: Option<usize>,
+    ) -> Result<Vec<(Name, Tree)>, TreeError> {
+        let Some(Entry::Node(node)) = self.entry_at(path)? else {
+            return Ok(Vec::new());
+        };
+        let node = dir::load(&node, &*self.source)?;
+        let entries = dir::entries(&node, &*self.source)?;
+        let take = length.unwrap_or(usize::MAX);
+        Ok(entries
+            .into_iter()
+            .skip(offset)
+            .take(take)
+            .map(|(name, root)| (name, Tree { root, source: self.source.clone() }))
+            .collect())
+    }
+
+    /// Number of entries of the directory at `path` (0 for contents or a missing path).
+    pub fn length<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<u64, TreeError> {
+        match self.entry_at(path)? {
+            Some(Entry::Node(node)) => Ok(dir::load(&node, &*self.source)?.length()),
+            _ => Ok(0),
+        }
+    }
+
+    fn update<P: AsRef<[u8]>>(&mut self, path: &[P], new: Option<Entry>) -> Result<(), TreeError> {
+        if path.is_empty() {
+            self.root = new.unwrap_or_else(empty_node);
+            return Ok(());
+        }
+        if matches!(self.root, Entry::Contents(_)) {
+            if new.is_none() {
+                return Ok(());
+            }
+            self.root = empty_node();
+        }
+        let Entry::Node(root) = &mut self.root else {
+            return Ok(());
+        };
+        let source = &*self.source;
+        let node = dir::node_mut(root, source)?;
+        set_path(node, path, new, source)
+    }
+}
+
+/// Sets (or removes) the entry at `path` below the directory `node`, creating or pruning the
+/// directories on the way.
+fn set_path<P: AsRef<[u8]>>(
+    node: &mut Node,
+    path: &[P],
+    new: Option<Entry>,
+    source: &dyn ObjectSource,
+) -> Result<(), TreeError> {
+    let Some((first, rest)) = path.split_first() else {
+        return Ok(());
+    };
+    let name = first.as_ref();
+    if rest.is_empty() {
+        return dir::set(node, name, new, source);
+    }
+    let emptied = match dir::entry_mut(node, name, source)? {
+        Some(Entry::Node(child)) => {
+            let child = dir::node_mut(child, source)?;
+            set_path(child, rest, new, source)?;
+            child.length() == 0
+        }
+        _ => {
+            // Missing, or contents in the way: a removal has nothing to do; an addition builds a
+            // fresh directory that replaces whatever stood there.
+            if new.is_none() {
+                return Ok(());
+            }
+            let mut child = Node::empty();
+            set_path(&mut child, rest, new, source)?;
+            return dir::set(node, name, Some(Entry::Node(NodeRef::Mem(Arc::new(child)))), source);
+        }
+    };
+    if emptied {
+        dir::set(node, name, None, source)?;
+    }
+    Ok(())
+}
