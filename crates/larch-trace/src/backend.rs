@@ -16,6 +16,30 @@ pub trait ContextRepo {
 
     /// Commits `tree` with `parents` and `info`; returns the commit hash.
     fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash, Self::Error>;
+
+    /// The store's counters, sampled by the replayer after every commit. Stores that keep no
+    /// counters leave this default, which reports every figure as unknown.
+    fn stats(&self) -> BackendStats {
+        BackendStats::default()
+    }
+}
+
+/// Counters a store reports to the replayer's statistics. Every field is optional: `None` means
+/// the store does not measure it. Counters are cumulative since the store was opened; sizes are
+/// current values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct BackendStats {
+    /// Object reads served from a cache.
+    pub cache_hits: Option<u64>,
+    /// Object reads that had to go to disk (or the backing source).
+    pub cache_misses: Option<u64>,
+    /// Objects (contents, nodes, inodes, commits) written.
+    pub objects_written: Option<u64>,
+    /// Bytes of the objects written (their encoded size, before any file-level overhead).
+    pub object_bytes_written: Option<u64>,
+    /// Size of the store on disk, in bytes.
+    pub store_size_bytes: Option<u64>,
 }
 
 impl ContextRepo for MemoryRepo {
@@ -31,5 +55,13 @@ impl ContextRepo for MemoryRepo {
 
     fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash, RepoError> {
         MemoryRepo::commit(self, tree, parents, info)
+    }
+
+    fn stats(&self) -> BackendStats {
+        let (nodes, contents) = self.source().object_counts();
+        BackendStats {
+            objects_written: Some((nodes + contents + self.commit_count()) as u64),
+            ..BackendStats::default()
+        }
     }
 }

@@ -2,7 +2,17 @@
 //! generator, the replayer with hash checks, per-block statistics and summaries.
 
 pub mod backend;
+pub mod format;
+pub mod info;
+pub mod record;
+pub mod r#gen;
 pub mod op;
+pub mod replay;
+pub mod stats;
 
-pub use backend::ContextRepo;
+pub use backend::{BackendStats, ContextRepo};
+pub use r#gen::{GenError, GenParams, GenReport, Generator};
+pub use format::{OpSink, OpSource, TraceError, TraceFormat, convert, convert_file, open_trace};
 pub use op::{ContextId, Op, OpKind, Path, Scoped};
+pub use replay::{ReplayError, ReplayOptions, Replayer, RunMeta, replay};
+pub use stats::{Comparison, RunSummary, compare};

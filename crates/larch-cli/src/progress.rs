@@ -1,0 +1,21 @@
+//! Progress bars with ETA for long runs, hidden when stderr is not a terminal.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+/// A progress bar over `total` blocks labelled `what`; invisible unless stderr is a terminal.
+pub fn blocks_bar(what: &str, total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    if std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let style = ProgressStyle::with_template(
+        "{prefix:>10} [{elapsed_precise}] {wide_bar} {pos}/{len} blocks ({per_sec}, ETA {eta})",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_prefix(what.to_string());
+    bar
+}

@@ -1,0 +1,474 @@
+//! Byte encoding of pack records (docs/format.md §3): framing with a checksum, child pointers,
+//! compact names, inline contents, directory, inode and commit bodies.
+
+use crate::error::{FileKind, Result, StoreError};
+use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
+use larch_core::{CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef};
+use std::sync::Arc;
+
+/// Magic of the pack header.
+pub const PACK_MAGIC: &[u8; 8] = b"LARCHPAK";
+/// Format version written and read by this build.
+pub const FORMAT_VERSION: u32 = 1;
+/// Length of the pack header; the first record starts here.
+pub const PACK_HEADER_LEN: u64 = 16;
+/// Contents of at most this many bytes are stored inline in their parent record.
+pub const INLINE_MAX: usize = 32;
+/// The largest record body accepted.
+pub const MAX_BODY_LEN: u64 = 1 << 30;
+
+/// Kinds of pack records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum RecordKind {
+    /// A contents value of its own.
+    Contents,
+    /// A directory of at most 256 entries.
+    Flat,
+    /// An inode leaf.
+    Values,
+    /// An inode tree.
+    Tree,
+    /// A commit.
+    Commit,
+}
+
+impl RecordKind {
+    /// The kind byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            RecordKind::Contents => 1,
+            RecordKind::Flat => 2,
+            RecordKind::Values => 3,
+            RecordKind::Tree => 4,
+            RecordKind::Commit => 5,
+        }
+    }
+
+    /// The kind of a kind byte.
+    pub fn from_byte(byte: u8) -> Option<RecordKind> {
+        Some(match byte {
+            1 => RecordKind::Contents,
+            2 => RecordKind::Flat,
+            3 => RecordKind::Values,
+            4 => RecordKind::Tree,
+            5 => RecordKind::Commit,
+            _ => return None,
+        })
+    }
+
+    /// A short lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Contents => "contents",
+            RecordKind::Flat => "directory",
+            RecordKind::Values => "inode-values",
+            RecordKind::Tree => "inode-tree",
+            RecordKind::Commit => "commit",
+        }
+    }
+}
+
+/// The pack header bytes.
+pub fn pack_header() -> [u8; PACK_HEADER_LEN as usize] {
+    let mut header = [0u8; PACK_HEADER_LEN as usize];
+    header[..8].copy_from_slice(PACK_MAGIC);
+    header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header
+}
+
+/// Appends a framed record (kind, length, body, checksum) to `out`.
+pub fn frame(out: &mut Vec<u8>, kind: RecordKind, body: &[u8]) {
+    let start = out.len();
+    out.push(kind.byte());
+    write_leb128(out, body.len() as u64);
+    out.extend_from_slice(body);
+    let crc = crc32fast::hash(out.get(start..).unwrap_or_default());
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// A bounds-checked cursor over a record body; errors name the pack offset of the record.
+pub struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    file: FileKind,
+    offset: u64,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor over `bytes`, which belong to the record at `offset` of `file`.
+    pub fn new(bytes: &'a [u8], file: FileKind, offset: u64) -> Cursor<'a> {
+        Cursor { bytes, pos: 0, file, offset }
+    }
+
+    /// A corruption error at this record.
+    pub fn error(&self, reason: impl Into<String>) -> StoreError {
+        StoreError::corrupt(self.file, self.offset, reason)
+    }
+
+    /// Whether every byte was consumed.
+    pub fn at_end(&self) -> bool {
+        self.pos == self.bytes.len()
+    }
+
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).ok_or_else(|| self.error("length overflow"))?;
+        let slice = self.bytes.get(self.pos..end).ok_or_else(|| self.error("truncated record body"))?;
+        self.pos = end;
+        Ok(slice)
+    }
+
+    /// One byte.
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?.first().copied().unwrap_or_default())
+    }
+
+    /// An unsigned LEB128 integer.
+    pub fn leb(&mut self) -> Result<u64> {
+        let mut value = 0u64;
+        for shift in (0..70).step_by(7) {
+            let byte = self.u8()?;
+            let low = u64::from(byte & 0x7f);
+            if shift == 63 && low > 1 {
+                return Err(self.error("LEB128 integer overflows 64 bits"));
+            }
+            value |= low << shift;
+            if byte & 0x80 == 0 {
+                if byte == 0 && shift > 0 {
+                    return Err(self.error("over-long LEB128 integer"));
+                }
+                return Ok(value);
+            }
+        }
+        Err(self.error("LEB128 integer longer than 10 bytes"))
+    }
+
+    /// A LEB128 length, bounded by the remaining bytes.
+    pub fn len(&mut self) -> Result<usize> {
+        let len = self.leb()?;
+        usize::try_from(len)
+            .ok()
+            .filter(|len| *len <= self.bytes.len() - self.pos)
+            .ok_or_else(|| self.error(format!("length {len} exceeds the record")))
+    }
+
+    /// A 32-byte hash.
+    pub fn hash(&mut self) -> Result<Hash> {
+        let bytes = self.take(32)?;
+        Hash::from_slice(bytes).map_err(|_| self.error("bad hash"))
+    }
+
+    /// A little-endian `u64`.
+    pub fn u64(&mut self) -> Result<u64> {
+        let bytes = self.take(8)?;
+        let array: [u8; 8] = bytes.try_into().map_err(|_| self.error("truncated integer"))?;
+        Ok(u64::from_le_bytes(array))
+    }
+
+    /// A child pointer: the child's hash and its absolute offset.
+    pub fn pointer(&mut self) -> Result<(Hash, u64)> {
+        let hash = self.hash()?;
+        let back = self.leb()?;
+        match self.offset.checked_sub(back) {
+            Some(child) if back > 0 && child >= PACK_HEADER_LEN => Ok((hash, child)),
+            _ => Err(self.error(format!("child pointer back {back} leaves the pack"))),
+        }
+    }
+}
+
+/// Whether a name is stored hex-packed: an even number ≥ 2 of lowercase hex digits.
+pub fn is_hex_name(name: &[u8]) -> bool {
+    name.len() >= 2 && name.len() % 2 == 0 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+const TAG_NODE: u8 = 0;
+const TAG_INLINE: u8 = 1;
+const TAG_CONTENTS: u8 = 2;
+const TAG_HEX: u8 = 4;
+
+/// What the encoder writes for one entry's target.
+pub enum EncodedTarget<'a> {
+    /// A pointer to a node record.
+    Node(Hash, u64),
+    /// Contents inline.
+    Inline(&'a [u8]),
+    /// A pointer to a contents record.
+    Contents(Hash, u64),
+}
+
+fn write_pointer(out: &mut Vec<u8>, self_offset: u64, hash: &Hash, child: u64) {
+    out.extend_from_slice(hash.as_bytes());
+    write_leb128(out, self_offset.saturating_sub(child));
+}
+
+/// Appends one entry of a flat directory or `Values` body.
+pub fn encode_entry(out: &mut Vec<u8>, self_offset: u64, name: &[u8], target: &EncodedTarget<'_>) {
+    let hex = is_hex_name(name);
+    let tag = match target {
+        EncodedTarget::Node(..) => TAG_NODE,
+        EncodedTarget::Inline(_) => TAG_INLINE,
+        EncodedTarget::Contents(..) => TAG_CONTENTS,
+    } | if hex { TAG_HEX } else { 0 };
+    out.push(tag);
+    if hex {
+        write_leb128(out, (name.len() / 2) as u64);
+        for pair in name.chunks_exact(2) {
+            let digit = |b: u8| if b <= b'9' { b - b'0' } else { b - b'a' + 10 };
+            out.push(pair.iter().fold(0u8, |acc, b| (acc << 4) | digit(*b)));
+        }
+    } else {
+        write_leb128(out, name.len() as u64);
+        out.extend_from_slice(name);
+    }
+    match target {
+        EncodedTarget::Node(hash, child) | EncodedTarget::Contents(hash, child) => {
+            write_pointer(out, self_offset, hash, *child)
+        }
+        EncodedTarget::Inline(bytes) => {
+            write_leb128(out, bytes.len() as u64);
+            out.extend_from_slice(bytes);
+        }
+    }
+}
+
+/// Appends the head of a `Tree` inode body; children follow with [`encode_tree_child`].
+pub fn encode_tree_head(out: &mut Vec<u8>, depth: u8, length: u64, count: usize) {
+    out.push(depth);
+    write_leb128(out, length);
+    out.push(count as u8);
+}
+
+/// Appends one child of a `Tree` inode body.
+pub fn encode_tree_child(out: &mut Vec<u8>, self_offset: u64, bucket: u8, hash: &Hash, child: u64) {
+    out.push(bucket);
+    write_pointer(out, self_offset, hash, child);
+}
+
+/// Statistics of one decoded entry list, for fsck.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EntryCounts {
+    /// Inline contents values.
+    pub inline: u64,
+    /// Bytes of inline contents values.
+    pub inline_bytes: u64,
+    /// Hex-packed names.
+    pub hex_names: u64,
+}
+
+fn decode_entries(cursor: &mut Cursor<'_>, max: usize, counts: &mut EntryCounts) -> Result<Vec<(Name, Entry)>> {
+    let count = cursor.leb()?;
+    if count > max as u64 {
+        return Err(cursor.error(format!("{count} entries, at most {max} allowed")));
+    }
+    let mut entries = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let tag = cursor.u8()?;
+        if tag & !(TAG_HEX | 3) != 0 {
+            return Err(cursor.error(format!("bad entry tag {tag:#04x}")));
+        }
+        let stored_len = cursor.len()?;
+        let stored = cursor.take(stored_len)?;
+        let name = if tag & TAG_HEX != 0 {
+            if stored.is_empty() {
+                return Err(cursor.error("empty hex name"));
+            }
+            counts.hex_names += 1;
+            Name::new(hex::encode(stored).as_bytes())
+        } else {
+            Name::new(stored)
+        };
+        let entry = match tag & 3 {
+            TAG_NODE => {
+                let (hash, key) = cursor.pointer()?;
+                Entry::Node(NodeRef::Stored { hash, key })
+            }
+            TAG_INLINE => {
+                let len = cursor.len()?;
+                let bytes = cursor.take(len)?;
+                counts.inline += 1;
+                counts.inline_bytes += len as u64;
+                Entry::Contents(ContentsRef::Mem(Arc::new(Contents::new(bytes))))
+            }
+            TAG_CONTENTS => {
+                let (hash, key) = cursor.pointer()?;
+                Entry::Contents(ContentsRef::Stored { hash, key })
+            }
+            _ => return Err(cursor.error(format!("bad entry tag {tag:#04x}"))),
+        };
+        entries.push((name, entry));
+    }
+    Ok(entries)
+}
+
+/// Decodes the body of a node record (`Flat`, `Values` or `Tree`).
+pub fn decode_node_body(
+    kind: RecordKind,
+    body: &[u8],
+    offset: u64,
+    counts: &mut EntryCounts,
+) -> Result<NodeBody> {
+    let mut cursor = Cursor::new(body, FileKind::Pack, offset);
+    let decoded = match kind {
+        RecordKind::Flat => NodeBody::Flat(decode_entries(&mut cursor, STABLE_HASH_MAX, counts)?),
+        RecordKind::Values => NodeBody::Values(decode_entries(&mut cursor, INODE_VALUES_MAX, counts)?),
+        RecordKind::Tree => {
+            let depth = cursor.u8()?;
+            if depth >= INODE_MAX_DEPTH {
+                return Err(cursor.error(format!("inode depth {depth} too deep")));
+            }
+            let length = cursor.leb()?;
+            let count = cursor.u8()?;
+            if count == 0 || count > 32 {
+                return Err(cursor.error(format!("inode with {count} children")));
+            }
+            let mut children = Vec::with_capacity(usize::from(count));
+            let mut previous: Option<u8> = None;
+            for _ in 0..count {
+                let bucket = cursor.u8()?;
+                if bucket >= 32 || previous.is_some_and(|p| p >= bucket) {
+                    return Err(cursor.error(format!("bad bucket index {bucket}")));
+                }
+                previous = Some(bucket);
+                let (hash, key) = cursor.pointer()?;
+                children.push((bucket, NodeRef::Stored { hash, key }));
+            }
+            NodeBody::Tree(InodeTree { depth, length, children })
+        }
+        other => return Err(cursor.error(format!("a {} record where a node was expected", other.name()))),
+    };
+    if !cursor.at_end() {
+        return Err(cursor.error("trailing bytes in record body"));
+    }
+    Ok(decoded)
+}
+
+/// A decoded commit record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitData {
+    /// Hash of the root directory.
+    pub tree_hash: Hash,
+    /// Offset of the root directory record.
+    pub tree_offset: u64,
+    /// Parents: hash and commit record offset, in commit order.
+    pub parents: Vec<(Hash, u64)>,
+    /// Date, author, message.
+    pub info: CommitInfo,
+}
+
+impl CommitData {
+    /// The parents' hashes.
+    pub fn parent_hashes(&self) -> Vec<Hash> {
+        self.parents.iter().map(|(hash, _)| *hash).collect()
+    }
+
+    /// The commit hash this record describes.
+    pub fn hash(&self) -> Hash {
+        larch_core::schema::commit_hash(&self.tree_hash, &self.parent_hashes(), &self.info)
+    }
+}
+
+/// Appends the body of a commit record at `self_offset`.
+pub fn encode_commit(out: &mut Vec<u8>, self_offset: u64, commit: &CommitData) {
+    write_pointer(out, self_offset, &commit.tree_hash, commit.tree_offset);
+    write_leb128(out, commit.parents.len() as u64);
+    for (hash, offset) in &commit.parents {
+        write_pointer(out, self_offset, hash, *offset);
+    }
+    out.extend_from_slice(&commit.info.date.to_le_bytes());
+    write_leb128(out, commit.info.author.len() as u64);
+    out.extend_from_slice(commit.info.author.as_bytes());
+    write_leb128(out, commit.info.message.len() as u64);
+    out.extend_from_slice(commit.info.message.as_bytes());
+}
+
+/// Decodes the body of the commit record at `offset`.
+pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
+    let mut cursor = Cursor::new(body, FileKind::Pack, offset);
+    let (tree_hash, tree_offset) = cursor.pointer()?;
+    let count = cursor.leb()?;
+    if count > 1024 {
+        return Err(cursor.error(format!("{count} parents")));
+    }
+    let parents = (0..count).map(|_| cursor.pointer()).collect::<Result<Vec<_>>>()?;
+    let date = cursor.u64()? as i64;
+    let text = |cursor: &mut Cursor<'_>| -> Result<String> {
+        let len = cursor.len()?;
+        let bytes = cursor.take(len)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| cursor.error("commit info is not UTF-8"))
+    };
+    let author = text(&mut cursor)?;
+    let message = text(&mut cursor)?;
+    if !cursor.at_end() {
+        return Err(cursor.error("trailing bytes in commit record"));
+    }
+    Ok(CommitData { tree_hash, tree_offset, parents, info: CommitInfo { date, author, message } })
+}
+
+/// Decodes a node record body into a node carrying its trusted `hash` and its key `offset`.
+pub fn decode_node(kind: RecordKind, body: &[u8], offset: u64, hash: Hash) -> Result<Node> {
+    let body = decode_node_body(kind, body, offset, &mut EntryCounts::default())?;
+    let node = Node::with_hash(body, hash);
+    node.set_stored_key(offset);
+    Ok(node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_names() {
+        assert!(is_hex_name(b"00ff"));
+        assert!(!is_hex_name(b"0"));
+        assert!(!is_hex_name(b"00F0"));
+        assert!(!is_hex_name(b"abc"));
+        assert!(!is_hex_name(b""));
+    }
+
+    #[test]
+    fn entry_golden_bytes() {
+        let mut out = Vec::new();
+        encode_entry(&mut out, 100, b"00ff", &EncodedTarget::Inline(b"x"));
+        assert_eq!(out, [TAG_INLINE | TAG_HEX, 2, 0x00, 0xff, 1, b'x']);
+        out.clear();
+        let hash = Hash([7; 32]);
+        encode_entry(&mut out, 100, b"k", &EncodedTarget::Contents(hash, 60));
+        let mut expected = vec![TAG_CONTENTS, 1, b'k'];
+        expected.extend_from_slice(&[7; 32]);
+        expected.push(40);
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn frame_golden_bytes() {
+        let mut out = Vec::new();
+        frame(&mut out, RecordKind::Contents, b"abc");
+        assert_eq!(&out[..5], &[1, 3, b'a', b'b', b'c']);
+        assert_eq!(out[5..], crc32fast::hash(&[1, 3, b'a', b'b', b'c']).to_le_bytes());
+    }
+
+    #[test]
+    fn leb_rejects_overlong_and_overflow() {
+        let mut cursor = Cursor::new(&[0x80, 0x00], FileKind::Pack, 16);
+        assert!(matches!(cursor.leb(), Err(StoreError::Corrupt { offset: 16, .. })));
+        let mut cursor = Cursor::new(&[0xff; 11], FileKind::Pack, 16);
+        assert!(cursor.leb().is_err());
+        let mut cursor = Cursor::new(&[0xe8, 0x07], FileKind::Pack, 16);
+        assert_eq!(cursor.leb().unwrap(), 1000);
+    }
+
+    #[test]
+    fn commit_round_trip() {
+        let commit = CommitData {
+            tree_hash: Hash([1; 32]),
+            tree_offset: 20,
+            parents: vec![(Hash([2; 32]), 16)],
+            info: CommitInfo::tezos(-5, "lvl 3"),
+        };
+        let mut out = Vec::new();
+        encode_commit(&mut out, 1000, &commit);
+        assert_eq!(decode_commit(&out, 1000).unwrap(), commit);
+        assert!(decode_commit(&out[..out.len() - 1], 1000).is_err());
+    }
+}

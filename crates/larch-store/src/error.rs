@@ -1,0 +1,133 @@
+//! Typed errors of the store: every I/O failure and every corruption names its file, offset and
+//! operation.
+
+use larch_core::{Hash, TreeError};
+use std::fmt;
+use std::path::PathBuf;
+
+/// The files of a store directory (see `docs/format.md` §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// `control`: the published state.
+    Control,
+    /// `pack`: the objects.
+    Pack,
+    /// `commits`: the commit index.
+    Index,
+    /// `lock`: the writer's lock.
+    Lock,
+}
+
+impl FileKind {
+    /// The file's name inside the store directory.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            FileKind::Control => "control",
+            FileKind::Pack => "pack",
+            FileKind::Index => "commits",
+            FileKind::Lock => "lock",
+        }
+    }
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.file_name())
+    }
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// An I/O operation on a store file failed.
+    #[error("{op} of {file} at offset {offset} failed: {source}")]
+    Io {
+        /// The file.
+        file: FileKind,
+        /// Where in the file.
+        offset: u64,
+        /// What was being done ("read", "write", "sync", "replace", "open", ...).
+        op: &'static str,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's bytes do not decode, or fail their checksum.
+    #[error("corrupt {file} at offset {offset}: {reason}")]
+    Corrupt {
+        /// The file.
+        file: FileKind,
+        /// The offset of the damaged record or field.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The directory holds no store.
+    #[error("{} is not a larch store: {reason}", path.display())]
+    NotAStore {
+        /// The directory.
+        path: PathBuf,
+        /// Why not.
+        reason: String,
+    },
+    /// The store was written by an unknown format version.
+    #[error("{file} has format version {found}; this larch reads version {supported}")]
+    UnknownVersion {
+        /// The file.
+        file: FileKind,
+        /// The version found.
+        found: u32,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// Another writer holds the store.
+    #[error("the store {} is already open for writing by another handle or process", path.display())]
+    Locked {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// A write was attempted through a read-only handle.
+    #[error("the store is open read-only")]
+    ReadOnly,
+    /// A durability step failed earlier; the handle refuses work until the store is reopened.
+    #[error("an earlier sync or publish failed; reopen the store")]
+    Poisoned,
+    /// No commit with this hash.
+    #[error("unknown commit {0}")]
+    UnknownCommit(Hash),
+    /// A parent of a new commit is not in the store.
+    #[error("unknown parent commit {0}")]
+    UnknownParent(Hash),
+    /// No branch with this name.
+    #[error("unknown branch {0:?}")]
+    UnknownBranch(String),
+    /// A branch name must be 1 to 255 bytes.
+    #[error("invalid branch name {0:?}")]
+    InvalidBranchName(String),
+    /// A commit's root must be a directory.
+    #[error("cannot commit a contents value as a root tree")]
+    RootIsContents,
+    /// A record would exceed the format's limits.
+    #[error("object too large for the format: {0}")]
+    TooLarge(String),
+    /// A tree operation (often a lazy load) failed.
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+}
+
+impl StoreError {
+    /// An I/O error on `file` at `offset` during `op`.
+    pub(crate) fn io(file: FileKind, offset: u64, op: &'static str, source: std::io::Error) -> StoreError {
+        StoreError::Io { file, offset, op, source }
+    }
+
+    /// A corruption of `file` at `offset`.
+    pub(crate) fn corrupt(file: FileKind, offset: u64, reason: impl Into<String>) -> StoreError {
+        StoreError::Corrupt { file, offset, reason: reason.into() }
+    }
+}
+
+/// Result of store operations.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

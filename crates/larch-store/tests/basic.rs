@@ -1,0 +1,162 @@
+//! Round trips, readers, locking, branches, log, incremental writes.
+
+use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
+use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
+
+fn info(n: i64) -> CommitInfo {
+    CommitInfo::tezos(1530374852 + 30 * n, format!("lvl {n}"))
+}
+
+#[test]
+fn genesis_hash_round_trips_through_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["data", "version"], b"genesis".to_vec()).unwrap();
+    let protocol = hex::decode("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21").unwrap();
+    tree.add(&["protocol"], protocol.clone()).unwrap();
+    tree.add(&["test_chain"], vec![0u8]).unwrap();
+    let commit = repo.commit(&tree, &[], CommitInfo::tezos(1530374852, "Genesis")).unwrap();
+    assert_eq!(commit.to_string(), "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj");
+    assert_eq!(repo.head(), Some(commit));
+    repo.close().unwrap();
+
+    let repo = Repo::open(dir.path()).unwrap();
+    assert_eq!(repo.head(), Some(commit));
+    let tree = repo.checkout(&commit).unwrap();
+    assert_eq!(tree.find(&["protocol"]).unwrap().unwrap().as_bytes(), &protocol[..]);
+    assert_eq!(tree.find(&["data", "version"]).unwrap().unwrap().as_bytes(), b"genesis");
+    let details = repo.commit_details(&commit).unwrap();
+    assert_eq!(details.info, CommitInfo::tezos(1530374852, "Genesis"));
+    assert!(details.parents.is_empty());
+    let report = repo.fsck();
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn second_writer_is_refused_and_readers_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Repo::open(dir.path()).unwrap();
+    assert!(matches!(Repo::open(dir.path()), Err(StoreError::Locked { .. })));
+    let mut tree = writer.empty_tree();
+    tree.add(&["a"], b"1".to_vec()).unwrap();
+    let first = writer.commit(&tree, &[], info(1)).unwrap();
+
+    let mut reader = Repo::open_read_only(dir.path()).unwrap();
+    assert!(reader.contains(&first));
+    assert!(matches!(reader.commit(&reader.empty_tree(), &[], info(0)), Err(StoreError::ReadOnly)));
+
+    let mut tree = writer.checkout(&first).unwrap();
+    tree.add(&["b"], vec![7; 100]).unwrap();
+    let second = writer.commit(&tree, &[first], info(2)).unwrap();
+    assert!(!reader.contains(&second));
+    assert_eq!(reader.head(), Some(first));
+    assert!(reader.reload().unwrap());
+    assert!(!reader.reload().unwrap());
+    assert_eq!(reader.head(), Some(second));
+    let seen = reader.checkout(&second).unwrap();
+    assert_eq!(seen.find(&["b"]).unwrap().unwrap().as_bytes(), &[7; 100][..]);
+    assert_eq!(reader.log(&second).unwrap(), vec![second, first]);
+    drop(writer);
+    // The lock is released with the handle.
+    let writer = Repo::open(dir.path()).unwrap();
+    assert_eq!(writer.commit_count(), 2);
+}
+
+#[test]
+fn a_commit_writes_only_new_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open_with(dir.path(), RepoOptions { sync: SyncPolicy::Never, ..Default::default() }).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..2000u32 {
+        tree.add(&["data", "big", &format!("{:08x}", i * 7919)], i.to_le_bytes().to_vec()).unwrap();
+        tree.add(&["data", "small", &format!("k{}", i % 50)], vec![1; 40]).unwrap();
+    }
+    let first = repo.commit(&tree, &[], info(1)).unwrap();
+    let written_first = repo.last_write();
+    assert!(written_first.tree > 0 && written_first.values > 0, "{written_first:?}");
+    // Same tree object, one more change: only the path to it is new.
+    tree.add(&["data", "big", "00000000"], b"changed".to_vec()).unwrap();
+    let second = repo.commit(&tree, &[first], info(2)).unwrap();
+    let written = repo.last_write();
+    assert!(written.objects() <= 5, "second commit wrote {written:?}");
+    // Through a checkout as well.
+    let mut tree = repo.checkout(&second).unwrap();
+    tree.add(&["data", "small", "k3"], b"x".to_vec()).unwrap();
+    let third = repo.commit(&tree, &[second], info(3)).unwrap();
+    assert!(repo.last_write().objects() <= 3, "{:?}", repo.last_write());
+    let stats = repo.stats();
+    assert!(stats.cache_misses > 0);
+    let tree = repo.checkout(&third).unwrap();
+    assert_eq!(tree.length(&["data", "big"]).unwrap(), 2000);
+    assert_eq!(tree.find(&["data", "big", "00000000"]).unwrap().unwrap().as_bytes(), b"changed");
+    assert_eq!(tree.find(&["data", "small", "k3"]).unwrap().unwrap().as_bytes(), b"x");
+    assert_eq!(tree.find(&["data", "small", "k4"]).unwrap().unwrap().as_bytes(), &[1; 40][..]);
+    let report = repo.fsck();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.stats.commits, 3);
+    assert!(report.stats.hex_names >= 2000);
+    assert_eq!(report.stats.largest_directories.first().map(|d| d.0), Some(2000));
+}
+
+#[test]
+fn committing_a_tree_of_another_repository_copies_it() {
+    let mut memory = MemoryRepo::new();
+    let mut tree = memory.empty_tree();
+    for i in 0..300 {
+        tree.add(&["dir", &format!("n{i}")], vec![i as u8; 1 + i % 70]).unwrap();
+    }
+    let in_memory = memory.commit(&tree, &[], info(1)).unwrap();
+    let lazy = memory.checkout(&in_memory).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let on_disk = repo.commit(&lazy, &[], info(1)).unwrap();
+    assert_eq!(on_disk, in_memory);
+    drop(repo);
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    let tree = repo.checkout(&on_disk).unwrap();
+    for i in 0..300 {
+        assert_eq!(tree.find(&["dir", &format!("n{i}")]).unwrap().unwrap().as_bytes(), &vec![i as u8; 1 + i % 70][..]);
+    }
+    assert!(repo.fsck().is_clean());
+}
+
+#[test]
+fn branches_move_atomically_and_errors_are_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["x"], b"1".to_vec()).unwrap();
+    let a = repo.commit_on(Some("test"), &tree, &[], info(1)).unwrap();
+    assert_eq!(repo.branches(), vec![("test".to_string(), a)]);
+    repo.set_branch("main", &a).unwrap();
+    assert!(matches!(repo.set_branch("", &a), Err(StoreError::InvalidBranchName(_))));
+    assert!(matches!(repo.remove_branch("nope"), Err(StoreError::UnknownBranch(_))));
+    repo.remove_branch("test").unwrap();
+    let unknown = Hash([9; 32]);
+    assert!(matches!(repo.checkout(&unknown), Err(StoreError::UnknownCommit(h)) if h == unknown));
+    assert!(matches!(repo.commit(&tree, &[unknown], info(2)), Err(StoreError::UnknownParent(_))));
+    assert!(matches!(repo.commit(&Tree::of_contents(b"v".to_vec()), &[], info(2)), Err(StoreError::RootIsContents)));
+    // The same commit twice is stored once.
+    let again = repo.commit(&tree, &[], info(1)).unwrap();
+    assert_eq!(again, a);
+    assert_eq!(repo.commit_count(), 1);
+    drop(repo);
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    assert_eq!(repo.branches(), vec![("main".to_string(), a)]);
+}
+
+#[test]
+fn paths_that_are_not_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(Repo::open_read_only(dir.path()), Err(StoreError::NotAStore { .. })));
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"hello").unwrap();
+    assert!(matches!(Repo::open(&file), Err(StoreError::NotAStore { .. })));
+    std::fs::write(dir.path().join("control"), b"hello world, not a store").unwrap();
+    assert!(matches!(Repo::open_read_only(dir.path()), Err(StoreError::NotAStore { .. })));
+    let missing = dir.path().join("missing");
+    let options = RepoOptions { create: false, ..Default::default() };
+    assert!(matches!(Repo::open_with(&missing, options), Err(StoreError::NotAStore { .. })));
+}

@@ -1,0 +1,84 @@
+//! Shared helpers of the store tests: random operations mirrored into the reference model, and the
+//! full contents of a tree for comparison.
+#![allow(dead_code)]
+
+use larch_core::{CommitInfo, Tree};
+use larch_testkit::{Model, TestRng};
+use rand::Rng;
+use std::collections::BTreeMap;
+
+/// Every (path, value) of a tree, by walking it.
+pub fn contents_of(tree: &Tree) -> BTreeMap<Vec<Vec<u8>>, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    walk(tree, &mut Vec::new(), &mut out);
+    out
+}
+
+fn walk(tree: &Tree, path: &mut Vec<Vec<u8>>, out: &mut BTreeMap<Vec<Vec<u8>>, Vec<u8>>) {
+    let empty: [&[u8]; 0] = [];
+    for (name, child) in tree.list(&empty, 0, None).unwrap() {
+        path.push(name.as_bytes().to_vec());
+        match child.find(&empty).unwrap() {
+            Some(value) => {
+                out.insert(path.clone(), value.as_bytes().to_vec());
+            }
+            None => walk(&child, path, out),
+        }
+        path.pop();
+    }
+}
+
+const STEPS: &[&str] =
+    &["a", "b", "contracts", "index", "00ff", "deadbeef", "0123456789abcdef0123456789abcdef01234567", "x y", "Z"];
+
+fn random_path(rng: &mut TestRng) -> Vec<Vec<u8>> {
+    let depth = rng.random_range(1..=4);
+    (0..depth).map(|_| STEPS[rng.random_range(0..STEPS.len())].as_bytes().to_vec()).collect()
+}
+
+fn random_value(rng: &mut TestRng) -> Vec<u8> {
+    let len = match rng.random_range(0..10) {
+        0 => rng.random_range(33..300),
+        _ => rng.random_range(0..=33),
+    };
+    (0..len).map(|_| rng.random()).collect()
+}
+
+/// Applies one random operation to both the tree and the model.
+pub fn random_op(rng: &mut TestRng, tree: &mut Tree, model: &mut Model) {
+    match rng.random_range(0..100) {
+        0..=59 => {
+            let (path, value) = (random_path(rng), random_value(rng));
+            tree.add(&path, value.clone()).unwrap();
+            model.add(&path, value);
+        }
+        60..=79 => {
+            let path = random_path(rng);
+            tree.remove(&path).unwrap();
+            model.remove(&path);
+        }
+        80..=84 => {
+            let (from, to) = (random_path(rng), random_path(rng));
+            if !to.starts_with(&from) && !from.starts_with(&to) {
+                tree.copy(&from, &to).unwrap();
+                model.copy(&from, &to);
+            }
+        }
+        _ => {
+            // A burst into one large directory (inode tries above 256 entries).
+            let dir = STEPS[rng.random_range(0..3)].as_bytes().to_vec();
+            for _ in 0..rng.random_range(20..120) {
+                let name = format!("{:016x}", rng.random_range(0..600u64)).into_bytes();
+                let path = vec![b"big".to_vec(), dir.clone(), name];
+                let value = random_value(rng);
+                tree.add(&path, value.clone()).unwrap();
+                model.add(&path, value);
+            }
+        }
+    }
+}
+
+/// Commit info of block `n`.
+pub fn info(n: u64) -> CommitInfo {
+    CommitInfo::tezos(1530374852 + 30 * n as i64, format!("lvl {n}"))
+}

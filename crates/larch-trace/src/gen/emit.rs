@@ -1,0 +1,195 @@
+//! The emitter: runs each operation on the current context tree (so that every read result and
+//! commit hash in the trace is the real one), assigns context ids, scopes them, counts, and passes
+//! the operations to the sink.
+//!
+//! Scoping. Contexts form one chain per block: every write consumes its input (`Forget`) and
+//! produces the next context (`Keep`); reads use the current context (`Keep`). The last operation of
+//! an abandoned context is not known until the context is dropped, so the emitter holds back one
+//! operation and rewrites its scopes to `Forget` when the context is abandoned.
+
+use super::GenError;
+use super::dist::{SIZE_BUCKETS, size_bucket};
+use crate::op::{ContextId, Op, OpKind, Path, Scoped};
+use larch_core::{Hash, Tree};
+
+/// Counters over everything emitted.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Counts {
+    /// Operations per kind, in the order of [`OpKind::ALL`].
+    pub(crate) ops: [u64; 8],
+    /// Added values per size bucket of [`SIZE_BUCKETS`].
+    pub(crate) sizes: [u64; SIZE_BUCKETS.len()],
+    /// `find` and `mem` that found nothing.
+    pub(crate) misses: u64,
+    /// Largest number of operations in one block's committed context.
+    pub(crate) max_block_ops: u64,
+}
+
+fn kind_index(kind: OpKind) -> usize {
+    OpKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
+}
+
+/// The sink the emitter writes to.
+pub(crate) type Sink<'a> = &'a mut dyn FnMut(Op) -> Result<(), GenError>;
+
+/// Runs and records operations on the current context.
+pub(crate) struct Emitter<'a> {
+    sink: Sink<'a>,
+    /// The tree of the current context.
+    pub(crate) tree: Tree,
+    ctx: ContextId,
+    next_ctx: ContextId,
+    pending: Option<Op>,
+    /// Counters.
+    pub(crate) counts: Counts,
+    /// Operations on the current context since its checkout.
+    pub(crate) context_ops: u64,
+}
+
+impl<'a> Emitter<'a> {
+    /// Starts at context 0, the empty tree (the genesis context of Irmin's replay).
+    pub(crate) fn new(sink: Sink<'a>) -> Emitter<'a> {
+        Emitter {
+            sink,
+            tree: Tree::empty(),
+            ctx: 0,
+            next_ctx: 1,
+            pending: None,
+            counts: Counts::default(),
+            context_ops: 0,
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), GenError> {
+        match self.pending.take() {
+            Some(op) => (self.sink)(op),
+            None => Ok(()),
+        }
+    }
+
+    fn push(&mut self, op: Op) -> Result<(), GenError> {
+        if let Some(slot) = self.counts.ops.get_mut(kind_index(op.kind())) {
+            *slot += 1;
+        }
+        self.context_ops += 1;
+        let previous = self.pending.replace(op);
+        match previous {
+            Some(op) => (self.sink)(op),
+            None => Ok(()),
+        }
+    }
+
+    /// The current context, read without consuming it.
+    fn read_input(&self) -> Scoped<ContextId> {
+        Scoped::Keep(self.ctx)
+    }
+
+    /// Consumes the current context and allocates the next: `(input, out)`.
+    fn advance(&mut self) -> (Scoped<ContextId>, Scoped<ContextId>) {
+        let input = Scoped::Forget(self.ctx);
+        self.ctx = self.next_ctx;
+        self.next_ctx += 1;
+        (input, Scoped::Keep(self.ctx))
+    }
+
+    /// `find path`; returns whether contents were found.
+    pub(crate) fn find(&mut self, path: Path) -> Result<bool, GenError> {
+        let found = self.tree.find(&path)?.is_some();
+        if !found {
+            self.counts.misses += 1;
+        }
+        let input = self.read_input();
+        self.push(Op::Find { path, found, input })?;
+        Ok(found)
+    }
+
+    /// `mem path`; returns whether contents are there.
+    pub(crate) fn mem(&mut self, path: Path) -> Result<bool, GenError> {
+        let found = self.tree.mem(&path)?;
+        if !found {
+            self.counts.misses += 1;
+        }
+        let input = self.read_input();
+        self.push(Op::Mem { path, found, input })?;
+        Ok(found)
+    }
+
+    /// `mem_tree path`; returns whether anything is there.
+    pub(crate) fn mem_tree(&mut self, path: Path) -> Result<bool, GenError> {
+        let found = self.tree.mem_tree(&path)?;
+        let input = self.read_input();
+        self.push(Op::MemTree { path, found, input })?;
+        Ok(found)
+    }
+
+    /// `add path value`.
+    pub(crate) fn add(&mut self, path: Path, value: Vec<u8>) -> Result<(), GenError> {
+        self.tree.add(&path, value.as_slice())?;
+        if let Some(slot) = self.counts.sizes.get_mut(size_bucket(value.len())) {
+            *slot += 1;
+        }
+        let (input, out) = self.advance();
+        self.push(Op::Add { path, value, input, out })
+    }
+
+    /// `remove path`.
+    pub(crate) fn remove(&mut self, path: Path) -> Result<(), GenError> {
+        self.tree.remove(&path)?;
+        let (input, out) = self.advance();
+        self.push(Op::Remove { path, input, out })
+    }
+
+    /// `copy from to`, emitted only when `from` exists; returns whether it did.
+    pub(crate) fn copy(&mut self, from: Path, to: Path) -> Result<bool, GenError> {
+        if !self.tree.copy(&from, &to)? {
+            return Ok(false);
+        }
+        let (input, out) = self.advance();
+        self.push(Op::Copy { from, to, input, out })?;
+        Ok(true)
+    }
+
+    /// `checkout commit`, binding `tree` (the commit's tree) to a new context.
+    pub(crate) fn checkout(&mut self, commit: Scoped<Hash>, tree: Tree) -> Result<(), GenError> {
+        self.flush()?;
+        self.tree = tree;
+        self.ctx = self.next_ctx;
+        self.next_ctx += 1;
+        self.context_ops = 0;
+        self.counts.ops[kind_index(OpKind::Checkout)] += 1;
+        (self.sink)(Op::Checkout { commit, out: Scoped::Keep(self.ctx) })
+    }
+
+    /// Drops the current context without committing it: its last operation becomes its last use.
+    pub(crate) fn abandon(&mut self) -> Result<(), GenError> {
+        if let Some(op) = self.pending.as_mut() {
+            match op {
+                Op::Find { input, .. } | Op::Mem { input, .. } | Op::MemTree { input, .. } => {
+                    *input = Scoped::Forget(input.value());
+                }
+                Op::Add { out, .. } | Op::Remove { out, .. } | Op::Copy { out, .. } => {
+                    *out = Scoped::Forget(out.value());
+                }
+                Op::Checkout { out, .. } => *out = Scoped::Forget(out.value()),
+                Op::Commit { .. } => {}
+            }
+        }
+        self.flush()
+    }
+
+    /// Commits the current context (its last use). The caller computed `hash` from
+    /// [`Emitter::tree`]; `message` is built from the number of operations.
+    pub(crate) fn commit(
+        &mut self,
+        hash: Scoped<Hash>,
+        date: i64,
+        message: String,
+        parents: Vec<Scoped<Hash>>,
+    ) -> Result<(), GenError> {
+        self.flush()?;
+        self.counts.ops[kind_index(OpKind::Commit)] += 1;
+        self.counts.max_block_ops = self.counts.max_block_ops.max(self.context_ops);
+        let input = Scoped::Forget(self.ctx);
+        (self.sink)(Op::Commit { hash, date, message, parents, input })
+    }
+}

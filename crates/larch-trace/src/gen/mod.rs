@@ -1,0 +1,261 @@
+//! The Tezos-like trace generator (`tezos-like/v1`, `shared/workload/tezos-like.md`): genesis
+//! exactly as on mainnet, the setup block, then regular blocks with the page's operation mix, Zipf
+//! skew, value sizes, cycles (copies, removals, bursts) and branches (abandoned contexts, short
+//! reorganisations), deterministic from the seed and streamed operation by operation.
+//!
+//! The generator runs its own operations on an in-memory [`larch_core::Tree`] to record real read
+//! results and commit hashes. It keeps only the current context and the trees of the last two
+//! commits (for reorganisations), so its memory is the live state, not the history.
+//!
+//! Layout note: the page puts per-delegate stake under `data/staking/<pkh>/…` and snapshots
+//! `data/staking/current`; both hold here with the stake at `data/staking/current/<pkh>/…`.
+//!
+//! ```
+//! use larch_trace::{GenParams, Generator};
+//!
+//! let params = GenParams { blocks: 3, accounts: 200, ops_per_block: 50, ..GenParams::default() };
+//! let mut ops = Vec::new();
+//! let report = Generator::new(params)?.run(
+//!     &mut |op| {
+//!         ops.push(op);
+//!         Ok::<(), std::io::Error>(())
+//!     },
+//!     &mut |_done, _total| {},
+//! )?;
+//! assert_eq!(report.blocks, 5);
+//! # Ok::<(), larch_trace::GenError>(())
+//! ```
+
+mod block;
+mod cycle;
+mod dist;
+mod emit;
+mod keys;
+mod params;
+mod report;
+mod setup;
+
+pub use dist::{SIZE_BUCKETS, size_bucket};
+pub use params::GenParams;
+pub use report::GenReport;
+pub use setup::{GENESIS_DATE, GENESIS_PROTOCOL};
+
+use crate::op::{Op, Scoped};
+use block::{Builder, Laws};
+use dist::Rng;
+use emit::Emitter;
+use keys::Model;
+use larch_core::schema::commit_hash;
+use larch_core::{CommitInfo, Hash, Tree, TreeError};
+
+/// Why generation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GenError {
+    /// The parameters are out of range.
+    #[error("invalid generator parameters: {0}")]
+    Params(String),
+    /// A tree operation failed (cannot happen on the in-memory tree, but is not hidden).
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    /// The sink refused an operation.
+    #[error("writing the trace: {0}")]
+    Sink(Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+/// The generator. Build it with [`Generator::new`], then [`Generator::run`] it once.
+#[derive(Debug)]
+pub struct Generator {
+    params: GenParams,
+}
+
+/// A commit the generator may still check out.
+#[derive(Clone)]
+struct Committed {
+    hash: Hash,
+    level: u64,
+    tree: Tree,
+    model: Model,
+}
+
+/// How the next block is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// On the head.
+    Normal,
+    /// On the head, after an extra context on the head is built and abandoned.
+    Abandon,
+    /// On the head's parent: a sibling of the head, which it replaces.
+    Reorg,
+}
+
+/// Counters of the run, for the report.
+#[derive(Default)]
+struct Tally {
+    blocks: u64,
+    abandoned: u64,
+    reorgs: u64,
+    cycles: u64,
+    large_bursts: u64,
+}
+
+impl Generator {
+    /// A generator for `params`, after checking them.
+    pub fn new(params: GenParams) -> Result<Generator, GenError> {
+        params.validate()?;
+        Ok(Generator { params })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &GenParams {
+        &self.params
+    }
+
+    /// Generates the whole trace into `sink`, one operation at a time, calling
+    /// `progress(blocks done, blocks total)` after each commit; returns the report.
+    pub fn run<E>(
+        self,
+        sink: &mut dyn FnMut(Op) -> Result<(), E>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<GenReport, GenError>
+    where
+        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    {
+        let mut wrapped = |op: Op| sink(op).map_err(|e| GenError::Sink(e.into()));
+        let mut out = Emitter::new(&mut wrapped);
+        Run::new(&self.params).go(&mut out, progress)
+    }
+}
+
+/// The state of one run.
+struct Run<'p> {
+    params: &'p GenParams,
+    rng: Rng,
+    laws: Laws,
+    tally: Tally,
+}
+
+fn date(level: u64) -> i64 {
+    GENESIS_DATE.saturating_add(30i64.saturating_mul(i64::try_from(level).unwrap_or(i64::MAX / 64)))
+}
+
+fn scoped(hash: Hash, keep: bool) -> Scoped<Hash> {
+    if keep { Scoped::Keep(hash) } else { Scoped::Forget(hash) }
+}
+
+impl<'p> Run<'p> {
+    fn new(params: &'p GenParams) -> Run<'p> {
+        Run { params, rng: Rng::new(params.seed), laws: Laws::new(), tally: Tally::default() }
+    }
+
+    fn total_blocks(&self) -> u64 {
+        self.params.blocks + 2
+    }
+
+    /// Commits the current context of `out` at `level` with `parent`; the next block's plan decides
+    /// whether the new hash (checked out next) or the parent (checked out by a reorganisation) is
+    /// kept.
+    fn commit(
+        &mut self,
+        out: &mut Emitter<'_>,
+        level: u64,
+        message: String,
+        parent: Option<Hash>,
+        next: Option<Plan>,
+    ) -> Result<Hash, GenError> {
+        let parents: Vec<Hash> = parent.into_iter().collect();
+        let info = CommitInfo::tezos(date(level), message);
+        let hash = commit_hash(&out.tree.hash(), &parents, &info);
+        let keep_hash = matches!(next, Some(Plan::Normal | Plan::Abandon));
+        let keep_parent = next == Some(Plan::Reorg);
+        let parents = parents.into_iter().map(|p| scoped(p, keep_parent)).collect();
+        out.commit(scoped(hash, keep_hash), info.date, info.message, parents)?;
+        self.tally.blocks += 1;
+        Ok(hash)
+    }
+
+    /// The plan of the block after the `done`-th regular block (`None` after the last).
+    fn next_plan(&mut self, done: u64) -> Option<Plan> {
+        if done >= self.params.blocks {
+            return None;
+        }
+        let x = self.rng.unit();
+        // The first regular block is built on the setup block, never a sibling of it.
+        if done > 0 && x < self.params.reorg_rate {
+            Some(Plan::Reorg)
+        } else if x < self.params.reorg_rate + self.params.abandon_rate {
+            Some(Plan::Abandon)
+        } else {
+            Some(Plan::Normal)
+        }
+    }
+
+    fn go(mut self, out: &mut Emitter<'_>, progress: &mut dyn FnMut(u64, u64)) -> Result<GenReport, GenError> {
+        let total = self.total_blocks();
+        setup::genesis(out)?;
+        let genesis = self.commit(out, 0, "Genesis".to_string(), None, Some(Plan::Normal))?;
+        progress(self.tally.blocks, total);
+
+        out.checkout(Scoped::Keep(genesis), out.tree.clone())?;
+        let mut model = Model::new(self.params.seed);
+        setup::setup(out, &mut self.rng, &mut model, self.params)?;
+        let mut next = self.next_plan(0);
+        let message = format!("lvl 1, {} ops", out.context_ops);
+        let hash = self.commit(out, 1, message, Some(genesis), next)?;
+        progress(self.tally.blocks, total);
+        let mut head = Committed { hash, level: 1, tree: out.tree.clone(), model };
+        let mut parent: Option<Committed> = None;
+
+        for done in 0..self.params.blocks {
+            let plan = next.unwrap_or(Plan::Normal);
+            let base = match (plan, &parent) {
+                (Plan::Reorg, Some(p)) => {
+                    self.tally.reorgs += 1;
+                    p.clone()
+                }
+                _ => head.clone(),
+            };
+            if plan == Plan::Abandon {
+                self.abandoned_context(out, &base)?;
+            }
+            out.checkout(Scoped::Keep(base.hash), base.tree.clone())?;
+            let level = base.level + 1;
+            let mut model = base.model.clone();
+            if level % self.params.cycle_length == 0 {
+                self.tally.cycles += 1;
+                if (level / self.params.cycle_length) % cycle::LARGE_BURST_PERIOD == 0 {
+                    self.tally.large_bursts += 1;
+                }
+            }
+            let mut builder = Builder { out, rng: &mut self.rng, model: &mut model, laws: &mut self.laws };
+            block::regular_block(&mut builder, self.params, level)?;
+            next = self.next_plan(done + 1);
+            let message = format!("lvl {level}, {} ops", out.context_ops);
+            let hash = self.commit(out, level, message, Some(base.hash), next)?;
+            progress(self.tally.blocks, total);
+            head = Committed { hash, level, tree: out.tree.clone(), model };
+            parent = Some(base);
+        }
+        let parts = report::ReportParts {
+            blocks: self.tally.blocks,
+            final_level: head.level,
+            abandoned: self.tally.abandoned,
+            reorgs: self.tally.reorgs,
+            cycles: self.tally.cycles,
+            large_bursts: self.tally.large_bursts,
+            final_commit: head.hash,
+        };
+        report::build(self.params, parts, &out.counts, &head.tree, &head.model)
+    }
+
+    /// An extra context on `base`, built with a few hundred operations and dropped.
+    fn abandoned_context(&mut self, out: &mut Emitter<'_>, base: &Committed) -> Result<(), GenError> {
+        self.tally.abandoned += 1;
+        out.checkout(Scoped::Keep(base.hash), base.tree.clone())?;
+        let mut model = base.model.clone();
+        let budget = self.rng.range(100, 400);
+        let mut builder = Builder { out, rng: &mut self.rng, model: &mut model, laws: &mut self.laws };
+        block::abandoned_content(&mut builder, budget)?;
+        out.abandon()
+    }
+}

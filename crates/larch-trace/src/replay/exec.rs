@@ -1,0 +1,151 @@
+//! Execution of one operation against the context table and the repository.
+
+use super::{OpLocation, ReplayError, Replayer, display_path};
+use crate::backend::ContextRepo;
+use crate::op::{ContextId, Op, OpKind, Path, Scoped};
+use larch_core::{CommitInfo, Hash, Tree};
+
+/// Describes an operation for error messages: its kind and path.
+fn describe(kind: OpKind, path: &Path) -> String {
+    format!("{} {}", kind.name(), display_path(path))
+}
+
+impl<R: ContextRepo> Replayer<'_, R> {
+    /// The tree of context `id`, dropped from the table when tagged `Forget`.
+    fn take_context(
+        &mut self,
+        id: Scoped<ContextId>,
+        at: impl FnOnce() -> Box<OpLocation>,
+    ) -> Result<Tree, ReplayError> {
+        let key = id.value();
+        let tree = if id.is_forget() { self.contexts.remove(&key) } else { self.contexts.get(&key).cloned() };
+        tree.ok_or_else(|| ReplayError::UndefinedContext { at: at(), id: key })
+    }
+
+    /// Binds `tree` to the output context, unless the trace never reads it again.
+    fn bind_context(&mut self, id: Scoped<ContextId>, tree: Tree) {
+        if !id.is_forget() {
+            self.contexts.insert(id.value(), tree);
+        }
+    }
+
+    /// The real hash of recorded commit `hash`, dropped from the table when tagged `Forget`.
+    fn map_commit(
+        &mut self,
+        hash: Scoped<Hash>,
+        at: impl FnOnce() -> Box<OpLocation>,
+    ) -> Result<Hash, ReplayError> {
+        let key = hash.value();
+        let real = if hash.is_forget() { self.commits.remove(&key) } else { self.commits.get(&key).copied() };
+        real.ok_or_else(|| ReplayError::UnknownCommit { at: at(), hash: key })
+    }
+
+    fn check_read(
+        &mut self,
+        expected: bool,
+        actual: bool,
+        at: impl FnOnce() -> Box<OpLocation>,
+    ) -> Result<(), ReplayError> {
+        if !self.options.check_hashes {
+            return Ok(());
+        }
+        self.reads_checked += 1;
+        self.meter.reads_checked += 1;
+        if expected == actual {
+            Ok(())
+        } else {
+            Err(ReplayError::ReadMismatch { at: at(), expected, actual })
+        }
+    }
+
+    /// Executes `op`; returns the real commit hash when `op` is a commit. Error locations are
+    /// only formatted when an error occurs.
+    pub(super) fn exec(&mut self, op: Op) -> Result<Option<Hash>, ReplayError> {
+        let kind = op.kind();
+        let (block, op_index) = (self.blocks, self.op_index);
+        let location = move |description: String| Box::new(OpLocation { block, op_index, kind, description });
+        match op {
+            Op::Checkout { commit, out } => {
+                let at = || location(format!("checkout {}", commit.value()));
+                let real = self.map_commit(commit, at)?;
+                let tree = self
+                    .repo
+                    .checkout(&real)
+                    .map_err(|source| ReplayError::Store { at: at(), source: Box::new(source) })?;
+                self.bind_context(out, tree);
+                Ok(None)
+            }
+            Op::Add { path, value, input, out } => {
+                let at = || location(describe(kind, &path));
+                let mut tree = self.take_context(input, at)?;
+                tree.add(&path, value)
+                    .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
+                self.bind_context(out, tree);
+                Ok(None)
+            }
+            Op::Remove { path, input, out } => {
+                let at = || location(describe(kind, &path));
+                let mut tree = self.take_context(input, at)?;
+                tree.remove(&path)
+                    .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
+                self.bind_context(out, tree);
+                Ok(None)
+            }
+            Op::Copy { from, to, input, out } => {
+                let at = || location(format!("copy {} -> {}", display_path(&from), display_path(&to)));
+                let mut tree = self.take_context(input, at)?;
+                let sub = tree
+                    .find_tree(&from)
+                    .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?
+                    .ok_or_else(|| ReplayError::CopySourceMissing { at: at() })?;
+                tree.add_tree(&to, &sub)
+                    .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
+                self.bind_context(out, tree);
+                Ok(None)
+            }
+            Op::Find { path, found, input }
+            | Op::Mem { path, found, input }
+            | Op::MemTree { path, found, input } => {
+                let at = || location(describe(kind, &path));
+                let tree = self.take_context(input, at)?;
+                let actual = match kind {
+                    OpKind::Find => tree.find(&path).map(|found| found.is_some()),
+                    OpKind::Mem => tree.mem(&path),
+                    _ => tree.mem_tree(&path),
+                }
+                .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
+                self.check_read(found, actual, at)?;
+                Ok(None)
+            }
+            Op::Commit { hash, date, message, parents, input } => {
+                let at = || location("commit".to_string());
+                let tree = self.take_context(input, at)?;
+                let mut real_parents = Vec::with_capacity(parents.len());
+                for parent in parents {
+                    real_parents.push(self.map_commit(parent, at)?);
+                }
+                let real = self
+                    .repo
+                    .commit(&tree, &real_parents, CommitInfo::tezos(date, message))
+                    .map_err(|source| ReplayError::Store { at: at(), source: Box::new(source) })?;
+                if self.options.check_hashes {
+                    self.commits_checked += 1;
+                    if real != hash.value() {
+                        return Err(ReplayError::HashMismatch {
+                            at: at(),
+                            expected: hash.value(),
+                            actual: real,
+                        });
+                    }
+                }
+                // Insert, then forget at once if this is the hash's last occurrence (as Irmin).
+                if hash.is_forget() {
+                    self.commits.remove(&hash.value());
+                } else {
+                    self.commits.insert(hash.value(), real);
+                }
+                Ok(Some(real))
+            }
+        }
+    }
+}

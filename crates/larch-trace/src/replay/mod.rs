@@ -1,0 +1,328 @@
+//! The replayer: applies a trace's operations to a [`ContextRepo`] exactly as Irmin's
+//! `trace_replay.ml` does, checks every read result and commit hash against the trace, and
+//! measures every block.
+//!
+//! Semantics (spec §2.3–2.4): the context table starts with context 0 bound to the store's empty
+//! tree; every output context is inserted (and dropped at once if tagged `Forget`), every input
+//! tagged `Forget` is dropped after use; a checkout maps the recorded commit hash to the hash this
+//! replay produced for it; a commit maps its parents the same way, commits with author `Tezos`, and
+//! records recorded → real (replace semantics). A block is the operations up to and including a
+//! commit; blocks are numbered from 0 and operations from 0 over the whole trace.
+
+mod error;
+mod exec;
+
+pub use error::{OpLocation, ReplayError, display_path};
+
+use crate::backend::ContextRepo;
+use crate::op::{ContextId, Op, OpKind};
+use crate::stats::probe::{IoCounters, ProcessSample, format_utc, hostname};
+use crate::stats::record::{
+    BlockStats, HeaderOptions, InitialSample, OpTable, STATS_FORMAT, STATS_VERSION, StatEnd, StatHeader,
+    StatLine, write_line,
+};
+use crate::stats::summary::{RunSummary, Summariser};
+use larch_core::{Hash, Tree};
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// How to replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// Compare read results and commit hashes with the trace (default `true`; `--no-check` turns
+    /// both off).
+    pub check_hashes: bool,
+    /// Stop after this many blocks (all when `None`).
+    pub max_blocks: Option<u64>,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions { check_hashes: true, max_blocks: None }
+    }
+}
+
+/// Descriptions of the run for the stat file's header.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunMeta {
+    /// The trace replayed, usually its path.
+    pub trace: String,
+    /// The store replayed into, e.g. `memory` or `pack:/tmp/store`.
+    pub store: String,
+}
+
+/// Per-block measurements in progress.
+struct BlockMeter {
+    start_wall: Instant,
+    start_cpu: Option<f64>,
+    block_wall: Instant,
+    block_cpu: Option<f64>,
+    block_io: Option<IoCounters>,
+    first_op: u64,
+    ops: u64,
+    counts: [u64; 8],
+    nanos: [u128; 8],
+    reads_checked: u64,
+}
+
+fn kind_slot(kind: OpKind) -> usize {
+    OpKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
+}
+
+impl BlockMeter {
+    fn new(sample: &ProcessSample) -> BlockMeter {
+        let now = Instant::now();
+        BlockMeter {
+            start_wall: now,
+            start_cpu: sample.cpu_s,
+            block_wall: now,
+            block_cpu: sample.cpu_s,
+            block_io: sample.io,
+            first_op: 0,
+            ops: 0,
+            counts: [0; 8],
+            nanos: [0; 8],
+            reads_checked: 0,
+        }
+    }
+
+    fn op_table(&self) -> OpTable {
+        let mut table = OpTable::default();
+        for (slot, kind) in OpKind::ALL.iter().enumerate() {
+            let entry = table.get_mut(*kind);
+            entry.count = self.counts[slot];
+            entry.seconds = self.nanos[slot] as f64 / 1e9;
+        }
+        table
+    }
+
+    /// Closes the block at `now` and starts the next one after operation `next_op`.
+    fn reset(&mut self, now: Instant, sample: &ProcessSample, next_op: u64) {
+        self.block_wall = now;
+        self.block_cpu = sample.cpu_s;
+        self.block_io = sample.io;
+        self.first_op = next_op;
+        self.ops = 0;
+        self.counts = [0; 8];
+        self.nanos = [0; 8];
+        self.reads_checked = 0;
+    }
+}
+
+/// Replays operations one at a time into a repository.
+pub struct Replayer<'r, R: ContextRepo> {
+    repo: &'r mut R,
+    options: ReplayOptions,
+    contexts: HashMap<ContextId, Tree>,
+    commits: HashMap<Hash, Hash>,
+    op_index: u64,
+    blocks: u64,
+    reads_checked: u64,
+    commits_checked: u64,
+    meter: BlockMeter,
+    initial: InitialSample,
+    start_unix_s: f64,
+}
+
+impl<'r, R: ContextRepo> Replayer<'r, R> {
+    /// A replayer at the start of a trace: context 0 is the store's empty tree.
+    pub fn new(repo: &'r mut R, options: ReplayOptions) -> Replayer<'r, R> {
+        let mut contexts = HashMap::new();
+        contexts.insert(0, repo.empty_tree());
+        let sample = ProcessSample::now();
+        let initial = InitialSample {
+            rss_bytes: sample.rss_bytes,
+            max_rss_bytes: sample.max_rss_bytes,
+            backend: repo.stats(),
+        };
+        let start_unix_s =
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        Replayer {
+            repo,
+            options,
+            contexts,
+            commits: HashMap::new(),
+            op_index: 0,
+            blocks: 0,
+            reads_checked: 0,
+            commits_checked: 0,
+            meter: BlockMeter::new(&sample),
+            initial,
+            start_unix_s,
+        }
+    }
+
+    /// The stat file header describing this replay.
+    pub fn header(&self, meta: &RunMeta) -> StatHeader {
+        StatHeader {
+            format: STATS_FORMAT.to_string(),
+            version: STATS_VERSION,
+            trace: meta.trace.clone(),
+            store: meta.store.clone(),
+            options: HeaderOptions {
+                check_hashes: self.options.check_hashes,
+                max_blocks: self.options.max_blocks,
+            },
+            hostname: hostname(),
+            start_unix_s: self.start_unix_s,
+            start_utc: format_utc(self.start_unix_s),
+            larch_version: env!("CARGO_PKG_VERSION").to_string(),
+            initial: self.initial.clone(),
+        }
+    }
+
+    /// Applies one operation. Returns the block's statistics when `op` was a commit (it ends a
+    /// block). Does not enforce `max_blocks`: [`Replayer::is_done`] tells when to stop.
+    pub fn apply(&mut self, op: Op) -> Result<Option<BlockStats>, ReplayError> {
+        let kind = op.kind();
+        let started = Instant::now();
+        let result = self.exec(op);
+        let elapsed = started.elapsed();
+        let slot = kind_slot(kind);
+        self.meter.counts[slot] += 1;
+        self.meter.nanos[slot] += elapsed.as_nanos();
+        self.meter.ops += 1;
+        self.op_index += 1;
+        match result? {
+            Some(commit) => Ok(Some(self.close_block(commit, elapsed.as_secs_f64()))),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether `max_blocks` blocks have been replayed.
+    pub fn is_done(&self) -> bool {
+        self.options.max_blocks.is_some_and(|max| self.blocks >= max)
+    }
+
+    /// Index of the next operation in the trace (= operations applied so far).
+    pub fn op_index(&self) -> u64 {
+        self.op_index
+    }
+
+    /// Blocks completed so far.
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Read results compared with the trace so far.
+    pub fn reads_checked(&self) -> u64 {
+        self.reads_checked
+    }
+
+    /// Commit hashes compared with the trace so far.
+    pub fn commits_checked(&self) -> u64 {
+        self.commits_checked
+    }
+
+    /// Number of contexts currently held.
+    pub fn live_contexts(&self) -> usize {
+        self.contexts.len()
+    }
+
+    /// The hash this replay produced for the recorded commit `recorded`, if still held.
+    pub fn real_commit(&self, recorded: &Hash) -> Option<Hash> {
+        self.commits.get(recorded).copied()
+    }
+
+    /// The repository replayed into.
+    pub fn repo(&self) -> &R {
+        self.repo
+    }
+
+    /// The end line of the stat file, describing the replay so far.
+    pub fn end(&self) -> StatEnd {
+        StatEnd {
+            blocks: self.blocks,
+            ops: self.op_index,
+            trailing_ops: self.meter.ops,
+            wall_s: self.meter.start_wall.elapsed().as_secs_f64(),
+        }
+    }
+
+    fn close_block(&mut self, commit: Hash, commit_s: f64) -> BlockStats {
+        let sample = ProcessSample::now();
+        let now = Instant::now();
+        let backend = self.repo.stats();
+        let diff = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (a - b).max(0.0));
+        let io = match (sample.io, self.meter.block_io) {
+            (Some(after), Some(before)) => Some(after.since(&before)),
+            _ => None,
+        };
+        let stats = BlockStats {
+            block: self.blocks,
+            first_op: self.meter.first_op,
+            ops: self.meter.ops,
+            wall_s: now.duration_since(self.meter.block_wall).as_secs_f64(),
+            cpu_s: diff(sample.cpu_s, self.meter.block_cpu),
+            elapsed_wall_s: now.duration_since(self.meter.start_wall).as_secs_f64(),
+            elapsed_cpu_s: diff(sample.cpu_s, self.meter.start_cpu),
+            op_times: self.meter.op_table(),
+            commit_s,
+            rss_bytes: sample.rss_bytes,
+            max_rss_bytes: sample.max_rss_bytes,
+            io,
+            backend,
+            reads_checked: self.meter.reads_checked,
+            commit_checked: self.options.check_hashes,
+            commit: commit.to_base58(),
+            live_contexts: self.contexts.len() as u64,
+            live_commits: self.commits.len() as u64,
+        };
+        self.blocks += 1;
+        self.meter.reset(now, &sample, self.op_index);
+        stats
+    }
+}
+
+/// Replays `ops` into `repo`: the simple entry point of `larch replay`.
+///
+/// Writes the stat file (header, one line per block, end line) to `stats_out` if given, calls
+/// `progress` after every block, stops after `options.max_blocks` blocks, and returns the run's
+/// summary. On error, the lines written so far stay in `stats_out` (no end line).
+pub fn replay<R, I, E>(
+    repo: &mut R,
+    ops: I,
+    options: &ReplayOptions,
+    meta: &RunMeta,
+    mut stats_out: Option<&mut dyn Write>,
+    progress: &mut dyn FnMut(&BlockStats),
+) -> Result<RunSummary, ReplayError>
+where
+    R: ContextRepo,
+    I: IntoIterator<Item = Result<Op, E>>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let mut replayer = Replayer::new(repo, options.clone());
+    let header = replayer.header(meta);
+    let mut summariser = Summariser::new(&header);
+    let result = (|| {
+        if let Some(out) = stats_out.as_deref_mut() {
+            write_line(out, &StatLine::Header(header)).map_err(ReplayError::StatsOutput)?;
+        }
+        let mut ops = ops.into_iter();
+        while !replayer.is_done() {
+            let Some(item) = ops.next() else { break };
+            let op = item.map_err(|source| ReplayError::Trace {
+                op_index: replayer.op_index(),
+                source: Box::new(source),
+            })?;
+            if let Some(block) = replayer.apply(op)? {
+                if let Some(out) = stats_out.as_deref_mut() {
+                    write_line(out, &StatLine::Block(block.clone())).map_err(ReplayError::StatsOutput)?;
+                }
+                summariser.push(&block);
+                progress(&block);
+            }
+        }
+        let end = replayer.end();
+        if let Some(out) = stats_out.as_deref_mut() {
+            write_line(out, &StatLine::End(end.clone())).map_err(ReplayError::StatsOutput)?;
+        }
+        Ok(end)
+    })();
+    let flushed = stats_out.map_or(Ok(()), |out| out.flush());
+    let end = result?;
+    flushed.map_err(ReplayError::StatsOutput)?;
+    Ok(summariser.finish(Some(&end)))
+}

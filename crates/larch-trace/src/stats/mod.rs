@@ -1,0 +1,19 @@
+//! Statistics of a replay: process probes, the stat file (JSON lines, one per block), the run
+//! summary, comparisons of runs and SVG charts. The format is documented in
+//! `docs/stats-format.md`.
+
+pub mod compare;
+pub mod fmt;
+pub mod plot;
+pub mod probe;
+pub mod record;
+pub mod summary;
+
+pub use compare::{Comparison, ComparisonRow, Unit, compare, compare_stat_files};
+pub use plot::{Chart, Series, YUnit, charts, render_svg, write_charts};
+pub use probe::{IoCounters, ProcessSample};
+pub use record::{
+    BlockStats, OpStat, OpTable, StatEnd, StatFile, StatHeader, StatLine, StatsError, read_stat_file,
+    read_stat_path, write_line,
+};
+pub use summary::{Distribution, OpKindSummary, RunSummary, Summariser, summarise};

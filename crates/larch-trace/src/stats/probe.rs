@@ -1,0 +1,209 @@
+//! Samples of the process: CPU time and peak RSS (`getrusage`), current RSS (`/proc/self/statm`),
+//! I/O counters (`/proc/self/io`). Every figure is optional: what the platform does not offer is
+//! `None`, never an error.
+
+use serde::{Deserialize, Serialize};
+
+/// The I/O counters of `/proc/self/io` (Linux), all cumulative for the process, or a difference
+/// of two samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoCounters {
+    /// Bytes passed to `read`-like calls (`rchar`), whether served from the page cache or not.
+    pub rchar: u64,
+    /// Bytes passed to `write`-like calls (`wchar`).
+    pub wchar: u64,
+    /// Number of read calls (`syscr`).
+    pub syscr: u64,
+    /// Number of write calls (`syscw`).
+    pub syscw: u64,
+    /// Bytes actually fetched from storage (`read_bytes`).
+    pub read_bytes: u64,
+    /// Bytes sent to storage (`write_bytes`; counted when dirty pages are flushed).
+    pub write_bytes: u64,
+}
+
+impl IoCounters {
+    /// `self - earlier`, field by field (saturating, in case a counter went backwards).
+    pub fn since(&self, earlier: &IoCounters) -> IoCounters {
+        IoCounters {
+            rchar: self.rchar.saturating_sub(earlier.rchar),
+            wchar: self.wchar.saturating_sub(earlier.wchar),
+            syscr: self.syscr.saturating_sub(earlier.syscr),
+            syscw: self.syscw.saturating_sub(earlier.syscw),
+            read_bytes: self.read_bytes.saturating_sub(earlier.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
+        }
+    }
+
+    /// Field-by-field sum.
+    pub fn plus(&self, other: &IoCounters) -> IoCounters {
+        IoCounters {
+            rchar: self.rchar + other.rchar,
+            wchar: self.wchar + other.wchar,
+            syscr: self.syscr + other.syscr,
+            syscw: self.syscw + other.syscw,
+            read_bytes: self.read_bytes + other.read_bytes,
+            write_bytes: self.write_bytes + other.write_bytes,
+        }
+    }
+
+    /// Parses the text of `/proc/self/io`; `None` if a field is missing.
+    pub fn parse(text: &str) -> Option<IoCounters> {
+        let mut fields = [None; 6];
+        for line in text.lines() {
+            let Some((name, value)) = line.split_once(':') else { continue };
+            let slot = match name.trim() {
+                "rchar" => 0,
+                "wchar" => 1,
+                "syscr" => 2,
+                "syscw" => 3,
+                "read_bytes" => 4,
+                "write_bytes" => 5,
+                _ => continue,
+            };
+            fields[slot] = value.trim().parse::<u64>().ok();
+        }
+        let [rchar, wchar, syscr, syscw, read_bytes, write_bytes] = fields;
+        Some(IoCounters {
+            rchar: rchar?,
+            wchar: wchar?,
+            syscr: syscr?,
+            syscw: syscw?,
+            read_bytes: read_bytes?,
+            write_bytes: write_bytes?,
+        })
+    }
+
+    /// The current counters of this process (`None` where `/proc/self/io` is absent or unreadable).
+    pub fn current() -> Option<IoCounters> {
+        std::fs::read_to_string("/proc/self/io").ok().and_then(|text| IoCounters::parse(&text))
+    }
+}
+
+/// One sample of the process's resources.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcessSample {
+    /// User + system CPU time of the process (all threads), in seconds.
+    pub cpu_s: Option<f64>,
+    /// Peak resident set size so far, in bytes (`ru_maxrss`).
+    pub max_rss_bytes: Option<u64>,
+    /// Current resident set size, in bytes.
+    pub rss_bytes: Option<u64>,
+    /// Cumulative I/O counters.
+    pub io: Option<IoCounters>,
+}
+
+impl ProcessSample {
+    /// Samples the process now: one `getrusage` call and two small `/proc` reads.
+    pub fn now() -> ProcessSample {
+        let (cpu_s, max_rss_bytes) = match rusage() {
+            Some((cpu, max_rss)) => (Some(cpu), Some(max_rss)),
+            None => (None, None),
+        };
+        ProcessSample { cpu_s, max_rss_bytes, rss_bytes: current_rss_bytes(), io: IoCounters::current() }
+    }
+}
+
+/// CPU seconds (user + system) and peak RSS in bytes of this process.
+#[cfg(unix)]
+fn rusage() -> Option<(f64, u64)> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` points to writable memory of the size of `rusage`, which getrusage fills
+    // on success; RUSAGE_SELF is a valid `who`.
+    let code = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if code != 0 {
+        return None;
+    }
+    // SAFETY: getrusage returned 0, so it initialised the structure (and it was zeroed before).
+    let usage = unsafe { usage.assume_init() };
+    let seconds = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    // Linux reports ru_maxrss in KiB, macOS in bytes.
+    let max_rss = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+    let max_rss = if cfg!(target_os = "macos") { max_rss } else { max_rss * 1024 };
+    Some((cpu, max_rss))
+}
+
+#[cfg(not(unix))]
+fn rusage() -> Option<(f64, u64)> {
+    None
+}
+
+/// Current RSS in bytes, from the second field of `/proc/self/statm` (in pages).
+fn current_rss_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page_size()?)
+}
+
+#[cfg(unix)]
+fn page_size() -> Option<u64> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).ok().filter(|size| *size > 0)
+}
+
+#[cfg(not(unix))]
+fn page_size() -> Option<u64> {
+    None
+}
+
+/// The machine's host name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`, else `unknown`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// Formats Unix seconds as an RFC 3339 UTC timestamp, e.g. `2026-11-22T05:00:00Z`.
+pub fn format_utc(unix_seconds: f64) -> String {
+    let secs = unix_seconds.floor() as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_io() {
+        let text = "rchar: 10\nwchar: 20\nsyscr: 3\nsyscw: 4\nread_bytes: 4096\nwrite_bytes: 8192\n\
+                    cancelled_write_bytes: 0\n";
+        let io = IoCounters::parse(text).unwrap();
+        assert_eq!(io.wchar, 20);
+        assert_eq!(io.write_bytes, 8192);
+        assert!(IoCounters::parse("rchar: 10\n").is_none());
+    }
+
+    #[test]
+    fn formats_utc() {
+        assert_eq!(format_utc(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(1_530_374_852.0), "2018-06-30T16:07:32Z");
+        assert_eq!(format_utc(951_782_400.0), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn samples_something_on_linux() {
+        let sample = ProcessSample::now();
+        if cfg!(target_os = "linux") {
+            assert!(sample.cpu_s.is_some());
+            assert!(sample.rss_bytes.unwrap() > 0);
+            assert!(sample.max_rss_bytes.unwrap() >= 1024);
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! Replayer semantics against the in-memory repository: context tables with Keep/Forget, checkout
+//! through the recorded → real map, a reorg, an abandoned context, read and hash checks, typed
+//! errors naming block, op and operation.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
+use larch_trace::replay::{ReplayError, ReplayOptions, Replayer, RunMeta, replay};
+use larch_trace::stats::{StatLine, read_stat_file, summarise};
+use larch_trace::{Op, OpKind, Scoped};
+use std::convert::Infallible;
+
+const GENESIS: &str = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj";
+
+fn path(text: &str) -> Vec<Vec<u8>> {
+    text.split('/').map(|step| step.as_bytes().to_vec()).collect()
+}
+
+fn keep<T>(value: T) -> Scoped<T> {
+    Scoped::Keep(value)
+}
+
+fn forget<T>(value: T) -> Scoped<T> {
+    Scoped::Forget(value)
+}
+
+fn add(p: &str, value: &str, input: Scoped<u64>, out: Scoped<u64>) -> Op {
+    Op::Add { path: path(p), value: value.as_bytes().to_vec(), input, out }
+}
+
+fn find(p: &str, found: bool, input: Scoped<u64>) -> Op {
+    Op::Find { path: path(p), found, input }
+}
+
+fn commit(hash: Scoped<Hash>, date: i64, parents: Vec<Scoped<Hash>>, input: Scoped<u64>) -> Op {
+    Op::Commit { hash, date, message: format!("block at {date}"), parents, input }
+}
+
+/// The Tezos mainnet genesis block (irmin's `tezos_actions_1commit.repr`).
+fn genesis_block() -> Vec<Op> {
+    let protocol = hex::decode("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21").unwrap();
+    vec![
+        find("data/version", false, keep(0)),
+        add("data/version", "genesis", forget(0), keep(1)),
+        find("data/sandbox_parameter", false, keep(1)),
+        Op::Add { path: path("protocol"), value: protocol, input: forget(1), out: keep(2) },
+        Op::Add { path: path("test_chain"), value: vec![0], input: forget(2), out: keep(3) },
+        Op::Commit {
+            hash: keep(GENESIS.parse().unwrap()),
+            date: 1_530_374_852,
+            message: "Genesis".to_string(),
+            parents: vec![],
+            input: forget(3),
+        },
+    ]
+}
+
+/// Expected commit hashes of [`scenario`], computed directly with larch-core trees (without the
+/// replayer's tables): genesis, b1, b2a, b2b (a sibling of b2a: the reorg), b3 (back on b2a).
+fn expected_hashes() -> [Hash; 5] {
+    let mut repo = MemoryRepo::new();
+    let mut tree: Tree = repo.empty_tree();
+    tree.add(&["data", "version"], b"genesis".to_vec()).unwrap();
+    tree.add(
+        &["protocol"],
+        hex::decode("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21").unwrap(),
+    )
+    .unwrap();
+    tree.add(&["test_chain"], vec![0u8]).unwrap();
+    let genesis = repo.commit(&tree, &[], CommitInfo::tezos(1_530_374_852, "Genesis")).unwrap();
+    assert_eq!(genesis.to_base58(), GENESIS);
+
+    let mut t1 = repo.checkout(&genesis).unwrap();
+    t1.add(&["a", "b"], b"1".to_vec()).unwrap();
+    t1.add(&["a", "c"], b"2".to_vec()).unwrap();
+    let b1 = repo.commit(&t1, &[genesis], CommitInfo::tezos(10, "block at 10")).unwrap();
+
+    let mut t2a = repo.checkout(&b1).unwrap();
+    t2a.add(&["d"], b"x".to_vec()).unwrap();
+    let b2a = repo.commit(&t2a, &[b1], CommitInfo::tezos(20, "block at 20")).unwrap();
+
+    let mut t2b = repo.checkout(&b1).unwrap();
+    t2b.remove(&["a", "b"]).unwrap();
+    let sub = t2b.find_tree(&["a"]).unwrap().unwrap();
+    t2b.add_tree(&["z"], &sub).unwrap();
+    let b2b = repo.commit(&t2b, &[b1], CommitInfo::tezos(21, "block at 21")).unwrap();
+
+    let mut t3 = repo.checkout(&b2a).unwrap();
+    t3.add(&["e"], b"y".to_vec()).unwrap();
+    let b3 = repo.commit(&t3, &[b2a], CommitInfo::tezos(30, "block at 30")).unwrap();
+    [genesis, b1, b2a, b2b, b3]
+}
+
+/// Five blocks: genesis; b1 (with an abandoned context 12 read once and never committed, and an
+/// output forgotten at once); b2a; b2b built again on b1 (a reorg: sibling of b2a, with a remove
+/// and a copy); b3 back on b2a.
+fn scenario() -> Vec<Op> {
+    let [genesis, b1, b2a, b2b, b3] = expected_hashes();
+    let mut ops = genesis_block();
+    ops.extend([
+        // Block 1 (ops 6..): on genesis.
+        Op::Checkout { commit: keep(genesis), out: keep(10) },
+        add("a/b", "1", forget(10), keep(11)),
+        Op::Mem { path: path("a/b"), found: true, input: keep(11) },
+        add("junk", "never committed", keep(11), keep(12)),
+        add("junk2", "dropped at once", keep(11), forget(13)),
+        find("junk", true, forget(12)),
+        add("a/c", "2", forget(11), keep(14)),
+        Op::MemTree { path: path("a"), found: true, input: keep(14) },
+        commit(keep(b1), 10, vec![forget(genesis)], forget(14)),
+        // Block 2 (ops 15..): b2a on b1.
+        Op::Checkout { commit: keep(b1), out: keep(20) },
+        add("d", "x", forget(20), keep(21)),
+        commit(keep(b2a), 20, vec![keep(b1)], forget(21)),
+        // Block 3 (ops 18..): the reorg, b2b on b1 again.
+        Op::Checkout { commit: keep(b1), out: keep(30) },
+        Op::Remove { path: path("a/b"), input: forget(30), out: keep(31) },
+        Op::Copy { from: path("a"), to: path("z"), input: forget(31), out: keep(32) },
+        Op::MemTree { path: path("z/c"), found: true, input: keep(32) },
+        find("z/b", false, keep(32)),
+        commit(forget(b2b), 21, vec![forget(b1)], forget(32)),
+        // Block 4 (ops 24..): back on b2a.
+        Op::Checkout { commit: keep(b2a), out: keep(40) },
+        find("d", true, keep(40)),
+        find("z", false, keep(40)),
+        add("e", "y", forget(40), keep(41)),
+        commit(keep(b3), 30, vec![forget(b2a)], forget(41)),
+    ]);
+    ops
+}
+
+fn ok_ops(ops: Vec<Op>) -> impl Iterator<Item = Result<Op, Infallible>> {
+    ops.into_iter().map(Ok)
+}
+
+fn run(ops: Vec<Op>, options: ReplayOptions) -> Result<larch_trace::RunSummary, ReplayError> {
+    let mut repo = MemoryRepo::new();
+    replay(&mut repo, ok_ops(ops), &options, &RunMeta::default(), None, &mut |_| {})
+}
+
+#[test]
+fn replays_the_genesis_fixture() {
+    let mut repo = MemoryRepo::new();
+    let summary = replay(
+        &mut repo,
+        ok_ops(genesis_block()),
+        &ReplayOptions::default(),
+        &RunMeta::default(),
+        None,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!((summary.blocks, summary.ops, summary.reads_checked, summary.commits_checked), (1, 6, 2, 1));
+    assert!(repo.commit_record(&GENESIS.parse().unwrap()).is_some());
+}
+
+#[test]
+fn replays_a_reorg_and_an_abandoned_context() {
+    let hashes = expected_hashes();
+    let mut repo = MemoryRepo::new();
+    let mut replayer = Replayer::new(&mut repo, ReplayOptions::default());
+    let mut blocks = Vec::new();
+    for op in scenario() {
+        if let Some(block) = replayer.apply(op).unwrap() {
+            blocks.push(block);
+        }
+    }
+    let commits: Vec<String> = blocks.iter().map(|b| b.commit.clone()).collect();
+    let expected: Vec<String> = hashes.iter().map(Hash::to_base58).collect();
+    assert_eq!(commits, expected);
+    assert_eq!(blocks.iter().map(|b| b.first_op).collect::<Vec<_>>(), [0, 6, 15, 18, 24]);
+    assert_eq!(blocks.iter().map(|b| b.ops).collect::<Vec<_>>(), [6, 9, 3, 6, 5]);
+    assert_eq!(replayer.reads_checked(), 2 + 3 + 2 + 2);
+    assert_eq!(replayer.commits_checked(), 5);
+    // Every context was forgotten; only commits tagged Keep at their last use remain mapped.
+    assert_eq!(replayer.live_contexts(), 0);
+    assert_eq!(replayer.real_commit(&hashes[4]), Some(hashes[4]));
+    assert_eq!(replayer.real_commit(&hashes[1]), None, "b1 was forgotten by the reorg's parent");
+    assert_eq!(replayer.real_commit(&hashes[3]), None, "b2b was forgotten at its commit");
+    assert_eq!(blocks[1].op_times.add.count, 4);
+    assert_eq!(blocks[3].op_times.copy.count, 1);
+    assert_eq!(blocks[3].reads_checked, 2);
+    drop(replayer);
+    assert_eq!(repo.commit_count(), 5);
+}
+
+#[test]
+fn wrong_recorded_hash_names_block_and_op() {
+    let mut ops = scenario();
+    // Block 2's commit (op 17) records b2b's hash instead of b2a's.
+    let b2b = expected_hashes()[3];
+    if let Op::Commit { hash, .. } = &mut ops[17] {
+        *hash = keep(b2b);
+    }
+    let error = run(ops, ReplayOptions::default()).unwrap_err();
+    match &error {
+        ReplayError::HashMismatch { at, expected, actual } => {
+            assert_eq!((at.block, at.op_index, at.kind), (2, 17, OpKind::Commit));
+            assert_eq!(*expected, b2b);
+            assert_eq!(*actual, expected_hashes()[2]);
+        }
+        other => panic!("unexpected error {other}"),
+    }
+    let message = error.to_string();
+    assert!(message.starts_with("block 2, op 17 (commit): trace says commit Co"), "{message}");
+}
+
+#[test]
+fn wrong_read_result_names_path_and_results() {
+    let mut ops = scenario();
+    ops[8] = Op::Mem { path: path("a/b"), found: false, input: keep(11) };
+    let error = run(ops, ReplayOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "block 1, op 8 (mem a/b): trace says no contents, replay says contents present"
+    );
+    let mut ops = scenario();
+    ops[25] = find("d", false, keep(40));
+    let error = run(ops, ReplayOptions::default()).unwrap_err();
+    assert_eq!(error.to_string(), "block 4, op 25 (find d): trace says not found, replay says found");
+    assert!(matches!(error, ReplayError::ReadMismatch { expected: false, actual: true, .. }));
+}
+
+#[test]
+fn undefined_and_forgotten_contexts_are_errors() {
+    let mut ops = genesis_block();
+    ops[2] = find("data/sandbox_parameter", false, keep(99));
+    let error = run(ops, ReplayOptions::default()).unwrap_err();
+    assert!(matches!(&error, ReplayError::UndefinedContext { id: 99, at } if at.op_index == 2), "{error}");
+
+    // Context 0 is forgotten by op 1; reading it again is an error, not a panic.
+    let mut ops = genesis_block();
+    ops.insert(2, find("data/version", false, keep(0)));
+    let error = run(ops, ReplayOptions::default()).unwrap_err();
+    assert!(matches!(error, ReplayError::UndefinedContext { id: 0, .. }));
+    assert!(error.to_string().contains("context 0 is not defined"));
+}
+
+#[test]
+fn checkout_of_an_unknown_or_forgotten_hash_is_an_error() {
+    let mut ops = genesis_block();
+    let unknown = Hash::of_bytes(b"no such commit");
+    ops.push(Op::Checkout { commit: keep(unknown), out: keep(5) });
+    let error = run(ops, ReplayOptions::default()).unwrap_err();
+    match &error {
+        ReplayError::UnknownCommit { at, hash } => {
+            assert_eq!((at.block, at.op_index, at.kind), (1, 6, OpKind::Checkout));
+            assert_eq!(*hash, unknown);
+        }
+        other => panic!("unexpected error {other}"),
+    }
+    assert!(error.to_string().starts_with(&format!("block 1, op 6 (checkout {unknown})")));
+
+    // b2a's hash is forgotten as block 4's parent: checking it out again fails.
+    let mut ops = scenario();
+    let b2a = expected_hashes()[2];
+    ops.push(Op::Checkout { commit: keep(b2a), out: keep(50) });
+    assert!(matches!(run(ops, ReplayOptions::default()), Err(ReplayError::UnknownCommit { .. })));
+}
+
+#[test]
+fn copy_of_a_missing_source_is_an_error() {
+    let mut ops = scenario();
+    ops[20] = Op::Copy { from: path("nowhere"), to: path("z"), input: forget(31), out: keep(32) };
+    let error = run(ops, ReplayOptions::default()).unwrap_err();
+    assert!(matches!(error, ReplayError::CopySourceMissing { .. }));
+    assert_eq!(error.to_string(), "block 3, op 20 (copy nowhere -> z): copy source does not exist");
+}
+
+#[test]
+fn no_check_replays_through_wrong_results_and_hashes() {
+    let mut ops = scenario();
+    let bogus = Hash::of_bytes(b"bogus b1");
+    // b1 recorded under a wrong hash, used consistently by later checkouts and parents.
+    let b1 = expected_hashes()[1];
+    for op in &mut ops {
+        match op {
+            Op::Checkout { commit, .. } if commit.value() == b1 => *commit = keep(bogus),
+            Op::Commit { hash, parents, .. } => {
+                if hash.value() == b1 {
+                    *hash = keep(bogus);
+                }
+                for parent in parents.iter_mut().filter(|p| p.value() == b1) {
+                    *parent = keep(bogus);
+                }
+            }
+            _ => {}
+        }
+    }
+    ops[8] = Op::Mem { path: path("a/b"), found: false, input: keep(11) };
+    assert!(matches!(run(ops.clone(), ReplayOptions::default()), Err(ReplayError::ReadMismatch { .. })));
+    let summary = run(ops, ReplayOptions { check_hashes: false, max_blocks: None }).unwrap();
+    assert_eq!(summary.blocks, 5);
+    assert_eq!((summary.reads_checked, summary.commits_checked), (0, 0));
+    assert!(!summary.check_hashes);
+    assert!(summary.to_string().contains("checks off"));
+}
+
+#[test]
+fn max_blocks_stops_reading_the_trace() {
+    let mut pulled = 0;
+    let ops = scenario().into_iter().map(|op| {
+        pulled += 1;
+        Ok::<_, Infallible>(op)
+    });
+    let mut repo = MemoryRepo::new();
+    let options = ReplayOptions { check_hashes: true, max_blocks: Some(2) };
+    let mut seen = Vec::new();
+    let summary =
+        replay(&mut repo, ops, &options, &RunMeta::default(), None, &mut |block| seen.push(block.block))
+            .unwrap();
+    assert_eq!(summary.blocks, 2);
+    assert_eq!(seen, [0, 1]);
+    assert_eq!(pulled, 15, "stops without pulling the first op past the limit");
+    assert_eq!(summary.ops, 15);
+    assert_eq!(repo.commit_count(), 2);
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("frame truncated")]
+struct Truncated;
+
+#[test]
+fn reader_errors_name_the_op_index() {
+    let ops = genesis_block().into_iter().map(Ok).chain(std::iter::once(Err(Truncated)));
+    let mut repo = MemoryRepo::new();
+    let error = replay(&mut repo, ops, &ReplayOptions::default(), &RunMeta::default(), None, &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(error, ReplayError::Trace { op_index: 6, .. }));
+    assert_eq!(error.to_string(), "reading op 6 of the trace: frame truncated");
+    assert!(error.location().is_none());
+}
+
+#[test]
+fn stat_lines_parse_back_into_the_same_summary() {
+    let mut ops = scenario();
+    // Two trailing operations after the last commit: applied, in no block.
+    ops.push(Op::Checkout { commit: keep(expected_hashes()[4]), out: keep(60) });
+    ops.push(find("e", true, forget(60)));
+    let mut repo = MemoryRepo::new();
+    let mut out = Vec::new();
+    let meta = RunMeta { trace: "scenario.trace".to_string(), store: "memory".to_string() };
+    let summary =
+        replay(&mut repo, ok_ops(ops), &ReplayOptions::default(), &meta, Some(&mut out), &mut |_| {})
+            .unwrap();
+    let text = String::from_utf8(out.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 5 + 1);
+    for line in &lines {
+        let _: StatLine = serde_json::from_str(line).unwrap();
+    }
+    assert!(lines[0].contains(r#""type":"header""#));
+    assert!(lines[6].contains(r#""type":"end""#));
+
+    let file = read_stat_file(&out[..]).unwrap();
+    assert_eq!(file.header.trace, "scenario.trace");
+    assert_eq!(file.header.store, "memory");
+    assert!(file.header.options.check_hashes);
+    assert_eq!(file.blocks.len(), 5);
+    assert_eq!(file.end.as_ref().map(|e| (e.blocks, e.ops, e.trailing_ops)), Some((5, 31, 2)));
+    assert_eq!(file.blocks[4].commit, expected_hashes()[4].to_base58());
+    assert!(file.blocks[4].backend.objects_written.unwrap() > 0);
+    assert_eq!(summarise(&file, None), summary);
+
+    assert_eq!(summary.blocks, 5);
+    assert_eq!(summary.ops, 29);
+    assert_eq!(summary.trailing_ops, 2);
+    assert!(summary.complete);
+    assert_eq!(summary.context_ops, 29 - 5 - 4);
+    assert_eq!(summary.adds, 9);
+    assert_eq!(summary.reads_checked, 9);
+    assert_eq!(summary.commits_checked, 5);
+    assert_eq!(summary.regular_block_time.as_ref().map(|d| d.count), Some(3));
+    let kinds: Vec<(String, u64)> = summary.op_kinds.iter().map(|k| (k.kind.clone(), k.count)).collect();
+    assert_eq!(
+        kinds.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" "),
+        "checkout=4 add=9 remove=1 copy=1 find=6 mem=1 mem_tree=2 commit=5"
+    );
+    let table = summary.to_string();
+    assert!(table.contains("checked 9 reads and 5 commits, all ok"), "{table}");
+    let json = serde_json::to_string(&summary).unwrap();
+    let back: larch_trace::RunSummary = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, summary);
+}
