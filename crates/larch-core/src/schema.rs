@@ -52,6 +52,17 @@ fn hash_pre_image(fill: impl FnOnce(&mut Vec<u8>)) -> Hash {
 
 /// Hash of a contents value: `BLAKE2b-256(u64be(len v) ‖ v)`.
 pub fn contents_hash(value: &[u8]) -> Hash {
+    // A pre-image that fits one BLAKE2b block is hashed in one call from a stack copy: the
+    // incremental state costs ~20 ns more, which is ~15% of hashing a short value.
+    let mut block = [0u8; 128];
+    let (header, rest) = block.split_at_mut(8);
+    if let Some(body) = rest.get_mut(..value.len()) {
+        header.copy_from_slice(&(value.len() as u64).to_be_bytes());
+        body.copy_from_slice(value);
+        if let Some(pre_image) = block.get(..8 + value.len()) {
+            return Hash::of_bytes(pre_image);
+        }
+    }
     let mut state = blake2b_params().to_state();
     state.update(&(value.len() as u64).to_be_bytes());
     state.update(value);

@@ -2,6 +2,9 @@
 //! contents in the way, no-op removals and copies, and list windows past the end. Expected hashes
 //! come from the independent reference implementation in `common::reference`.
 
+// Test helpers outside `#[test]` functions panic on failure too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::reference::{self, Triple};
@@ -64,7 +67,8 @@ fn names_of_0_127_128_and_300_bytes_and_non_utf8() {
     }
     assert_eq!(tree.hash().0, reference::dir_hash(&triples));
     // Listing is bytewise: the empty name first, 0xff last.
-    let listed: Vec<Vec<u8>> = tree.list(ROOT, 0, None).unwrap().into_iter().map(|(n, _)| n.to_vec()).collect();
+    let listed: Vec<Vec<u8>> =
+        tree.list(ROOT, 0, None).unwrap().into_iter().map(|(n, _)| n.to_vec()).collect();
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(listed, sorted);
@@ -179,7 +183,10 @@ fn copy_of_a_missing_source_returns_false() {
     assert!(!tree.copy(&["a", "b", "c"], &["z"]).unwrap(), "through contents");
     assert_eq!(tree.hash(), hash);
     assert!(tree.copy(&["a"], &["z"]).unwrap());
-    assert_eq!(tree.find_tree(&["z"]).unwrap().unwrap().hash(), tree.find_tree(&["a"]).unwrap().unwrap().hash());
+    assert_eq!(
+        tree.find_tree(&["z"]).unwrap().unwrap().hash(),
+        tree.find_tree(&["a"]).unwrap().unwrap().hash()
+    );
 }
 
 #[test]
@@ -208,4 +215,18 @@ fn list_offset_and_length_beyond_the_end() {
     assert_eq!(list(&["missing"], 0, None), Vec::<String>::new());
     assert_eq!(tree.length(&["big"]).unwrap(), 300);
     assert_eq!(tree.length(&["small", "x"]).unwrap(), 0);
+}
+
+#[test]
+fn contents_hash_of_every_length_up_to_300() {
+    // Crosses the one-block fast path of `schema::contents_hash` (pre-images up to 128 bytes)
+    // and several block boundaries of the streaming path.
+    for len in 0..=300usize {
+        let value: Vec<u8> = (0..len).map(|k| (k * 13 + len) as u8).collect();
+        let expected = reference::contents_hash(&value);
+        assert_eq!(larch_core::schema::contents_hash(&value).0, expected, "length {len}");
+        assert_eq!(Tree::of_contents(value.clone()).hash().0, expected, "length {len} (tree)");
+        let pre = larch_core::schema::contents_pre_image(&value);
+        assert_eq!(reference::blake(&pre), expected, "length {len} (pre-image)");
+    }
 }

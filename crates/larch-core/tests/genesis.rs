@@ -1,6 +1,9 @@
 //! The Tezos mainnet genesis context (spec §9.5 V16 and §10.1), built with the tree API: the final
 //! commit hash is the real chain's; the intermediate hashes and byte counts are those of §10.1.
 
+// Test helpers outside `#[test]` functions panic on failure too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::load;
@@ -22,7 +25,11 @@ fn flat_pre_image(tree: &Tree) -> Vec<u8> {
     let node = load(tree, root);
     let NodeBody::Flat(entries) = node.body() else { panic!("small directories are flat") };
     let mut out = Vec::new();
-    write_flat_pre_image(&mut out, entries.len(), entries.iter().map(|(n, e)| (n.as_bytes(), e.kind(), e.hash())));
+    write_flat_pre_image(
+        &mut out,
+        entries.len(),
+        entries.iter().map(|(n, e)| (n.as_bytes(), e.kind(), e.hash())),
+    );
     out
 }
 

@@ -2,6 +2,9 @@
 //! tree hashes and exact pre-images, probes, commit hashes and pre-images, parents, the hash after
 //! reload through `MemoryRepo` (lazy nodes), and the full inode tries of the large directories.
 
+// Test helpers outside `#[test]` functions panic on failure too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{Path, bindings, data_file, load, tree_of};
@@ -169,7 +172,8 @@ fn kind_name(kind: Kind) -> &'static str {
 fn rule_bindings(rule: &str) -> Vec<(Path, Vec<u8>)> {
     let ascii = |text: String| text.into_bytes();
     if let Some(rest) = rule.strip_prefix("flat: for i in 0..") {
-        let last = rest.strip_suffix(": path [str(i)] -> str(i)").unwrap_or_else(|| panic!("unknown rule {rule:?}"));
+        let last =
+            rest.strip_suffix(": path [str(i)] -> str(i)").unwrap_or_else(|| panic!("unknown rule {rule:?}"));
         let last: u32 = last.parse().unwrap_or_else(|_| panic!("unknown rule {rule:?}"));
         // "0..N" is inclusive here: flat_256 is "0..255" with entry_count 256.
         return (0..=last).map(|i| (vec![ascii(i.to_string())], ascii(i.to_string()))).collect();
@@ -306,7 +310,9 @@ fn check_case(case: &Case, commits_checked: &mut usize, dumps_checked: &mut usiz
             assert_eq!(kind_name(sub.kind()), probe.kind, "{what}: kind");
             assert_hash(sub.hash(), &probe.hash, &what);
             match (&probe.pre_hash_hex, sub.kind()) {
-                (Some(pre), Kind::Node) => assert_eq!(&hex::encode(dir_pre_image(&sub)), pre, "{what}: pre-image"),
+                (Some(pre), Kind::Node) => {
+                    assert_eq!(&hex::encode(dir_pre_image(&sub)), pre, "{what}: pre-image")
+                }
                 (None, Kind::Contents) => {
                     let value = tree.find(&path).unwrap().unwrap();
                     let pre = larch_core::schema::contents_pre_image(value.as_bytes());
@@ -328,8 +334,11 @@ fn check_case(case: &Case, commits_checked: &mut usize, dumps_checked: &mut usiz
         }
 
         let parents: Vec<Hash> = commit.parents.iter().map(|index| made[*index]).collect();
-        let info =
-            CommitInfo { date: commit.info.date, author: commit.info.author.clone(), message: commit.info.message.clone() };
+        let info = CommitInfo {
+            date: commit.info.date,
+            author: commit.info.author.clone(),
+            message: commit.info.message.clone(),
+        };
         let hash = repo.commit(&tree, &parents, info.clone()).unwrap();
         match (&expected.commit_hash, &expected.commit_error) {
             (Some(expected_hash), None) => assert_hash(hash, expected_hash, &format!("{at}: commit hash")),
@@ -390,7 +399,10 @@ fn every_irmin_3_7_2_vector() {
     for case in &file.cases {
         assert!(!case.description.is_empty(), "{}: description", case.name);
         if let Some(store) = &case.store {
-            assert_eq!(case.name, "empty_tree_commit_allow_empty", "only one case uses another store: {store}");
+            assert_eq!(
+                case.name, "empty_tree_commit_allow_empty",
+                "only one case uses another store: {store}"
+            );
         }
         results.insert(&case.name, check_case(case, &mut commits_checked, &mut dumps_checked));
         cases_checked += 1;

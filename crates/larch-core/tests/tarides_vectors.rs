@@ -2,13 +2,17 @@
 //! directories given as (name, kind, child hash) with the hash Irmin computed, and 100 values of
 //! OCaml's `Hashtbl.seeded_hash`.
 
+// Test helpers outside `#[test]` functions panic on failure too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::reference;
 use common::{data_file, load};
 use larch_core::schema::{self, Kind};
 use larch_core::{
-    Contents, ContentsRef, Entry, Hash, LoadError, Name, Node, NodeBody, NodeRef, ObjectKey, ObjectSource, Tree,
+    Contents, ContentsRef, Entry, Hash, LoadError, Name, Node, NodeBody, NodeRef, ObjectKey, ObjectSource,
+    Tree,
 };
 use serde::Deserialize;
 use std::sync::Arc;
@@ -73,7 +77,11 @@ fn hundred_directories_via_schema_functions_and_reference() {
         let hash = schema::flat_node_hash(entries.len(), entries.iter().map(|(n, k, h)| (&n[..], *k, *h)));
         assert_eq!(hash, expected, "directory {i}: schema::flat_node_hash");
         let mut pre = Vec::new();
-        schema::write_flat_pre_image(&mut pre, entries.len(), entries.iter().map(|(n, k, h)| (&n[..], *k, *h)));
+        schema::write_flat_pre_image(
+            &mut pre,
+            entries.len(),
+            entries.iter().map(|(n, k, h)| (&n[..], *k, *h)),
+        );
         assert_eq!(Hash::of_bytes(&pre), expected, "directory {i}: flat pre-image");
         let triples: Vec<reference::Triple> =
             entries.iter().map(|(n, k, h)| (n.clone(), *k == Kind::Node, h.0)).collect();
@@ -98,7 +106,12 @@ impl ObjectSource for PlaceholderSource {
         Ok(Arc::new(Node::with_hash(body, *hash)))
     }
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
-        Err(LoadError { what: "contents", key, hash: *hash, reason: "placeholder source holds no contents".into() })
+        Err(LoadError {
+            what: "contents",
+            key,
+            hash: *hash,
+            reason: "placeholder source holds no contents".into(),
+        })
     }
 }
 
@@ -123,7 +136,10 @@ fn hundred_directories_via_trees_of_lazy_children() {
             .enumerate()
             .map(|(key, (name, kind, hash))| (Name::new(name), stored_entry(*kind, *hash, key as ObjectKey)))
             .collect();
-        let direct = Tree::from_entry(Entry::Node(NodeRef::Mem(Arc::new(Node::new(NodeBody::Flat(body))))), dyn_source.clone());
+        let direct = Tree::from_entry(
+            Entry::Node(NodeRef::Mem(Arc::new(Node::new(NodeBody::Flat(body))))),
+            dyn_source.clone(),
+        );
         assert_eq!(direct.hash(), expected, "directory {i}: node of lazy references");
 
         // The same directory grafted entry by entry with `add_tree`, in reverse order.
@@ -140,7 +156,10 @@ fn hundred_directories_via_trees_of_lazy_children() {
         assert!(loads <= node_count, "directory {i}: {loads} loads for {node_count} sub-directories");
         assert_eq!(grafted.length(&[] as &[&[u8]]).unwrap(), entries.len() as u64);
         let Entry::Node(root) = grafted.root() else { panic!("root is a directory") };
-        assert!(matches!(load(&grafted, root).body(), NodeBody::Flat(_)), "directory {i}: ≤ 256 entries stay flat");
+        assert!(
+            matches!(load(&grafted, root).body(), NodeBody::Flat(_)),
+            "directory {i}: ≤ 256 entries stay flat"
+        );
     }
 }
 

@@ -31,6 +31,10 @@ pub enum RecordKind {
     Tree,
     /// A commit.
     Commit,
+    /// A flat directory or `Values` inode given as changes to an earlier version (`patch.rs`).
+    PatchEntries,
+    /// A `Tree` inode given as changes to an earlier version (`patch.rs`).
+    PatchTree,
 }
 
 impl RecordKind {
@@ -42,6 +46,8 @@ impl RecordKind {
             RecordKind::Values => 3,
             RecordKind::Tree => 4,
             RecordKind::Commit => 5,
+            RecordKind::PatchEntries => 6,
+            RecordKind::PatchTree => 7,
         }
     }
 
@@ -53,6 +59,8 @@ impl RecordKind {
             3 => RecordKind::Values,
             4 => RecordKind::Tree,
             5 => RecordKind::Commit,
+            6 => RecordKind::PatchEntries,
+            7 => RecordKind::PatchTree,
             _ => return None,
         })
     }
@@ -65,6 +73,8 @@ impl RecordKind {
             RecordKind::Values => "inode-values",
             RecordKind::Tree => "inode-tree",
             RecordKind::Commit => "commit",
+            RecordKind::PatchEntries => "entries-patch",
+            RecordKind::PatchTree => "inode-tree-patch",
         }
     }
 }
@@ -145,7 +155,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A LEB128 length, bounded by the remaining bytes.
-    pub fn len(&mut self) -> Result<usize> {
+    pub fn length(&mut self) -> Result<usize> {
         let len = self.leb()?;
         usize::try_from(len)
             .ok()
@@ -182,10 +192,32 @@ pub fn is_hex_name(name: &[u8]) -> bool {
     name.len() >= 2 && name.len() % 2 == 0 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// The name whose hex-packed bytes are `raw`: lowercase hex, built on the stack when short.
+fn hex_name(raw: &[u8]) -> Name {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut stack = [0u8; 128];
+    let mut heap = Vec::new();
+    let out: &mut [u8] = match stack.get_mut(..raw.len() * 2) {
+        Some(slot) => slot,
+        None => {
+            heap.resize(raw.len() * 2, 0);
+            &mut heap
+        }
+    };
+    for (pair, byte) in out.chunks_exact_mut(2).zip(raw) {
+        if let [high, low] = pair {
+            *high = DIGITS[usize::from(byte >> 4)];
+            *low = DIGITS[usize::from(byte & 15)];
+        }
+    }
+    Name::new(out)
+}
+
 const TAG_NODE: u8 = 0;
 const TAG_INLINE: u8 = 1;
 const TAG_CONTENTS: u8 = 2;
 const TAG_HEX: u8 = 4;
+const TAG_REMOVED: u8 = 3;
 
 /// What the encoder writes for one entry's target.
 pub enum EncodedTarget<'a> {
@@ -197,7 +229,7 @@ pub enum EncodedTarget<'a> {
     Contents(Hash, u64),
 }
 
-fn write_pointer(out: &mut Vec<u8>, self_offset: u64, hash: &Hash, child: u64) {
+pub(crate) fn write_pointer(out: &mut Vec<u8>, self_offset: u64, hash: &Hash, child: u64) {
     out.extend_from_slice(hash.as_bytes());
     write_leb128(out, self_offset.saturating_sub(child));
 }
@@ -210,12 +242,20 @@ pub fn encode_entry(out: &mut Vec<u8>, self_offset: u64, name: &[u8], target: &E
         EncodedTarget::Inline(_) => TAG_INLINE,
         EncodedTarget::Contents(..) => TAG_CONTENTS,
     } | if hex { TAG_HEX } else { 0 };
+    out.reserve(name.len() + 48);
     out.push(tag);
     if hex {
         write_leb128(out, (name.len() / 2) as u64);
-        for pair in name.chunks_exact(2) {
-            let digit = |b: u8| if b <= b'9' { b - b'0' } else { b - b'a' + 10 };
-            out.push(pair.iter().fold(0u8, |acc, b| (acc << 4) | digit(*b)));
+        let digit = |b: u8| if b <= b'9' { b.wrapping_sub(b'0') } else { b.wrapping_sub(b'a' - 10) };
+        let mut packed = [0u8; 64];
+        for chunk in name.chunks(128) {
+            let len = chunk.len() / 2;
+            for (slot, pair) in packed.iter_mut().zip(chunk.chunks_exact(2)) {
+                if let [high, low] = pair {
+                    *slot = (digit(*high) << 4) | digit(*low);
+                }
+            }
+            out.extend_from_slice(packed.get(..len).unwrap_or_default());
         }
     } else {
         write_leb128(out, name.len() as u64);
@@ -256,49 +296,75 @@ pub struct EntryCounts {
     pub hex_names: u64,
 }
 
-fn decode_entries(cursor: &mut Cursor<'_>, max: usize, counts: &mut EntryCounts) -> Result<Vec<(Name, Entry)>> {
+fn decode_entries(
+    cursor: &mut Cursor<'_>,
+    max: usize,
+    counts: &mut EntryCounts,
+) -> Result<Vec<(Name, Entry)>> {
     let count = cursor.leb()?;
     if count > max as u64 {
         return Err(cursor.error(format!("{count} entries, at most {max} allowed")));
     }
     let mut entries = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        let tag = cursor.u8()?;
-        if tag & !(TAG_HEX | 3) != 0 {
-            return Err(cursor.error(format!("bad entry tag {tag:#04x}")));
+        match decode_entry(cursor, counts)? {
+            (name, Some(entry)) => entries.push((name, entry)),
+            (_, None) => return Err(cursor.error("a removal where an entry was expected")),
         }
-        let stored_len = cursor.len()?;
-        let stored = cursor.take(stored_len)?;
-        let name = if tag & TAG_HEX != 0 {
-            if stored.is_empty() {
-                return Err(cursor.error("empty hex name"));
-            }
-            counts.hex_names += 1;
-            Name::new(hex::encode(stored).as_bytes())
-        } else {
-            Name::new(stored)
-        };
-        let entry = match tag & 3 {
-            TAG_NODE => {
-                let (hash, key) = cursor.pointer()?;
-                Entry::Node(NodeRef::Stored { hash, key })
-            }
-            TAG_INLINE => {
-                let len = cursor.len()?;
-                let bytes = cursor.take(len)?;
-                counts.inline += 1;
-                counts.inline_bytes += len as u64;
-                Entry::Contents(ContentsRef::Mem(Arc::new(Contents::new(bytes))))
-            }
-            TAG_CONTENTS => {
-                let (hash, key) = cursor.pointer()?;
-                Entry::Contents(ContentsRef::Stored { hash, key })
-            }
-            _ => return Err(cursor.error(format!("bad entry tag {tag:#04x}"))),
-        };
-        entries.push((name, entry));
     }
     Ok(entries)
+}
+
+/// Decodes one entry, or (tag target 3, in patches only) the removal of a name: `None`.
+pub(crate) fn decode_entry(
+    cursor: &mut Cursor<'_>,
+    counts: &mut EntryCounts,
+) -> Result<(Name, Option<Entry>)> {
+    let tag = cursor.u8()?;
+    if tag & !(TAG_HEX | 3) != 0 {
+        return Err(cursor.error(format!("bad entry tag {tag:#04x}")));
+    }
+    let stored_len = cursor.length()?;
+    let stored = cursor.take(stored_len)?;
+    let name = if tag & TAG_HEX != 0 {
+        if stored.is_empty() {
+            return Err(cursor.error("empty hex name"));
+        }
+        counts.hex_names += 1;
+        hex_name(stored)
+    } else {
+        Name::new(stored)
+    };
+    let entry = match tag & 3 {
+        TAG_NODE => {
+            let (hash, key) = cursor.pointer()?;
+            Some(Entry::Node(NodeRef::Stored { hash, key }))
+        }
+        TAG_INLINE => {
+            let len = cursor.length()?;
+            let bytes = cursor.take(len)?;
+            counts.inline += 1;
+            counts.inline_bytes += len as u64;
+            Some(Entry::Contents(ContentsRef::Mem(Arc::new(Contents::new(bytes)))))
+        }
+        TAG_CONTENTS => {
+            let (hash, key) = cursor.pointer()?;
+            Some(Entry::Contents(ContentsRef::Stored { hash, key }))
+        }
+        _ => None,
+    };
+    Ok((name, entry))
+}
+
+/// Appends the removal of `name` (patches only): the name with tag target 3 and no target.
+pub fn encode_removal(out: &mut Vec<u8>, name: &[u8]) {
+    let start = out.len();
+    encode_entry(out, 0, name, &EncodedTarget::Inline(&[]));
+    // Rewrite the tag's target bits to "removed" and drop the empty inline value's length byte.
+    if let Some(tag) = out.get_mut(start) {
+        *tag |= TAG_REMOVED;
+    }
+    out.pop();
 }
 
 /// Decodes the body of a node record (`Flat`, `Values` or `Tree`).
@@ -393,7 +459,7 @@ pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
     let parents = (0..count).map(|_| cursor.pointer()).collect::<Result<Vec<_>>>()?;
     let date = cursor.u64()? as i64;
     let text = |cursor: &mut Cursor<'_>| -> Result<String> {
-        let len = cursor.len()?;
+        let len = cursor.length()?;
         let bytes = cursor.take(len)?;
         String::from_utf8(bytes.to_vec()).map_err(|_| cursor.error("commit info is not UTF-8"))
     };
@@ -416,6 +482,21 @@ pub fn decode_node(kind: RecordKind, body: &[u8], offset: u64, hash: Hash) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_names_round_trip() {
+        for name in [&b"00"[..], b"deadbeef", &[b'a'; 200]] {
+            let mut out = Vec::new();
+            encode_entry(&mut out, 100, name, &EncodedTarget::Inline(b""));
+            let mut counts = EntryCounts::default();
+            let mut body = vec![1u8];
+            body.extend_from_slice(&out);
+            let decoded = decode_node_body(RecordKind::Flat, &body, 100, &mut counts).unwrap();
+            let NodeBody::Flat(entries) = decoded else { panic!("not flat") };
+            assert_eq!(entries[0].0.as_bytes(), name);
+            assert_eq!(counts.hex_names, 1);
+        }
+    }
 
     #[test]
     fn hex_names() {

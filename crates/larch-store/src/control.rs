@@ -53,7 +53,8 @@ impl ControlState {
 
     /// Decodes the control file bytes. `Ok(None)` when the magic is absent (not a store).
     pub fn decode(bytes: &[u8]) -> Result<Option<ControlState>> {
-        let corrupt = |offset: usize, reason: &str| StoreError::corrupt(FileKind::Control, offset as u64, reason);
+        let corrupt =
+            |offset: usize, reason: &str| StoreError::corrupt(FileKind::Control, offset as u64, reason);
         if bytes.get(..8) != Some(CONTROL_MAGIC.as_slice()) {
             return Ok(None);
         }
@@ -91,7 +92,10 @@ impl ControlState {
         let mut at = FIXED_LEN;
         for _ in 0..count {
             let len_bytes = body.get(at..at + 2).ok_or_else(|| corrupt(at, "truncated branch"))?;
-            let len = usize::from(u16::from_le_bytes([len_bytes[0], len_bytes[1]]));
+            let len = match len_bytes {
+                [low, high] => usize::from(u16::from_le_bytes([*low, *high])),
+                _ => return Err(corrupt(at, "truncated branch")),
+            };
             let name = body.get(at + 2..at + 2 + len).ok_or_else(|| corrupt(at, "truncated branch"))?;
             let name = String::from_utf8(name.to_vec()).map_err(|_| corrupt(at, "branch name not UTF-8"))?;
             let hash_at = at + 2 + len;

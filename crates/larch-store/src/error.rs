@@ -112,6 +112,15 @@ pub enum StoreError {
     /// A record would exceed the format's limits.
     #[error("object too large for the format: {0}")]
     TooLarge(String),
+    /// A tree to commit refers to an object at a key outside this store's published pack (a part
+    /// of another store's tree grafted into this one).
+    #[error("the tree refers to object {hash} at key {key}, outside this store")]
+    ForeignReference {
+        /// The key.
+        key: u64,
+        /// The object's hash.
+        hash: Hash,
+    },
     /// A tree operation (often a lazy load) failed.
     #[error(transparent)]
     Tree(#[from] TreeError),

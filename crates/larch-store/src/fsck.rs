@@ -3,6 +3,7 @@
 
 use crate::codec::{self, EntryCounts, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
+use crate::patch;
 use crate::repo::Repo;
 use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, schema};
 use std::collections::{BTreeMap, HashMap};
@@ -124,6 +125,11 @@ pub fn fsck(path: impl AsRef<Path>) -> Result<FsckReport> {
     Ok(Repo::open_read_only(path)?.fsck())
 }
 
+enum Decoded {
+    Full(NodeBody),
+    Patch(patch::Patch),
+}
+
 #[derive(Clone, Copy)]
 enum Expect {
     Directory,
@@ -133,7 +139,9 @@ enum Expect {
 struct Checker<'a> {
     repo: &'a Repo,
     report: FsckReport,
-    visited: HashMap<u64, Hash>,
+    /// Offsets visited, with a 64-bit prefix of the hash they were reached with (the full hash
+    /// would double the memory of a check of millions of objects).
+    visited: HashMap<u64, u64, std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
     reachable_bytes: u64,
 }
 
@@ -159,15 +167,16 @@ impl Checker<'_> {
 
     /// Returns false when already visited (after checking the hash agrees).
     fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64) -> bool {
+        let prefix = hash.as_bytes().first_chunk::<8>().map_or(0, |bytes| u64::from_le_bytes(*bytes));
         match self.visited.get(&offset) {
-            Some(seen) if *seen != hash => {
-                let what = format!("referenced with two different hashes (first {seen})");
+            Some(seen) if *seen != prefix => {
+                let what = "referenced with two different hashes".to_string();
                 self.problem(offset, Some(hash), Some(parent), what);
                 false
             }
             Some(_) => false,
             None => {
-                self.visited.insert(offset, hash);
+                self.visited.insert(offset, prefix);
                 true
             }
         }
@@ -185,7 +194,12 @@ impl Checker<'_> {
             Ok(((kind, actual), total)) => {
                 self.count(kind, total);
                 match actual {
-                    None => self.problem(offset, Some(hash), Some(parent), format!("a {} record, not contents", kind.name())),
+                    None => self.problem(
+                        offset,
+                        Some(hash),
+                        Some(parent),
+                        format!("a {} record, not contents", kind.name()),
+                    ),
                     Some(actual) if actual != hash => {
                         self.problem(offset, Some(hash), Some(parent), format!("contents hash is {actual}"))
                     }
@@ -201,16 +215,44 @@ impl Checker<'_> {
         }
         let mut counts = EntryCounts::default();
         let read = self.repo.reader().with_record(offset, |kind, body| {
-            Ok((kind, codec::decode_node_body(kind, body, offset, &mut counts)))
+            Ok((
+                kind,
+                match kind {
+                    RecordKind::PatchEntries | RecordKind::PatchTree => {
+                        patch::decode(kind, body, offset, &mut counts).map(Decoded::Patch)
+                    }
+                    _ => codec::decode_node_body(kind, body, offset, &mut counts).map(Decoded::Full),
+                },
+            ))
         });
-        let (kind, body, total) = match read {
-            Ok(((kind, Ok(body)), total)) => (kind, body, total),
+        let (kind, decoded, total) = match read {
+            Ok(((kind, Ok(decoded)), total)) => (kind, decoded, total),
             Ok(((_, Err(e)), _)) | Err(e) => {
                 self.report.problems.push(problem_of(e, Some(hash), Some(parent), offset));
                 return;
             }
         };
         self.count(kind, total);
+        let body = match decoded {
+            Decoded::Full(body) => body,
+            Decoded::Patch(patch) => {
+                // The base is checked as an object of its own, then the patch is applied to it.
+                let (base_hash, base_offset) = patch.base();
+                self.node(base_offset, base_hash, offset, expect, depth);
+                let applied = self
+                    .repo
+                    .reader()
+                    .node_chained(base_offset, &base_hash, patch.chain() - 1)
+                    .and_then(|(base, _)| patch::apply(base.body(), patch, offset));
+                match applied {
+                    Ok(body) => body,
+                    Err(e) => {
+                        self.report.problems.push(problem_of(e, Some(hash), Some(parent), offset));
+                        return;
+                    }
+                }
+            }
+        };
         self.report.stats.inline_contents += counts.inline;
         self.report.stats.inline_bytes += counts.inline_bytes;
         self.report.stats.hex_names += counts.hex_names;
@@ -222,7 +264,12 @@ impl Checker<'_> {
             _ => false,
         };
         if !shape_ok {
-            self.problem(offset, Some(hash), Some(parent), format!("a {} record is misplaced here", kind.name()));
+            self.problem(
+                offset,
+                Some(hash),
+                Some(parent),
+                format!("a {} record is misplaced here", kind.name()),
+            );
         }
         if matches!(expect, Expect::Directory) {
             self.report.stats.max_depth = self.report.stats.max_depth.max(depth);
@@ -268,7 +315,11 @@ impl Checker<'_> {
     fn commit(&mut self, hash: Hash, offset: u64) {
         let read = self.repo.reader().with_record(offset, |kind, body| match kind {
             RecordKind::Commit => codec::decode_commit(body, offset),
-            other => Err(StoreError::corrupt(FileKind::Pack, offset, format!("a {} record, not a commit", other.name()))),
+            other => Err(StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("a {} record, not a commit", other.name()),
+            )),
         });
         let (data, total) = match read {
             Ok(read) => read,
@@ -284,7 +335,12 @@ impl Checker<'_> {
         }
         for (parent, parent_offset) in &data.parents {
             if self.repo.commit_offset_of(parent) != Some(*parent_offset) {
-                self.problem(*parent_offset, Some(*parent), Some(offset), "parent commit not in the index at this offset".into());
+                self.problem(
+                    *parent_offset,
+                    Some(*parent),
+                    Some(offset),
+                    "parent commit not in the index at this offset".into(),
+                );
             }
         }
         self.node(data.tree_offset, data.tree_hash, offset, Expect::Directory, 1);
@@ -295,8 +351,12 @@ impl Repo {
     /// Checks the whole store (as of this handle's published state): every commit, every reachable
     /// object, every hash and offset. Never stops at the first problem.
     pub fn fsck(&self) -> FsckReport {
-        let mut checker =
-            Checker { repo: self, report: FsckReport::default(), visited: HashMap::new(), reachable_bytes: 0 };
+        let mut checker = Checker {
+            repo: self,
+            report: FsckReport::default(),
+            visited: HashMap::default(),
+            reachable_bytes: 0,
+        };
         let mut commits: Vec<(Hash, u64)> = self.commits().map(|(hash, offset)| (*hash, *offset)).collect();
         commits.sort_unstable_by_key(|(_, offset)| *offset);
         checker.report.stats.commits = commits.len() as u64;

@@ -32,6 +32,9 @@ pub fn check_header(bytes: &[u8]) -> Result<()> {
             supported: FORMAT_VERSION,
         });
     }
+    if bytes.get(12..16) != Some([0u8; 4].as_slice()) {
+        return Err(StoreError::corrupt(FileKind::Index, 12, "reserved header bytes are not zero"));
+    }
     Ok(())
 }
 
@@ -54,13 +57,17 @@ pub fn decode_entries(bytes: &[u8], base: u64) -> Result<Vec<(Hash, u64)>> {
         let at = base + (i * ENTRY_LEN) as u64;
         let (data, crc) = entry.split_at(40);
         let (hash, offset) = data.split_at(32);
-        let stored = u32::from_le_bytes(crc.try_into().map_err(|_| StoreError::corrupt(FileKind::Index, at, "short"))?);
+        let stored = u32::from_le_bytes(
+            crc.try_into().map_err(|_| StoreError::corrupt(FileKind::Index, at, "short"))?,
+        );
         if crc32fast::hash(data) != stored {
             return Err(StoreError::corrupt(FileKind::Index, at, "checksum mismatch"));
         }
-        let hash = Hash::from_slice(hash).map_err(|_| StoreError::corrupt(FileKind::Index, at, "bad hash"))?;
-        let offset =
-            u64::from_le_bytes(offset.try_into().map_err(|_| StoreError::corrupt(FileKind::Index, at, "short"))?);
+        let hash =
+            Hash::from_slice(hash).map_err(|_| StoreError::corrupt(FileKind::Index, at, "bad hash"))?;
+        let offset = u64::from_le_bytes(
+            offset.try_into().map_err(|_| StoreError::corrupt(FileKind::Index, at, "short"))?,
+        );
         out.push((hash, offset));
     }
     Ok(out)

@@ -1,8 +1,9 @@
 //! larch-store: the persistent store of larch. An append-only pack of objects that point at their
-//! children by offset and carry their hashes, a commit index, and a control file that atomically
-//! publishes each commit; lazy reads through a memory map and a byte-bounded cache; one writer and
-//! many readers; an integrity checker. The format is specified in `docs/format.md`, the commit
-//! protocol in `docs/store.md`.
+//! children by offset and carry their hashes (a rewritten directory or inode is usually stored as a
+//! patch of its previous version), a commit index, and a control file that atomically publishes
+//! each commit; lazy reads through a byte-bounded cache of decoded nodes; one writer and many
+//! readers; an integrity checker. The format is specified in `docs/format.md`, the commit protocol
+//! in `docs/store.md`.
 //!
 //! ```
 //! use larch_core::CommitInfo;
@@ -27,14 +28,17 @@ pub mod error;
 pub mod fault;
 pub mod fsck;
 pub mod index;
+mod options;
 mod pack;
+pub mod patch;
 mod repo;
 pub mod storage;
 mod writer;
 
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::{DEFAULT_CACHE_BYTES, PackSource};
-pub use repo::{CommitDetails, DEFAULT_BRANCH, Repo, RepoOptions, StoreStats, SyncPolicy};
+pub use repo::{DEFAULT_BRANCH, Repo};
 pub use storage::{ControlFile, FileStorage, MemStorage, Storage, StoreFiles};
 pub use writer::WriteCounts;

@@ -4,6 +4,7 @@
 
 use crate::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
+use crate::patch;
 use crate::storage::Storage;
 use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource};
 use quick_cache::Weighter;
@@ -12,8 +13,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Bytes read at once for a record: its header and, usually, all of it.
+const FIRST_READ: u64 = 2048;
+
 /// Default byte budget of the decoded-object cache.
-pub const DEFAULT_CACHE_BYTES: u64 = 128 << 20;
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
 #[derive(Clone)]
 enum CachedObject {
@@ -25,6 +29,8 @@ enum CachedObject {
 struct CacheItem {
     object: CachedObject,
     weight: u32,
+    /// For nodes: the patch chain length of the record (0 for a full record).
+    chain: u8,
 }
 
 #[derive(Clone)]
@@ -89,7 +95,8 @@ thread_local! {
 fn parse_head(head: &[u8], offset: u64) -> Result<(RecordKind, u64, usize)> {
     let corrupt = |reason: String| StoreError::corrupt(FileKind::Pack, offset, reason);
     let kind_byte = head.first().copied().ok_or_else(|| corrupt("empty record".into()))?;
-    let kind = RecordKind::from_byte(kind_byte).ok_or_else(|| corrupt(format!("unknown record kind {kind_byte}")))?;
+    let kind = RecordKind::from_byte(kind_byte)
+        .ok_or_else(|| corrupt(format!("unknown record kind {kind_byte}")))?;
     let mut cursor = codec::Cursor::new(head.get(1..).unwrap_or_default(), FileKind::Pack, offset);
     let len = cursor.leb()?;
     if len > MAX_BODY_LEN {
@@ -146,30 +153,42 @@ impl PackReader {
                 format!("offset outside the published pack [{PACK_HEADER_LEN}, {end})"),
             ));
         }
-        let mut head = [0u8; 11];
-        let head_len = usize::try_from((end - offset).min(11)).unwrap_or(11);
-        let head = head.get_mut(..head_len).unwrap_or_default();
-        self.storage.read_at(offset, head).map_err(|e| StoreError::io(FileKind::Pack, offset, "read", e))?;
-        let (kind, body_len, header_len) = parse_head(head, offset)?;
-        let total = header_len as u64 + body_len + 4;
-        if offset + total > end {
-            return Err(StoreError::corrupt(FileKind::Pack, offset, "record runs past the published end"));
-        }
-        self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
-        self.counters.records_read.fetch_add(1, Ordering::Relaxed);
-        let total_usize = usize::try_from(total).map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "huge"))?;
-        let run = |buffer: &mut Vec<u8>| -> Result<T> {
+        // One read usually covers the whole record (most are under 2 KB); a second read fetches the
+        // rest of a larger one.
+        let first = usize::try_from((end - offset).min(FIRST_READ)).unwrap_or(0);
+        let io = |e| StoreError::io(FileKind::Pack, offset, "read", e);
+        let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
             buffer.clear();
-            buffer.resize(total_usize, 0);
-            self.storage.read_at(offset, buffer).map_err(|e| StoreError::io(FileKind::Pack, offset, "read", e))?;
-            let (data, crc) = buffer.split_at(total_usize - 4);
+            buffer.resize(first, 0);
+            self.storage.read_at(offset, buffer).map_err(io)?;
+            let (kind, body_len, header_len) =
+                parse_head(buffer.get(..first.min(11)).unwrap_or_default(), offset)?;
+            let total = header_len as u64 + body_len + 4;
+            if offset + total > end {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    "record runs past the published end",
+                ));
+            }
+            let total_usize = usize::try_from(total)
+                .map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "huge record"))?;
+            if total_usize > first {
+                buffer.resize(total_usize, 0);
+                let rest = buffer.get_mut(first..).unwrap_or_default();
+                self.storage.read_at(offset + first as u64, rest).map_err(io)?;
+            }
+            self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
+            self.counters.records_read.fetch_add(1, Ordering::Relaxed);
+            let record = buffer.get(..total_usize).unwrap_or_default();
+            let (data, crc) = record.split_at(total_usize.saturating_sub(4));
             let stored = u32::from_le_bytes(crc.try_into().unwrap_or_default());
             if crc32fast::hash(data) != stored {
                 return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
             }
-            decode(kind, data.get(header_len..).unwrap_or_default())
+            Ok((decode(kind, data.get(header_len..).unwrap_or_default())?, total))
         };
-        let value = SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        let (value, total) = SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut buffer) => run(&mut buffer),
             Err(_) => run(&mut Vec::new()),
         })?;
@@ -178,7 +197,19 @@ impl PackReader {
 
     /// The node at `offset` whose hash is `hash`, from the cache or decoded.
     pub fn node(&self, offset: u64, hash: &Hash) -> Result<Arc<Node>> {
-        if let Some(CacheItem { object: CachedObject::Node(node), .. }) = self.cache.get(&offset) {
+        Ok(self.node_chained(offset, hash, patch::MAX_CHAIN)?.0)
+    }
+
+    /// The node at `offset` with the patch chain length of its record, which must not exceed
+    /// `max_chain` (this bounds the recursion through the bases of patch records).
+    pub fn node_chained(&self, offset: u64, hash: &Hash, max_chain: u8) -> Result<(Arc<Node>, u8)> {
+        self.node_loaded(offset, hash, max_chain, true)
+    }
+
+    /// [`PackReader::node_chained`]; a node decoded on a miss enters the cache when `keep` (the
+    /// bases of a patch are not kept: they are older versions, rarely wanted for themselves).
+    fn node_loaded(&self, offset: u64, hash: &Hash, max_chain: u8, keep: bool) -> Result<(Arc<Node>, u8)> {
+        if let Some(CacheItem { object: CachedObject::Node(node), chain, .. }) = self.cache.get(&offset) {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
             if node.cached_hash().is_some_and(|cached| cached != *hash) {
                 return Err(StoreError::corrupt(
@@ -187,21 +218,65 @@ impl PackReader {
                     format!("references disagree on the hash of this node ({hash})"),
                 ));
             }
-            return Ok(node);
+            if chain > max_chain {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    "patch chain longer than its successor says",
+                ));
+            }
+            return Ok((node, chain));
         }
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
-        let (node, _) = self.with_record(offset, |kind, body| match kind {
-            RecordKind::Flat | RecordKind::Values | RecordKind::Tree => codec::decode_node(kind, body, offset, *hash),
-            other => Err(StoreError::corrupt(
-                FileKind::Pack,
-                offset,
-                format!("a {} record where a node was expected", other.name()),
-            )),
+        enum Decoded {
+            Full(NodeBody),
+            Patch(patch::Patch),
+        }
+        let (decoded, _) = self.with_record(offset, |kind, body| {
+            let mut counts = codec::EntryCounts::default();
+            match kind {
+                RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
+                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts)?))
+                }
+                RecordKind::PatchEntries | RecordKind::PatchTree => {
+                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts)?))
+                }
+                other => Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("a {} record where a node was expected", other.name()),
+                )),
+            }
         })?;
+        let (body, chain) = match decoded {
+            Decoded::Full(body) => (body, 0),
+            Decoded::Patch(patch) => {
+                let chain = patch.chain();
+                if chain > max_chain {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
+                }
+                let (base_hash, base_offset) = patch.base();
+                let (base, base_chain) = self.node_loaded(base_offset, &base_hash, chain - 1, false)?;
+                if base_chain != chain - 1 {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
+                }
+                (patch::apply(base.body(), patch, offset)?, chain)
+            }
+        };
+        let node = Node::with_hash(body, *hash);
+        node.set_stored_key(offset);
         let node = Arc::new(node);
+        if keep {
+            let weight = node_weight(&node);
+            self.cache.insert(offset, CacheItem { object: CachedObject::Node(node.clone()), weight, chain });
+        }
+        Ok((node, chain))
+    }
+
+    /// Puts a node just written at `offset` (a record of patch chain length `chain`) into the cache.
+    pub fn prime(&self, offset: u64, node: Arc<Node>, chain: u8) {
         let weight = node_weight(&node);
-        self.cache.insert(offset, CacheItem { object: CachedObject::Node(node.clone()), weight });
-        Ok(node)
+        self.cache.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain });
     }
 
     /// The contents at `offset`, from the cache or read.
@@ -221,7 +296,8 @@ impl PackReader {
         })?;
         let contents = Arc::new(contents);
         let weight = u32::try_from(contents.len() + 64).unwrap_or(u32::MAX);
-        self.cache.insert(offset, CacheItem { object: CachedObject::Contents(contents.clone()), weight });
+        self.cache
+            .insert(offset, CacheItem { object: CachedObject::Contents(contents.clone()), weight, chain: 0 });
         Ok(contents)
     }
 
@@ -247,10 +323,20 @@ pub struct PackSource {
 
 impl ObjectSource for PackSource {
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
-        self.reader.node(key, hash).map_err(|e| LoadError { what: "node", key, hash: *hash, reason: Box::new(e) })
+        self.reader.node(key, hash).map_err(|e| LoadError {
+            what: "node",
+            key,
+            hash: *hash,
+            reason: Box::new(e),
+        })
     }
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
-        self.reader.contents(key).map_err(|e| LoadError { what: "contents", key, hash: *hash, reason: Box::new(e) })
+        self.reader.contents(key).map_err(|e| LoadError {
+            what: "contents",
+            key,
+            hash: *hash,
+            reason: Box::new(e),
+        })
     }
 }

@@ -5,6 +5,7 @@ use crate::codec::{self, CommitData, PACK_HEADER_LEN, PACK_MAGIC, RecordKind};
 use crate::control::ControlState;
 use crate::error::{FileKind, Result, StoreError};
 use crate::index;
+use crate::options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy};
 use crate::pack::{DEFAULT_CACHE_BYTES, PackReader, PackSource};
 use crate::storage::{ControlFile, FileStorage, Storage, StoreFiles};
 use crate::writer::{Encoder, WriteCounts};
@@ -15,84 +16,11 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The append buffer is kept between commits up to this capacity.
+const KEEP_BUFFER_BYTES: usize = 16 << 20;
+
 /// The branch commits move by default.
 pub const DEFAULT_BRANCH: &str = "main";
-
-/// When a commit makes its data durable with `fsync`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SyncPolicy {
-    /// Never (a process crash is safe, a power loss may lose or damage recent commits).
-    Never,
-    /// At every commit (the default): a commit that returned is durable.
-    #[default]
-    Commit,
-    /// Every `n` commits (and at close).
-    Every(u32),
-}
-
-/// How to open a store.
-#[derive(Clone, Debug)]
-pub struct RepoOptions {
-    /// Durability policy of commits.
-    pub sync: SyncPolicy,
-    /// Byte budget of the decoded-object cache.
-    pub cache_bytes: u64,
-    /// Create the store when absent (writers only).
-    pub create: bool,
-}
-
-impl Default for RepoOptions {
-    fn default() -> RepoOptions {
-        RepoOptions { sync: SyncPolicy::Commit, cache_bytes: DEFAULT_CACHE_BYTES, create: true }
-    }
-}
-
-/// Counters a caller may sample (e.g. per block).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StoreStats {
-    /// Object loads served by the cache.
-    pub cache_hits: u64,
-    /// Object loads that read the pack.
-    pub cache_misses: u64,
-    /// Estimated bytes held by the cache.
-    pub cache_bytes: u64,
-    /// Objects held by the cache.
-    pub cache_entries: u64,
-    /// Records read from the pack.
-    pub records_read: u64,
-    /// Bytes of records read from the pack.
-    pub bytes_read: u64,
-    /// Bytes appended to the pack and the index by this handle.
-    pub bytes_written: u64,
-    /// Object records written by this handle (commits excluded).
-    pub objects_written: u64,
-    /// Commit records written by this handle.
-    pub commits_written: u64,
-    /// `fsync` calls made by this handle.
-    pub syncs: u64,
-    /// Published pack length (the store's size, with the small index and control files).
-    pub pack_bytes: u64,
-    /// Published index length.
-    pub index_bytes: u64,
-    /// Commits in the store.
-    pub commit_count: u64,
-}
-
-/// What a commit records, as read back.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommitDetails {
-    /// The commit hash.
-    pub hash: Hash,
-    /// Offset of the commit record in the pack.
-    pub offset: u64,
-    /// Hash of the root tree.
-    pub tree_hash: Hash,
-    /// Parent commits, in commit order.
-    pub parents: Vec<Hash>,
-    /// Date, author, message.
-    pub info: CommitInfo,
-}
 
 /// A larch store: one writer or a read-only handle.
 #[derive(Debug)]
@@ -133,7 +61,8 @@ impl Repo {
             if !options.create {
                 return Err(StoreError::NotAStore { path: path.into(), reason: "no such directory".into() });
             }
-            std::fs::create_dir_all(path).map_err(|e| StoreError::io(FileKind::Control, 0, "create directory", e))?;
+            std::fs::create_dir_all(path)
+                .map_err(|e| StoreError::io(FileKind::Control, 0, "create directory", e))?;
         }
         let lock = File::options()
             .read(true)
@@ -145,14 +74,17 @@ impl Repo {
         match fs4::fs_std::FileExt::try_lock_exclusive(&lock) {
             Ok(true) => {}
             Ok(false) => return Err(StoreError::Locked { path: path.into() }),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Err(StoreError::Locked { path: path.into() }),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                return Err(StoreError::Locked { path: path.into() });
+            }
             Err(e) => return Err(StoreError::io(FileKind::Lock, 0, "lock", e)),
         }
         let control_path = path.join(FileKind::Control.file_name());
         if !control_path.exists() && !options.create {
             return Err(StoreError::NotAStore { path: path.into(), reason: "no control file".into() });
         }
-        let files = Self::disk_files(path, true)?;
+        // Only a new store creates its files: a damaged store is reported, never "repaired" here.
+        let files = Self::disk_files(path, true, !control_path.exists(), options.mmap)?;
         let mut repo = Repo::open_files(files, true, options, Some(path))?;
         repo._lock = Some(lock);
         Ok(repo)
@@ -166,19 +98,30 @@ impl Repo {
 
     /// [`Repo::open_read_only`] with a cache of `cache_bytes`.
     pub fn open_read_only_with(path: impl AsRef<Path>, cache_bytes: u64) -> Result<Repo> {
+        let options = RepoOptions { create: false, cache_bytes, ..RepoOptions::default() };
+        Repo::open_read_only_options(path, options)
+    }
+
+    /// [`Repo::open_read_only`] with `options` (the cache size and the read mode are used).
+    pub fn open_read_only_options(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
         let path = path.as_ref();
         if !path.join(FileKind::Control.file_name()).is_file() {
             return Err(StoreError::NotAStore { path: path.into(), reason: "no control file".into() });
         }
-        let files = Self::disk_files(path, false)?;
-        let options = RepoOptions { create: false, cache_bytes, ..RepoOptions::default() };
+        let files = Self::disk_files(path, false, false, options.mmap)?;
+        let options = RepoOptions { create: false, ..options };
         Repo::open_files(files, false, options, Some(path))
     }
 
-    fn disk_files(path: &Path, writable: bool) -> Result<StoreFiles> {
+    fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {
         let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
             let file_path = path.join(kind.file_name());
-            match FileStorage::open(&file_path, writable) {
+            let opened = if mmap && kind == FileKind::Pack {
+                FileStorage::open_mapped(&file_path, writable, create)
+            } else {
+                FileStorage::open(&file_path, writable, create)
+            };
+            match opened {
                 Ok(file) => Ok(Arc::new(file)),
                 Err(e) if not_found(&e) => {
                     Err(StoreError::NotAStore { path: path.into(), reason: format!("missing file {kind}") })
@@ -195,7 +138,12 @@ impl Repo {
 
     /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
     /// the store when `files` are empty and `options.create` is set. No lock is taken.
-    pub fn open_files(files: StoreFiles, writable: bool, options: RepoOptions, path: Option<&Path>) -> Result<Repo> {
+    pub fn open_files(
+        files: StoreFiles,
+        writable: bool,
+        options: RepoOptions,
+        path: Option<&Path>,
+    ) -> Result<Repo> {
         let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
         let control_bytes = match files.control.read_all() {
             Ok(bytes) => bytes,
@@ -234,8 +182,14 @@ impl Repo {
     }
 
     fn initialize(files: &StoreFiles) -> Result<ControlState> {
-        files.pack.write_at(0, &codec::pack_header()).map_err(|e| StoreError::io(FileKind::Pack, 0, "write", e))?;
-        files.index.write_at(0, &index::header()).map_err(|e| StoreError::io(FileKind::Index, 0, "write", e))?;
+        files
+            .pack
+            .write_at(0, &codec::pack_header())
+            .map_err(|e| StoreError::io(FileKind::Pack, 0, "write", e))?;
+        files
+            .index
+            .write_at(0, &index::header())
+            .map_err(|e| StoreError::io(FileKind::Index, 0, "write", e))?;
         files.pack.sync().map_err(|e| StoreError::io(FileKind::Pack, 0, "sync", e))?;
         files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
         let state = ControlState {
@@ -244,14 +198,21 @@ impl Repo {
             index_end: index::INDEX_HEADER_LEN,
             branches: Default::default(),
         };
-        files.control.replace(&state.encode(), true).map_err(|e| StoreError::io(FileKind::Control, 0, "replace", e))?;
+        files
+            .control
+            .replace(&state.encode(), true)
+            .map_err(|e| StoreError::io(FileKind::Control, 0, "replace", e))?;
         Ok(state)
     }
 
     fn check_header(storage: &dyn Storage, kind: FileKind, published: u64) -> Result<()> {
         let len = storage.len().map_err(|e| StoreError::io(kind, 0, "stat", e))?;
         if len < published {
-            return Err(StoreError::corrupt(kind, len, format!("file ends before its published length {published}")));
+            return Err(StoreError::corrupt(
+                kind,
+                len,
+                format!("file ends before its published length {published}"),
+            ));
         }
         let mut header = [0u8; 16];
         storage.read_at(0, &mut header).map_err(|e| StoreError::io(kind, 0, "read", e))?;
@@ -268,6 +229,9 @@ impl Repo {
                         supported: codec::FORMAT_VERSION,
                     });
                 }
+                if header.get(12..16) != Some([0u8; 4].as_slice()) {
+                    return Err(StoreError::corrupt(kind, 12, "reserved header bytes are not zero"));
+                }
                 Ok(())
             }
             _ => index::check_header(&header),
@@ -278,9 +242,13 @@ impl Repo {
         if to < from {
             return Err(StoreError::corrupt(FileKind::Index, to, "published index shrank"));
         }
-        let len = usize::try_from(to - from).map_err(|_| StoreError::corrupt(FileKind::Index, from, "huge"))?;
+        let len =
+            usize::try_from(to - from).map_err(|_| StoreError::corrupt(FileKind::Index, from, "huge"))?;
         let mut bytes = vec![0; len];
-        files.index.read_at(from, &mut bytes).map_err(|e| StoreError::io(FileKind::Index, from, "read", e))?;
+        files
+            .index
+            .read_at(from, &mut bytes)
+            .map_err(|e| StoreError::io(FileKind::Index, from, "read", e))?;
         let entries = index::decode_entries(&bytes, from)?;
         commits.reserve(entries.len());
         commits.extend(entries);
@@ -290,7 +258,8 @@ impl Repo {
     /// Sees the commits published since this handle opened or last reloaded. Returns whether
     /// anything changed. A writer's handle is always up to date.
     pub fn reload(&mut self) -> Result<bool> {
-        let bytes = self.files.control.read_all().map_err(|e| StoreError::io(FileKind::Control, 0, "read", e))?;
+        let bytes =
+            self.files.control.read_all().map_err(|e| StoreError::io(FileKind::Control, 0, "read", e))?;
         let state = ControlState::decode(&bytes)?.ok_or_else(|| StoreError::NotAStore {
             path: self.path.clone().unwrap_or_default(),
             reason: "the control file lost its magic".into(),
@@ -417,7 +386,9 @@ impl Repo {
         };
         let parent_offsets = parents
             .iter()
-            .map(|parent| Ok((*parent, self.commits.get(parent).copied().ok_or(StoreError::UnknownParent(*parent))?)))
+            .map(|parent| {
+                Ok((*parent, self.commits.get(parent).copied().ok_or(StoreError::UnknownParent(*parent))?))
+            })
             .collect::<Result<Vec<_>>>()?;
         let tree_hash = tree.hash();
         let hash = schema::commit_hash(&tree_hash, parents, &info);
@@ -432,17 +403,28 @@ impl Repo {
             return Ok(hash);
         }
         let own = self.source() as Arc<dyn ObjectSource>;
-        let foreign = (!std::ptr::addr_eq(Arc::as_ptr(tree.source()), Arc::as_ptr(&own))).then(|| &**tree.source());
+        let foreign =
+            (!std::ptr::addr_eq(Arc::as_ptr(tree.source()), Arc::as_ptr(&own))).then(|| &**tree.source());
         let base = self.state.pack_end;
+        // Rewritten nodes may be written as patches of their versions in the first parent's tree.
+        let reader = (self.options.patches && foreign.is_none()).then_some(&self.source.reader);
+        let root_base = match (reader, parent_offsets.first()) {
+            (Some(reader), Some((_, offset))) => {
+                reader.commit(*offset).ok().map(|parent| (parent.tree_hash, parent.tree_offset))
+            }
+            _ => None,
+        };
         let mut buffer = std::mem::take(&mut self.buffer);
         let result = (|| {
-            let mut encoder = Encoder::new(&mut buffer, base, foreign);
-            let (root_hash, root_offset) = encoder.node(root)?;
-            let commit = CommitData { tree_hash: root_hash, tree_offset: root_offset, parents: parent_offsets, info };
-            let commit_offset = encoder.record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit));
-            Ok::<_, StoreError>((commit_offset, encoder.marks, encoder.counts))
+            let mut encoder = Encoder::new(&mut buffer, base, foreign, reader);
+            let (root_hash, root_offset) = encoder.node(root, root_base)?;
+            let commit =
+                CommitData { tree_hash: root_hash, tree_offset: root_offset, parents: parent_offsets, info };
+            let commit_offset =
+                encoder.record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit));
+            Ok::<_, StoreError>((commit_offset, encoder.marks, encoder.records, encoder.counts))
         })();
-        let (commit_offset, marks, counts) = match result {
+        let (commit_offset, marks, records, counts) = match result {
             Ok(done) => done,
             Err(e) => {
                 self.buffer = buffer;
@@ -451,7 +433,10 @@ impl Repo {
         };
         let written = self.append(&buffer, &hash, commit_offset);
         let pack_len = buffer.len() as u64;
-        self.buffer = buffer;
+        // Keep the buffer for the next commit, unless a huge one (a setup block) grew it.
+        if buffer.capacity() <= KEEP_BUFFER_BYTES {
+            self.buffer = buffer;
+        }
         let index_len = written?;
         let mut state = self.state.clone();
         if let Some(name) = branch {
@@ -461,6 +446,9 @@ impl Repo {
         self.commits.insert(hash, commit_offset);
         for (node, offset) in marks {
             node.set_stored_key(offset);
+        }
+        for (offset, record, chain) in records {
+            self.source.reader.prime(offset, record, chain);
         }
         self.stats.bytes_written += pack_len + index_len;
         self.stats.objects_written += counts.objects();
@@ -483,7 +471,10 @@ impl Repo {
     /// bytes written. Nothing is published yet, so a failure leaves the store as it was.
     fn append(&self, records: &[u8], hash: &Hash, commit_offset: u64) -> Result<u64> {
         let pack_end = self.state.pack_end;
-        self.files.pack.write_at(pack_end, records).map_err(|e| StoreError::io(FileKind::Pack, pack_end, "write", e))?;
+        self.files
+            .pack
+            .write_at(pack_end, records)
+            .map_err(|e| StoreError::io(FileKind::Pack, pack_end, "write", e))?;
         let mut entry = Vec::with_capacity(index::ENTRY_LEN);
         index::encode_entry(&mut entry, hash, commit_offset);
         let index_end = self.state.index_end;
@@ -512,7 +503,10 @@ impl Repo {
             if durable {
                 self.sync_files()?;
             }
-            self.files.control.replace(&bytes, durable).map_err(|e| StoreError::io(FileKind::Control, 0, "replace", e))
+            self.files
+                .control
+                .replace(&bytes, durable)
+                .map_err(|e| StoreError::io(FileKind::Control, 0, "replace", e))
         })();
         if let Err(e) = outcome {
             self.poisoned = true;
@@ -580,7 +574,8 @@ impl Repo {
     /// The counters of this handle.
     pub fn stats(&self) -> StoreStats {
         let counters = &self.source.reader.counters;
-        let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+        let load =
+            |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
         let (cache_bytes, cache_entries) = self.source.reader.cache_usage();
         StoreStats {
             cache_hits: load(&counters.hits),

@@ -3,14 +3,44 @@
 
 use crate::codec::{self, EncodedTarget, INLINE_MAX, RecordKind};
 use crate::error::{Result, StoreError};
-use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, ObjectSource, TreeError};
+use crate::pack::PackReader;
+use crate::patch::{self, EntryChange};
+use larch_core::{
+    Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef, ObjectSource, TreeError,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// A hasher for pointer-identity keys (addresses: already well spread, no need for SipHash).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+    fn write_u64(&mut self, value: u64) {
+        // Multiply, then fold the high half (which depends on every bit) into the low bits that
+        // pick the bucket: addresses and offsets often share their low bits.
+        let product = value.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = product ^ (product >> 32);
+    }
+}
+
+type AddressMap = HashMap<usize, u64, std::hash::BuildHasherDefault<AddressHasher>>;
 
 /// Where an entry's target went.
 enum Loc {
     Node(Hash, u64),
-    Inline,
+    Inline(Arc<Contents>),
     Contents(Hash, u64),
 }
 
@@ -27,6 +57,8 @@ pub struct WriteCounts {
     pub tree: u64,
     /// Contents stored inline in the records written.
     pub inline: u64,
+    /// Node records written as patches of an earlier version (counted in their kind too).
+    pub patches: u64,
 }
 
 impl WriteCounts {
@@ -41,10 +73,16 @@ pub(crate) struct Encoder<'a> {
     buf: &'a mut Vec<u8>,
     scratch: Vec<u8>,
     base: u64,
-    pending_nodes: HashMap<usize, u64>,
-    pending_contents: HashMap<usize, u64>,
+    pending_nodes: AddressMap,
+    pending_contents: AddressMap,
     /// Nodes written, with their offsets: marked stored once the commit is published.
     pub marks: Vec<(Arc<Node>, u64)>,
+    /// The records written, decoded (children as stored references): the cache is primed with
+    /// them once the commit is published, so the next checkout finds them.
+    pub records: Vec<(u64, Arc<Node>, u8)>,
+    /// This store's reader, to load the earlier versions (bases) of rewritten nodes; `None` when
+    /// no patch records are written.
+    reader: Option<&'a PackReader>,
     /// The tree's own source when it is not this store's: everything is re-encoded, loading lazy
     /// parts from it, and recorded keys are ignored.
     foreign: Option<&'a dyn ObjectSource>,
@@ -54,15 +92,22 @@ pub(crate) struct Encoder<'a> {
 
 impl<'a> Encoder<'a> {
     /// An encoder appending to `buf` (cleared), to be written at pack offset `base`.
-    pub fn new(buf: &'a mut Vec<u8>, base: u64, foreign: Option<&'a dyn ObjectSource>) -> Encoder<'a> {
+    pub fn new(
+        buf: &'a mut Vec<u8>,
+        base: u64,
+        foreign: Option<&'a dyn ObjectSource>,
+        reader: Option<&'a PackReader>,
+    ) -> Encoder<'a> {
         buf.clear();
         Encoder {
             buf,
             scratch: Vec::new(),
             base,
-            pending_nodes: HashMap::new(),
-            pending_contents: HashMap::new(),
+            pending_nodes: AddressMap::default(),
+            pending_contents: AddressMap::default(),
             marks: Vec::new(),
+            records: Vec::new(),
+            reader: if foreign.is_some() { None } else { reader },
             foreign,
             counts: WriteCounts::default(),
         }
@@ -84,18 +129,38 @@ impl<'a> Encoder<'a> {
         offset
     }
 
-    /// Writes whatever `node` needs, returning its hash and offset.
-    pub fn node(&mut self, node: &NodeRef) -> Result<(Hash, u64)> {
+    /// Writes whatever `node` needs, returning its hash and offset. `base` is the stored node at
+    /// the same place in the parent commit's tree, if any: a rewritten node may be written as a
+    /// patch of it.
+    pub fn node(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
         match node {
             NodeRef::Stored { hash, key } => match self.foreign {
-                None => Ok((*hash, *key)),
+                None => self.own_key(*hash, *key),
                 Some(source) => {
-                    let loaded = source.load_node(*key, hash).map_err(|e| StoreError::Tree(TreeError::from(e)))?;
-                    self.encode_node(&loaded)
+                    let loaded =
+                        source.load_node(*key, hash).map_err(|e| StoreError::Tree(TreeError::from(e)))?;
+                    self.encode_node(&loaded, None)
                 }
             },
-            NodeRef::Mem(node) => self.encode_node(node),
+            NodeRef::Mem(node) => self.encode_node(node, base),
         }
+    }
+
+    /// The base node, loaded, with its chain length (a failure only means no patch).
+    fn load_base(&self, base: Option<(Hash, u64)>) -> Option<Base> {
+        let (hash, offset) = base?;
+        let reader = self.reader?;
+        let (node, chain) = reader.node_chained(offset, &hash, patch::MAX_CHAIN).ok()?;
+        Some(Base { hash, offset, node, chain })
+    }
+
+    /// A reference the tree claims is stored in this store: it must point into the published pack
+    /// (a reference of another store, grafted by mistake, is refused rather than written).
+    fn own_key(&self, hash: Hash, key: u64) -> Result<(Hash, u64)> {
+        if key < codec::PACK_HEADER_LEN || key >= self.base {
+            return Err(StoreError::ForeignReference { key, hash });
+        }
+        Ok((hash, key))
     }
 
     fn contents_record(&mut self, bytes: &[u8]) -> u64 {
@@ -103,13 +168,15 @@ impl<'a> Encoder<'a> {
         self.record(RecordKind::Contents, |out, _| out.extend_from_slice(bytes))
     }
 
-    fn entry(&mut self, entry: &Entry) -> Result<Loc> {
+    fn entry(&mut self, entry: &Entry, base: Option<(Hash, u64)>) -> Result<Loc> {
         Ok(match entry {
             Entry::Node(node) => {
-                let (hash, offset) = self.node(node)?;
+                let (hash, offset) = self.node(node, base)?;
                 Loc::Node(hash, offset)
             }
-            Entry::Contents(ContentsRef::Mem(contents)) if contents.len() <= INLINE_MAX => Loc::Inline,
+            Entry::Contents(ContentsRef::Mem(contents)) if contents.len() <= INLINE_MAX => {
+                Loc::Inline(contents.clone())
+            }
             Entry::Contents(ContentsRef::Mem(contents)) => {
                 let id = Arc::as_ptr(contents) as usize;
                 let offset = match self.pending_contents.get(&id) {
@@ -123,12 +190,15 @@ impl<'a> Encoder<'a> {
                 Loc::Contents(contents.hash(), offset)
             }
             Entry::Contents(ContentsRef::Stored { hash, key }) => match self.foreign {
-                None => Loc::Contents(*hash, *key),
+                None => {
+                    let (hash, key) = self.own_key(*hash, *key)?;
+                    Loc::Contents(hash, key)
+                }
                 Some(source) => {
                     let loaded =
                         source.load_contents(*key, hash).map_err(|e| StoreError::Tree(TreeError::from(e)))?;
                     if loaded.len() <= INLINE_MAX {
-                        Loc::Inline
+                        Loc::Inline(loaded)
                     } else {
                         Loc::Contents(*hash, self.contents_record(loaded.as_bytes()))
                     }
@@ -137,32 +207,52 @@ impl<'a> Encoder<'a> {
         })
     }
 
-    fn encode_node(&mut self, node: &Arc<Node>) -> Result<(Hash, u64)> {
+    fn remember(&mut self, offset: u64, body: NodeBody, hash: Hash, chain: u8) {
+        let node = Node::with_hash(body, hash);
+        node.set_stored_key(offset);
+        self.records.push((offset, Arc::new(node), chain));
+    }
+
+    fn encode_node(&mut self, node: &Arc<Node>, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
         let hash = node.hash();
         if self.foreign.is_none()
             && let Some(key) = node.stored_key()
         {
-            return Ok((hash, key));
+            return self.own_key(hash, key);
         }
         let id = Arc::as_ptr(node) as usize;
         if let Some(offset) = self.pending_nodes.get(&id) {
             return Ok((hash, *offset));
         }
-        let offset = match node.body() {
+        if let Some((base_hash, base_offset)) = base
+            && base_hash == hash
+        {
+            // Modified, then changed back: the parent's version is this very value.
+            return self.own_key(hash, base_offset);
+        }
+        let base = self.load_base(base);
+        let (offset, _chain) = match node.body() {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-                let locs = entries.iter().map(|(_, entry)| self.entry(entry)).collect::<Result<Vec<_>>>()?;
-                // Inline values of foreign stored contents must be loaded again for their bytes.
-                let mut inline_bytes: Vec<Option<Arc<larch_core::Contents>>> = Vec::new();
-                if self.foreign.is_some() {
-                    for ((_, entry), loc) in entries.iter().zip(&locs) {
-                        inline_bytes.push(match (entry, loc, self.foreign) {
-                            (Entry::Contents(ContentsRef::Stored { hash, key }), Loc::Inline, Some(source)) => {
-                                Some(source.load_contents(*key, hash).map_err(|e| StoreError::Tree(e.into()))?)
-                            }
-                            _ => None,
-                        });
+                let base_entries = match (node.body(), base.as_ref().map(|b| b.node.body())) {
+                    (NodeBody::Flat(_), Some(NodeBody::Flat(list)))
+                    | (NodeBody::Values(_), Some(NodeBody::Values(list))) => Some(list),
+                    _ => None,
+                };
+                let child_base = |name: &Name| -> Option<(Hash, u64)> {
+                    let list = base_entries?;
+                    let index = list.binary_search_by(|(probe, _)| probe.cmp(name)).ok()?;
+                    match list.get(index) {
+                        Some((_, Entry::Node(NodeRef::Stored { hash, key }))) => Some((*hash, *key)),
+                        _ => None,
                     }
-                }
+                };
+                let locs = entries
+                    .iter()
+                    .map(|(name, entry)| {
+                        let child = child_base(name);
+                        self.entry(entry, child)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
                 let kind = if matches!(node.body(), NodeBody::Flat(_)) {
                     self.counts.flat += 1;
                     RecordKind::Flat
@@ -170,47 +260,202 @@ impl<'a> Encoder<'a> {
                     self.counts.values += 1;
                     RecordKind::Values
                 };
-                let mut inline = 0;
-                let offset = self.record(kind, |out, offset| {
-                    larch_core::schema::write_leb128(out, entries.len() as u64);
-                    for (i, ((name, entry), loc)) in entries.iter().zip(&locs).enumerate() {
-                        let target = match loc {
-                            Loc::Node(hash, child) => EncodedTarget::Node(*hash, *child),
-                            Loc::Contents(hash, child) => EncodedTarget::Contents(*hash, *child),
-                            Loc::Inline => {
-                                inline += 1;
-                                match (entry, inline_bytes.get(i)) {
-                                    (Entry::Contents(ContentsRef::Mem(contents)), _) => {
-                                        EncodedTarget::Inline(contents.as_bytes())
-                                    }
-                                    (_, Some(Some(contents))) => EncodedTarget::Inline(contents.as_bytes()),
-                                    _ => EncodedTarget::Inline(&[]),
-                                }
-                            }
-                        };
-                        codec::encode_entry(out, offset, name.as_bytes(), &target);
+                self.counts.inline += locs.iter().filter(|loc| matches!(loc, Loc::Inline(_))).count() as u64;
+                let changes = match (&base, base_entries) {
+                    (Some(base), Some(list)) if base.chain < patch::MAX_CHAIN && entries.len() >= 4 => {
+                        entry_changes(entries, &locs, list)
+                            .filter(|changes| changes.len() * 2 <= entries.len())
                     }
-                });
-                self.counts.inline += inline;
-                offset
+                    _ => None,
+                };
+                let written = match (&base, changes) {
+                    (Some(base), Some(changes)) => {
+                        self.counts.patches += 1;
+                        let head = (base.hash, base.offset);
+                        let chain = base.chain + 1;
+                        let offset = self.record(RecordKind::PatchEntries, |out, offset| {
+                            patch::encode_head(out, offset, head, chain);
+                            let list: Vec<EntryChange<'_>> = changes
+                                .iter()
+                                .map(|change| match change {
+                                    Change::Set(i) => {
+                                        let name =
+                                            entries.get(*i).map_or(&[][..], |(name, _)| name.as_bytes());
+                                        EntryChange::Set(name, target_of(locs.get(*i)))
+                                    }
+                                    Change::Remove(name) => EntryChange::Remove(name.as_bytes()),
+                                })
+                                .collect();
+                            patch::encode_entries(out, offset, &list);
+                        });
+                        (offset, chain)
+                    }
+                    _ => {
+                        let offset = self.record(kind, |out, offset| {
+                            larch_core::schema::write_leb128(out, entries.len() as u64);
+                            for ((name, _), loc) in entries.iter().zip(&locs) {
+                                codec::encode_entry(out, offset, name.as_bytes(), &target_of(Some(loc)));
+                            }
+                        });
+                        (offset, 0)
+                    }
+                };
+                let stored: Vec<(Name, Entry)> = entries
+                    .iter()
+                    .zip(locs)
+                    .map(|((name, _), loc)| {
+                        let target = match loc {
+                            Loc::Node(hash, key) => Entry::Node(NodeRef::Stored { hash, key }),
+                            Loc::Contents(hash, key) => Entry::Contents(ContentsRef::Stored { hash, key }),
+                            Loc::Inline(contents) => Entry::Contents(ContentsRef::Mem(contents)),
+                        };
+                        (name.clone(), target)
+                    })
+                    .collect();
+                let body = match node.body() {
+                    NodeBody::Flat(_) => NodeBody::Flat(stored),
+                    _ => NodeBody::Values(stored),
+                };
+                self.remember(written.0, body, hash, written.1);
+                written
             }
             NodeBody::Tree(tree) => {
+                let base_children = match base.as_ref().map(|b| b.node.body()) {
+                    Some(NodeBody::Tree(base_tree)) if base_tree.depth == tree.depth => {
+                        Some(&base_tree.children)
+                    }
+                    _ => None,
+                };
+                let child_base = |bucket: u8| -> Option<(Hash, u64)> {
+                    let list = base_children?;
+                    let index = list.binary_search_by_key(&bucket, |(probe, _)| *probe).ok()?;
+                    match list.get(index) {
+                        Some((_, NodeRef::Stored { hash, key })) => Some((*hash, *key)),
+                        _ => None,
+                    }
+                };
                 let children = tree
                     .children
                     .iter()
-                    .map(|(bucket, child)| Ok((*bucket, self.node(child)?)))
+                    .map(|(bucket, child)| Ok((*bucket, self.node(child, child_base(*bucket))?)))
                     .collect::<Result<Vec<_>>>()?;
                 self.counts.tree += 1;
-                self.record(RecordKind::Tree, |out, offset| {
-                    codec::encode_tree_head(out, tree.depth, tree.length, children.len());
-                    for (bucket, (hash, child)) in &children {
-                        codec::encode_tree_child(out, offset, *bucket, hash, *child);
+                let changes = match (&base, base_children) {
+                    (Some(base), Some(list)) if base.chain < patch::MAX_CHAIN => {
+                        Some(bucket_changes(&children, list))
+                            .filter(|changes| changes.len() * 2 <= children.len())
                     }
-                })
+                    _ => None,
+                };
+                let written = match (&base, changes) {
+                    (Some(base), Some(changes)) => {
+                        self.counts.patches += 1;
+                        let head = (base.hash, base.offset);
+                        let chain = base.chain + 1;
+                        let offset = self.record(RecordKind::PatchTree, |out, offset| {
+                            patch::encode_head(out, offset, head, chain);
+                            patch::encode_tree(out, offset, tree.length, &changes);
+                        });
+                        (offset, chain)
+                    }
+                    _ => {
+                        let offset = self.record(RecordKind::Tree, |out, offset| {
+                            codec::encode_tree_head(out, tree.depth, tree.length, children.len());
+                            for (bucket, (hash, child)) in &children {
+                                codec::encode_tree_child(out, offset, *bucket, hash, *child);
+                            }
+                        });
+                        (offset, 0)
+                    }
+                };
+                let stored = InodeTree {
+                    depth: tree.depth,
+                    length: tree.length,
+                    children: children
+                        .iter()
+                        .map(|(bucket, (hash, key))| (*bucket, NodeRef::Stored { hash: *hash, key: *key }))
+                        .collect(),
+                };
+                self.remember(written.0, NodeBody::Tree(stored), hash, written.1);
+                written
             }
         };
         self.pending_nodes.insert(id, offset);
         self.marks.push((node.clone(), offset));
         Ok((hash, offset))
     }
+}
+
+/// A loaded base: the stored version a rewritten node may be written as a patch of.
+struct Base {
+    hash: Hash,
+    offset: u64,
+    node: Arc<Node>,
+    chain: u8,
+}
+
+/// One change of an entries patch: set the entry at this index of the new node, or remove a name.
+enum Change {
+    Set(usize),
+    Remove(Name),
+}
+
+fn target_of(loc: Option<&Loc>) -> EncodedTarget<'_> {
+    match loc {
+        Some(Loc::Node(hash, child)) => EncodedTarget::Node(*hash, *child),
+        Some(Loc::Contents(hash, child)) => EncodedTarget::Contents(*hash, *child),
+        Some(Loc::Inline(contents)) => EncodedTarget::Inline(contents.as_bytes()),
+        None => EncodedTarget::Inline(&[]),
+    }
+}
+
+/// Whether the new target `loc` is what the base entry holds.
+fn same_target(loc: &Loc, entry: &Entry) -> bool {
+    match (loc, entry) {
+        (Loc::Node(hash, offset), Entry::Node(NodeRef::Stored { hash: h, key })) => {
+            hash == h && offset == key
+        }
+        (Loc::Contents(hash, offset), Entry::Contents(ContentsRef::Stored { hash: h, key })) => {
+            hash == h && offset == key
+        }
+        (Loc::Inline(contents), Entry::Contents(ContentsRef::Mem(old))) => {
+            contents.as_bytes() == old.as_bytes()
+        }
+        _ => false,
+    }
+}
+
+/// The changes from the sorted `base` entries to the new sorted `entries` (with their targets
+/// `locs`), sorted by name; `None` if the lists are not sorted as they must be.
+fn entry_changes(entries: &[(Name, Entry)], locs: &[Loc], base: &[(Name, Entry)]) -> Option<Vec<Change>> {
+    let mut changes = Vec::new();
+    let mut old = base.iter().peekable();
+    for (index, ((name, _), loc)) in entries.iter().zip(locs).enumerate() {
+        while let Some((removed, _)) = old.next_if(|(probe, _)| probe < name) {
+            changes.push(Change::Remove(removed.clone()));
+        }
+        match old.next_if(|(probe, _)| probe == name) {
+            Some((_, entry)) if same_target(loc, entry) => {}
+            _ => changes.push(Change::Set(index)),
+        }
+    }
+    changes.extend(old.map(|(removed, _)| Change::Remove(removed.clone())));
+    Some(changes)
+}
+
+/// The bucket changes from the base children to the new ones (both sorted by bucket).
+fn bucket_changes(children: &[(u8, (Hash, u64))], base: &[(u8, NodeRef)]) -> Vec<(u8, Option<(Hash, u64)>)> {
+    let mut changes = Vec::new();
+    let mut old = base.iter().peekable();
+    for (bucket, (hash, offset)) in children {
+        while let Some((removed, _)) = old.next_if(|(probe, _)| probe < bucket) {
+            changes.push((*removed, None));
+        }
+        match old.next_if(|(probe, _)| probe == bucket) {
+            Some((_, NodeRef::Stored { hash: h, key })) if h == hash && key == offset => {}
+            _ => changes.push((*bucket, Some((*hash, *offset)))),
+        }
+    }
+    changes.extend(old.map(|(removed, _)| (*removed, None)));
+    changes
 }

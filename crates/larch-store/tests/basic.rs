@@ -1,5 +1,7 @@
 //! Round trips, readers, locking, branches, log, incremental writes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
 use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 
@@ -66,7 +68,8 @@ fn second_writer_is_refused_and_readers_reload() {
 #[test]
 fn a_commit_writes_only_new_nodes() {
     let dir = tempfile::tempdir().unwrap();
-    let mut repo = Repo::open_with(dir.path(), RepoOptions { sync: SyncPolicy::Never, ..Default::default() }).unwrap();
+    let mut repo =
+        Repo::open_with(dir.path(), RepoOptions { sync: SyncPolicy::Never, ..Default::default() }).unwrap();
     let mut tree = repo.empty_tree();
     for i in 0..2000u32 {
         tree.add(&["data", "big", &format!("{:08x}", i * 7919)], i.to_le_bytes().to_vec()).unwrap();
@@ -85,8 +88,9 @@ fn a_commit_writes_only_new_nodes() {
     tree.add(&["data", "small", "k3"], b"x".to_vec()).unwrap();
     let third = repo.commit(&tree, &[second], info(3)).unwrap();
     assert!(repo.last_write().objects() <= 3, "{:?}", repo.last_write());
+    // The nodes just written were put in the cache: the checkout read no node from the pack.
     let stats = repo.stats();
-    assert!(stats.cache_misses > 0);
+    assert!(stats.cache_hits > 0 && stats.cache_misses == 0, "{stats:?}");
     let tree = repo.checkout(&third).unwrap();
     assert_eq!(tree.length(&["data", "big"]).unwrap(), 2000);
     assert_eq!(tree.find(&["data", "big", "00000000"]).unwrap().unwrap().as_bytes(), b"changed");
@@ -117,7 +121,10 @@ fn committing_a_tree_of_another_repository_copies_it() {
     let repo = Repo::open_read_only(dir.path()).unwrap();
     let tree = repo.checkout(&on_disk).unwrap();
     for i in 0..300 {
-        assert_eq!(tree.find(&["dir", &format!("n{i}")]).unwrap().unwrap().as_bytes(), &vec![i as u8; 1 + i % 70][..]);
+        assert_eq!(
+            tree.find(&["dir", &format!("n{i}")]).unwrap().unwrap().as_bytes(),
+            &vec![i as u8; 1 + i % 70][..]
+        );
     }
     assert!(repo.fsck().is_clean());
 }
@@ -137,7 +144,10 @@ fn branches_move_atomically_and_errors_are_typed() {
     let unknown = Hash([9; 32]);
     assert!(matches!(repo.checkout(&unknown), Err(StoreError::UnknownCommit(h)) if h == unknown));
     assert!(matches!(repo.commit(&tree, &[unknown], info(2)), Err(StoreError::UnknownParent(_))));
-    assert!(matches!(repo.commit(&Tree::of_contents(b"v".to_vec()), &[], info(2)), Err(StoreError::RootIsContents)));
+    assert!(matches!(
+        repo.commit(&Tree::of_contents(b"v".to_vec()), &[], info(2)),
+        Err(StoreError::RootIsContents)
+    ));
     // The same commit twice is stored once.
     let again = repo.commit(&tree, &[], info(1)).unwrap();
     assert_eq!(again, a);
@@ -159,4 +169,118 @@ fn paths_that_are_not_stores() {
     let missing = dir.path().join("missing");
     let options = RepoOptions { create: false, ..Default::default() };
     assert!(matches!(Repo::open_with(&missing, options), Err(StoreError::NotAStore { .. })));
+}
+
+#[test]
+fn the_cache_stays_within_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = 256 << 10;
+    let options = RepoOptions { sync: SyncPolicy::Never, cache_bytes: budget, ..RepoOptions::default() };
+    let mut repo = Repo::open_with(dir.path(), options).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..5000u32 {
+        tree.add(&["d", &format!("{:04}", i % 97), &format!("{i:08x}")], vec![3; 40]).unwrap();
+    }
+    let commit = repo.commit(&tree, &[], info(1)).unwrap();
+    let tree = repo.checkout(&commit).unwrap();
+    for i in 0..5000u32 {
+        assert!(tree.mem(&["d", &format!("{:04}", i % 97), &format!("{i:08x}")]).unwrap());
+    }
+    let stats = repo.stats();
+    assert!(stats.cache_bytes <= budget, "{stats:?}");
+    assert!(stats.cache_misses > 0 && stats.cache_hits > 0, "{stats:?}");
+    assert!(stats.bytes_read > 0 && stats.records_read > 0);
+    assert_eq!(stats.commit_count, 1);
+}
+
+#[test]
+fn golden_pack_bytes_of_genesis() {
+    // Guards the format: a change of these bytes is a format change (docs/format.md).
+    let files = larch_store::StoreFiles::memory();
+    let mut repo = Repo::open_files(files.clone(), true, RepoOptions::default(), None).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["data", "version"], b"genesis".to_vec()).unwrap();
+    tree.add(&["test_chain"], vec![0u8]).unwrap();
+    tree.add(&["00ff"], vec![9u8; 33]).unwrap();
+    repo.commit(&tree, &[], CommitInfo::tezos(1530374852, "Genesis")).unwrap();
+    let pack = files.pack.read_all().unwrap();
+    assert_eq!(hex::encode(&pack), GOLDEN_PACK);
+}
+
+/// Header; contents record (33 × 0x09); flat `data` {version: inline "genesis"}; flat root
+/// {00ff (hex name): contents pointer, data: node pointer, test_chain: inline 00}; commit.
+const GOLDEN_PACK: &str = concat!(
+    "4c4152434850414b01000000000000000121090909090909090909090909090909090909090909090909090909090909",
+    "0909094ea698e7021201010776657273696f6e0767656e657369736d800310025b03060200ff0b91eaa81dc54f4e9ff8",
+    "34ca2c2f93916a6caa4d7b42da4c1685a00d20cb38d83f0004646174611aa20d77e3ca289630287c51eac79df39ab00b",
+    "bafe72b55d6131013bf57fb4dc18010a746573745f636861696e01002261d289053864c215906e7396f27e55553d86a1",
+    "e584316f233bcc5f4fe2821b03d35744de226100c4aa375b000000000554657a6f730747656e657369733e642e4c",
+);
+
+#[test]
+fn a_reference_outside_the_store_is_refused() {
+    use larch_core::{Entry, Name, NodeBody, NodeRef};
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["a"], b"1".to_vec()).unwrap();
+    let first = repo.commit(&tree, &[], info(1)).unwrap();
+    // A root holding a stored reference past the published end, as a directory grafted from a
+    // larger store would.
+    let stray = Entry::Node(NodeRef::Stored { hash: Hash([1; 32]), key: 1 << 40 });
+    let root = larch_core::Node::new(NodeBody::Flat(vec![(Name::from("z"), stray)]));
+    let bad = Tree::from_entry(Entry::Node(NodeRef::Mem(std::sync::Arc::new(root))), repo.source());
+    let error = repo.commit(&bad, &[first], info(2)).unwrap_err();
+    assert!(matches!(error, StoreError::ForeignReference { key, .. } if key == 1 << 40), "{error}");
+    assert_eq!(repo.head(), Some(first));
+    assert_eq!(repo.commit_count(), 1);
+}
+
+#[test]
+fn handles_and_errors_cross_threads() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<StoreError>();
+    assert_send_sync::<Repo>();
+    assert_send_sync::<larch_store::FsckReport>();
+}
+
+#[test]
+fn rewritten_inodes_are_patches_with_bounded_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo =
+        Repo::open_with(dir.path(), RepoOptions { sync: SyncPolicy::Never, ..Default::default() }).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..3000u32 {
+        tree.add(&["big", &format!("{:08x}", i.wrapping_mul(2654435761))], vec![7; 8]).unwrap();
+    }
+    let mut head = repo.commit(&tree, &[], info(0)).unwrap();
+    let full = repo.stats().pack_bytes;
+    // 40 commits each changing one entry of the same inode path: every rewrite after the first
+    // is a patch, and every 9th is a full record again (chains of at most 8 patches).
+    for level in 1..=40u32 {
+        let mut tree = repo.checkout(&head).unwrap();
+        tree.add(&["big", &format!("{:08x}", 0u32)], level.to_le_bytes().to_vec()).unwrap();
+        let before = repo.stats().pack_bytes;
+        head = repo.commit(&tree, &[head], info(i64::from(level))).unwrap();
+        let written = repo.last_write();
+        // Levels 1-8 patch the first full version, level 9 writes in full again, and so on.
+        assert_eq!(written.patches >= 1, level % 9 != 0, "level {level}: {written:?}");
+        assert!(repo.stats().pack_bytes - before < full / 20, "level {level}: a rewrite cost a large share");
+    }
+    // Read back through a fresh handle (no cache): every version, through its chain of patches.
+    drop(repo);
+    let reader = Repo::open_read_only_with(dir.path(), 1 << 20).unwrap();
+    for (depth, commit) in reader.log(&head).unwrap().iter().enumerate() {
+        let tree = reader.checkout(commit).unwrap();
+        assert_eq!(tree.length(&["big"]).unwrap(), 3000);
+        // "00000000" is one of the 3000 names (i = 0); the first commit holds its original value.
+        let expected = if depth < 40 { (40 - depth as u32).to_le_bytes().to_vec() } else { vec![7; 8] };
+        let found =
+            tree.find(&["big", "00000000"]).unwrap().map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+        assert_eq!(found, expected, "commit {depth} back");
+    }
+    let report = reader.fsck();
+    assert!(report.is_clean(), "{report}");
+    let patches = report.stats.by_kind.get(&larch_store::codec::RecordKind::PatchTree).map_or(0, |k| k.count);
+    assert!(patches >= 30, "{report}");
 }

@@ -4,6 +4,8 @@
 //! exactly the acknowledged commits (compared with the model), pass fsck, and accept new commits.
 //! Also: a full disk fails a commit cleanly.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 mod common;
 
 use common::{contents_of, info, random_op};
@@ -16,7 +18,7 @@ use std::sync::Arc;
 const COMMITS: u64 = 5;
 
 fn options(sync: SyncPolicy) -> RepoOptions {
-    RepoOptions { sync, cache_bytes: 1 << 20, create: true }
+    RepoOptions { sync, cache_bytes: 1 << 20, ..RepoOptions::default() }
 }
 
 /// Runs the script until it ends or fails; returns the acknowledged commits with their models.
@@ -70,7 +72,10 @@ fn check_after_crash(controller: &Arc<FaultController>, acked: &[(Hash, Model)],
     drop(repo);
     let repo = Repo::open_files(controller.files(), false, options(sync), None).unwrap();
     assert_eq!(repo.head(), Some(next));
-    assert_eq!(repo.checkout(&next).unwrap().find(&["after", "crash"]).unwrap().unwrap().as_bytes(), &[5; 50][..]);
+    assert_eq!(
+        repo.checkout(&next).unwrap().find(&["after", "crash"]).unwrap().unwrap().as_bytes(),
+        &[5; 50][..]
+    );
     assert!(repo.fsck().is_clean(), "cut {cut}: after new commit");
 }
 
@@ -85,7 +90,10 @@ fn cut_everywhere(sync: SyncPolicy, survivals: &[Survival]) {
         controller.crash_at(Some(cut));
         let acked = run_script(controller.files(), sync);
         assert!(controller.has_crashed(), "cut {cut} never happened");
-        assert_eq!(&all[..acked.len()].iter().map(|c| c.0).collect::<Vec<_>>(), &acked.iter().map(|c| c.0).collect::<Vec<_>>());
+        assert_eq!(
+            &all[..acked.len()].iter().map(|c| c.0).collect::<Vec<_>>(),
+            &acked.iter().map(|c| c.0).collect::<Vec<_>>()
+        );
         for survival in survivals {
             check_after_crash(&controller.restart(*survival), &acked, sync, cut);
         }
@@ -113,7 +121,9 @@ fn full_disk_fails_the_commit_and_keeps_the_store_usable() {
     tree.add(&["big"], vec![1; 4000]).unwrap();
     let error = repo.commit(&tree, &[first], info(2)).unwrap_err();
     match &error {
-        StoreError::Io { source, .. } => assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{error}"),
+        StoreError::Io { source, .. } => {
+            assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{error}")
+        }
         other => panic!("unexpected error {other}"),
     }
     assert_eq!(repo.head(), Some(first));
@@ -123,9 +133,37 @@ fn full_disk_fails_the_commit_and_keeps_the_store_usable() {
     controller.set_space_limit(None);
     let second = repo.commit(&tree, &[first], info(2)).unwrap();
     drop(repo);
-    let repo = Repo::open_files(controller.restart(Survival::Durable).files(), false, options(SyncPolicy::Commit), None)
-        .unwrap();
+    let repo = Repo::open_files(
+        controller.restart(Survival::Durable).files(),
+        false,
+        options(SyncPolicy::Commit),
+        None,
+    )
+    .unwrap();
     assert_eq!(repo.head(), Some(second));
     assert_eq!(repo.checkout(&second).unwrap().find(&["big"]).unwrap().unwrap().as_bytes(), &[1; 4000][..]);
     assert!(repo.fsck().is_clean());
+}
+
+#[test]
+fn a_failed_sync_poisons_the_handle_until_reopened() {
+    let controller = FaultController::new();
+    let mut repo = Repo::open_files(controller.files(), true, options(SyncPolicy::Commit), None).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["a"], b"1".to_vec()).unwrap();
+    let first = repo.commit(&tree, &[], info(1)).unwrap();
+    // The next commit writes the pack, then the index, then syncs: cut at that sync.
+    controller.crash_at(Some(controller.ops() + 2));
+    tree.add(&["b"], b"2".to_vec()).unwrap();
+    assert!(matches!(repo.commit(&tree, &[first], info(2)), Err(StoreError::Io { op: "sync", .. })));
+    assert!(matches!(repo.commit(&tree, &[first], info(2)), Err(StoreError::Poisoned)));
+    assert!(matches!(repo.set_branch("x", &first), Err(StoreError::Poisoned)));
+    let repo = Repo::open_files(
+        controller.restart(Survival::Durable).files(),
+        true,
+        options(SyncPolicy::Commit),
+        None,
+    )
+    .unwrap();
+    assert_eq!(repo.head(), Some(first));
 }

@@ -1,6 +1,8 @@
 //! Model-based test: random operations and commits (with branching) mirrored into a `BTreeMap`
 //! model per commit, compared after each commit, after reopening, and by a reader; then fsck.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
 mod common;
 
 use common::{contents_of, info, random_op};
@@ -14,10 +16,13 @@ use std::collections::HashMap;
 fn random_histories_match_the_model() {
     let (mut rng, _seed) = seeded_rng("random_histories_match_the_model", 0x5eed_0001);
     let dir = tempfile::tempdir().unwrap();
-    let options = RepoOptions { sync: SyncPolicy::Every(3), cache_bytes: 64 << 10, ..Default::default() };
+    // The writer reads through a memory map (readers use positioned reads by default).
+    let options =
+        RepoOptions { sync: SyncPolicy::Every(3), cache_bytes: 64 << 10, mmap: true, ..Default::default() };
     let mut repo = Repo::open_with(dir.path(), options.clone()).unwrap();
     let mut models: HashMap<Hash, Model> = HashMap::new();
     let mut history: Vec<Hash> = Vec::new();
+    let mut patches = 0;
     for block in 0..40u64 {
         let (mut tree, mut model, parents) = match (history.is_empty(), rng.random_range(0..5)) {
             (true, _) => (repo.empty_tree(), Model::new(), vec![]),
@@ -35,12 +40,14 @@ fn random_histories_match_the_model() {
             random_op(&mut rng, &mut tree, &mut model);
         }
         let hash = repo.commit(&tree, &parents, info(block)).unwrap();
+        patches += repo.last_write().patches;
         assert_eq!(contents_of(&repo.checkout(&hash).unwrap()), model.values, "block {block}");
         if !history.contains(&hash) {
             history.push(hash);
         }
         models.insert(hash, model);
     }
+    assert!(patches > 0, "no commit wrote a patch record");
     let head = *history.last().unwrap();
     assert_eq!(repo.head(), Some(head));
     assert!(repo.stats().cache_hits > 0);

@@ -42,7 +42,7 @@ impl Model {
     /// Sets `path` to `value`: drops any contents on a proper prefix of `path` and anything below it.
     pub fn add(&mut self, path: &[Vec<u8>], value: Vec<u8>) {
         for cut in 0..path.len() {
-            self.values.remove(&path[..cut].to_vec());
+            self.values.remove(&path[..cut]);
         }
         self.remove_below(path);
         self.values.insert(path.to_vec(), value);
@@ -81,7 +81,7 @@ impl Model {
             return;
         }
         for cut in 0..to.len() {
-            self.values.remove(&to[..cut].to_vec());
+            self.values.remove(&to[..cut]);
         }
         self.remove_below(to);
         self.values.extend(moved);

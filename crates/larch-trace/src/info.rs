@@ -15,7 +15,8 @@ pub const VALUE_SIZE_BOUNDS: [u64; 12] = [0, 1, 3, 7, 15, 31, 64, 128, 256, 512,
 
 /// Labels of the value-size buckets, one per bound and one for the overflow bucket.
 pub const VALUE_SIZE_LABELS: [&str; 13] = [
-    "0", "1", "2-3", "4-7", "8-15", "16-31", "32-64", "65-128", "129-256", "257-512", "513B-4K", "4K-256K", ">256K",
+    "0", "1", "2-3", "4-7", "8-15", "16-31", "32-64", "65-128", "129-256", "257-512", "513B-4K", "4K-256K",
+    ">256K",
 ];
 
 /// Options of [`trace_info_with`].
@@ -117,7 +118,8 @@ impl Applier {
 
     fn input(&mut self, scoped: &Scoped<ContextId>) -> Result<Tree, String> {
         let id = scoped.value();
-        let tree = if scoped.is_forget() { self.contexts.remove(&id) } else { self.contexts.get(&id).cloned() };
+        let tree =
+            if scoped.is_forget() { self.contexts.remove(&id) } else { self.contexts.get(&id).cloned() };
         tree.ok_or_else(|| format!("context {id} is not alive"))
     }
 
@@ -133,7 +135,10 @@ impl Applier {
         match op {
             Op::Checkout { commit, out } => {
                 let Some((_, tree)) = self.recent.iter().find(|(hash, _)| *hash == commit.value()) else {
-                    return Ok(Err(format!("checkout of {} (not among the last commits kept)", commit.value())));
+                    return Ok(Err(format!(
+                        "checkout of {} (not among the last commits kept)",
+                        commit.value()
+                    )));
                 };
                 let tree = tree.clone();
                 self.output(out, tree);
@@ -164,7 +169,9 @@ impl Applier {
                 }
                 self.output(out, tree);
             }
-            Op::Find { path, found, input } | Op::Mem { path, found, input } | Op::MemTree { path, found, input } => {
+            Op::Find { path, found, input }
+            | Op::Mem { path, found, input }
+            | Op::MemTree { path, found, input } => {
                 let tree = match self.input(input) {
                     Ok(tree) => tree,
                     Err(reason) => return Ok(Err(reason)),
@@ -249,7 +256,9 @@ pub fn trace_info_with(source: &mut dyn OpSource, options: &InfoOptions) -> Resu
         let row = info.ops;
         info.ops += 1;
         let kind = op.kind();
-        if let Some(slot) = OpKind::ALL.iter().position(|k| *k == kind).and_then(|i| info.op_counts.get_mut(i)) {
+        if let Some(slot) =
+            OpKind::ALL.iter().position(|k| *k == kind).and_then(|i| info.op_counts.get_mut(i))
+        {
             *slot += 1;
         }
         match &op {
@@ -285,8 +294,8 @@ pub fn trace_info_with(source: &mut dyn OpSource, options: &InfoOptions) -> Resu
         info.max_live_contexts = active.max_live;
         info.read_mismatches = active.mismatches;
         if let Some(tree) = &active.last_commit {
-            info.largest_dirs =
-                largest_directories(tree, options.largest_dirs).map_err(|source| TraceError::Tree { row: info.ops, source })?;
+            info.largest_dirs = largest_directories(tree, options.largest_dirs)
+                .map_err(|source| TraceError::Tree { row: info.ops, source })?;
         }
     }
     Ok(info)
@@ -325,7 +334,11 @@ impl fmt::Display for TraceInfo {
         }
         writeln!(f, "live contexts: at most {}", self.max_live_contexts)?;
         if self.read_mismatches > 0 {
-            writeln!(f, "read mismatches: {} (recorded result differs from the applied trees)", self.read_mismatches)?;
+            writeln!(
+                f,
+                "read mismatches: {} (recorded result differs from the applied trees)",
+                self.read_mismatches
+            )?;
         }
         if let Some(note) = &self.apply_note {
             writeln!(f, "directories: unavailable ({note})")?;

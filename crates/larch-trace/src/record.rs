@@ -95,7 +95,8 @@ pub struct Recorder<R: ContextRepo, W: OpSink> {
 }
 
 /// A context being recorded: a real tree and the context id it has in the trace. Cloning gives a
-/// second handle to the same context.
+/// second handle to the same context. After an error the handle may hold a change the trace lacks:
+/// discard it.
 pub struct RecordedTree<W: OpSink> {
     tree: Tree,
     id: ContextId,
@@ -165,7 +166,8 @@ impl<R: ContextRepo, W: OpSink> Recorder<R, W> {
     /// Finishes the sink and returns the repository and the sink. Every tree handle must have been
     /// dropped (or committed) first.
     pub fn finish(self) -> Result<(R, W), RecordError> {
-        let shared = Rc::try_unwrap(self.shared).map_err(|rc| RecordError::HandlesAlive(Rc::strong_count(&rc) - 1))?;
+        let shared =
+            Rc::try_unwrap(self.shared).map_err(|rc| RecordError::HandlesAlive(Rc::strong_count(&rc) - 1))?;
         let mut shared = shared.into_inner();
         shared.sink.finish()?;
         Ok((self.repo, shared.sink))
@@ -200,7 +202,10 @@ impl<W: OpSink> RecordedTree<W> {
 
     /// Records a modification: `make` builds the op from (input, output); this handle moves to the
     /// new context.
-    fn modified(&mut self, make: impl FnOnce(Scoped<ContextId>, Scoped<ContextId>) -> Op) -> Result<(), RecordError> {
+    fn modified(
+        &mut self,
+        make: impl FnOnce(Scoped<ContextId>, Scoped<ContextId>) -> Op,
+    ) -> Result<(), RecordError> {
         let mut shared = self.shared.borrow_mut();
         let input = shared.consumed(self.id);
         let out = shared.fresh();
@@ -225,7 +230,11 @@ impl<W: OpSink> RecordedTree<W> {
 
     /// Grafts the sub-tree at `from` onto `to` and records `Copy`. When `from` does not exist,
     /// returns `false` and records nothing (as Tezos' `copy` returns no new context).
-    pub fn copy<P: AsRef<[u8]>, Q: AsRef<[u8]>>(&mut self, from: &[P], to: &[Q]) -> Result<bool, RecordError> {
+    pub fn copy<P: AsRef<[u8]>, Q: AsRef<[u8]>>(
+        &mut self,
+        from: &[P],
+        to: &[Q],
+    ) -> Result<bool, RecordError> {
         if !self.tree.copy(from, to)? {
             return Ok(false);
         }

@@ -1,5 +1,6 @@
 //! Irmin's `IrmRepBT` trace: the real fixture, byte-exact re-encoding, random round trips, and every
 //! kind of malformed input giving its typed error (never a panic).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod formats_support;
 
@@ -65,6 +66,11 @@ fn fixture_replays_to_its_recorded_hash() {
 fn fixture_is_sniffed_and_opened_from_a_file() {
     let reader = open_reader(std::io::Cursor::new(fixture())).unwrap();
     assert_eq!(reader.format(), TraceFormat::Irmin);
+    let sniff = |bytes: &[u8]| open_reader(std::io::Cursor::new(bytes.to_vec())).err().unwrap();
+    assert!(matches!(sniff(b""), TraceError::BadMagic { ref found, .. } if found.is_empty()));
+    assert!(matches!(sniff(b"IrmR"), TraceError::BadHeader { format: TraceFormat::Irmin, offset: 4, .. }));
+    assert!(matches!(sniff(b"LARC"), TraceError::BadHeader { format: TraceFormat::Larch, offset: 4, .. }));
+    assert!(matches!(sniff(b"IrmStaBT\0\0\0\0"), TraceError::BadMagic { .. }));
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tezos_actions_1commit.repr");
     let mut source = larch_trace::open_trace(&path).unwrap();
     let ops = source.by_ref().collect::<Result<Vec<_>, _>>().unwrap();
@@ -111,7 +117,9 @@ fn every_cut_of_a_trace_reads_the_complete_rows_then_reports_the_tail() {
 fn bad_magic_unknown_version_and_truncated_headers_are_typed_errors() {
     let good = write_irmin(&[]);
     assert_eq!(good, b"IrmRepBT\x00\x00\x00\x00\x00");
-    assert!(matches!(first_error(b"IrmStaBT\0\0\0\0\0"), TraceError::BadMagic { ref found, .. } if found == b"IrmStaBT"));
+    assert!(
+        matches!(first_error(b"IrmStaBT\0\0\0\0\0"), TraceError::BadMagic { ref found, .. } if found == b"IrmStaBT")
+    );
     assert!(matches!(first_error(b"hello"), TraceError::BadMagic { .. }));
     assert!(matches!(first_error(b""), TraceError::BadHeader { offset: 0, .. }));
     assert!(matches!(first_error(b"IrmRep"), TraceError::BadHeader { offset: 6, .. }));
@@ -161,7 +169,10 @@ fn malformed_rows_name_their_row_and_offset() {
     let frame_at = write_irmin(&prefix).len() as u64;
     // Unknown row tag 8.
     let err = first_error(&with_frame(&prefix, &[8]));
-    assert!(matches!(err, TraceError::UnknownRowTag { tag: 8, row: 2, offset } if offset == frame_at), "{err:?}");
+    assert!(
+        matches!(err, TraceError::UnknownRowTag { tag: 8, row: 2, offset } if offset == frame_at),
+        "{err:?}"
+    );
     // A valid row followed by a trailing byte inside its frame.
     let mut row = Vec::new();
     larch_trace::format::encode_row(&fixture_ops()[2], &mut row);
@@ -211,7 +222,10 @@ fn invalid_hash_strings_are_typed_errors_naming_the_row() {
     let mut bad = vec![0, 1, 4];
     bad.extend_from_slice(b"Co\xff!");
     bad.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, 7]);
-    assert!(matches!(first_error(&with_frame(&[], &bad)), TraceError::InvalidHash { row: 0, offset: 13, .. }));
+    assert!(matches!(
+        first_error(&with_frame(&[], &bad)),
+        TraceError::InvalidHash { row: 0, offset: 13, .. }
+    ));
 }
 
 #[test]

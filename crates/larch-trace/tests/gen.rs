@@ -1,6 +1,8 @@
 //! Tests of the Tezos-like generator: genesis exactly, determinism, and small runs replayed against
 //! the in-memory repository with every read result, commit hash and scope checked.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
 use larch_trace::{GenParams, GenReport, Generator, Op, OpKind, Scoped};
 use std::collections::{BTreeMap, HashMap};
@@ -30,7 +32,7 @@ fn small(seed: u64) -> GenParams {
         seed,
         accounts: 500,
         ops_per_block: 200,
-        cycle_length: 8,
+        cycle_length: 6,
         abandon_rate: 0.1,
         reorg_rate: 0.06,
     }
@@ -43,10 +45,12 @@ fn path(steps: &[&str]) -> Vec<Vec<u8>> {
 #[test]
 fn genesis_block_is_mainnet_genesis() {
     let (ops, report) = generate(GenParams { blocks: 0, accounts: 100, ..GenParams::default() });
-    let protocol =
-        Hash::from_hex("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21").unwrap().as_bytes().to_vec();
+    let protocol = Hash::from_hex("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21")
+        .unwrap()
+        .as_bytes()
+        .to_vec();
     let genesis: Hash = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj".parse().unwrap();
-    let expected = vec![
+    let expected = [
         Op::Find { path: path(&["data", "version"]), found: false, input: Scoped::Keep(0) },
         Op::Add {
             path: path(&["data", "version"]),
@@ -55,8 +59,18 @@ fn genesis_block_is_mainnet_genesis() {
             out: Scoped::Keep(1),
         },
         Op::Find { path: path(&["data", "sandbox_parameter"]), found: false, input: Scoped::Keep(1) },
-        Op::Add { path: path(&["protocol"]), value: protocol, input: Scoped::Forget(1), out: Scoped::Keep(2) },
-        Op::Add { path: path(&["test_chain"]), value: vec![0], input: Scoped::Forget(2), out: Scoped::Keep(3) },
+        Op::Add {
+            path: path(&["protocol"]),
+            value: protocol,
+            input: Scoped::Forget(1),
+            out: Scoped::Keep(2),
+        },
+        Op::Add {
+            path: path(&["test_chain"]),
+            value: vec![0],
+            input: Scoped::Forget(2),
+            out: Scoped::Keep(3),
+        },
         Op::Commit {
             hash: Scoped::Keep(genesis),
             date: 1530374852,
@@ -229,7 +243,7 @@ fn replay(ops: &[Op]) -> Replayed {
 
 #[test]
 fn small_runs_replay_with_every_feature() {
-    for seed in [0u64, 1, 2] {
+    for seed in [0u64, 1] {
         eprintln!("seed {seed}");
         let (ops, report) = generate(small(seed));
         eprintln!("{report}");
@@ -254,4 +268,37 @@ fn small_runs_replay_with_every_feature() {
             assert_eq!(report.count(kind), n, "{kind:?}");
         }
     }
+}
+
+#[test]
+fn small_run_replays_with_the_crate_replayer() {
+    let seed = 3;
+    eprintln!("seed {seed}");
+    let (ops, report) = generate(small(seed));
+    let mut repo = MemoryRepo::new();
+    let summary = larch_trace::replay(
+        &mut repo,
+        ops.into_iter().map(Ok::<Op, std::io::Error>),
+        &larch_trace::ReplayOptions::default(),
+        &larch_trace::RunMeta::default(),
+        None,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(summary.complete);
+    assert_eq!(summary.blocks, report.blocks);
+    assert_eq!(summary.ops, report.total_ops());
+}
+
+/// The trace of a fixed small run, pinned by its final commit hash (which covers every value
+/// written) and its operation count: a change to the generator's output, or a platform on which
+/// it differs, shows here. Update the constants only with a deliberate change of `tezos-like/v1`.
+#[test]
+fn pinned_small_trace() {
+    let params =
+        GenParams { blocks: 30, seed: 42, accounts: 300, ops_per_block: 150, cycle_length: 5, ..small(42) };
+    let (ops, report) = generate(params);
+    eprintln!("{report}");
+    assert_eq!(report.final_commit.to_string(), "CoVbsM2Z33XXiJaqSGyYnSf8fUDJjDZ24TQugeJhzx1jyhcxHcVP");
+    assert_eq!(ops.len(), 9287);
 }

@@ -1,5 +1,8 @@
 //! Timing of the default trace (release builds only):
-//! `cargo test --release -p larch-trace --test gen_perf -- --ignored --nocapture`.
+//! `cargo test --release -p larch-trace --test gen_perf -- --ignored --nocapture`, with optional
+//! `GEN_BLOCKS`, `GEN_ACCOUNTS` and `GEN_OPS` overriding the defaults.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_trace::{GenParams, Generator};
 use std::time::Instant;
@@ -7,8 +10,12 @@ use std::time::Instant;
 #[test]
 #[ignore = "times the default trace; run in release"]
 fn default_trace_speed() {
+    let env =
+        |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
     let params = GenParams {
-        blocks: std::env::var("GEN_BLOCKS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000),
+        blocks: env("GEN_BLOCKS", 3000),
+        accounts: env("GEN_ACCOUNTS", 20_000),
+        ops_per_block: env("GEN_OPS", 2000),
         ..GenParams::default()
     };
     let start = Instant::now();

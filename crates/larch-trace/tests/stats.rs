@@ -9,6 +9,7 @@ use larch_trace::stats::{
     BlockStats, Distribution, IoCounters, StatEnd, StatFile, StatHeader, StatLine, Summariser, compare,
     compare_stat_files, read_stat_path, render_svg, summarise, write_charts, write_line,
 };
+use larch_trace::stats::{LoadedRun, StatsError, load_run};
 use larch_trace::{Op, Scoped};
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -128,6 +129,10 @@ fn summary_separates_regular_blocks_and_derives_backend_figures() {
     assert_eq!(s.max_rss_bytes, Some(5101));
     assert_eq!(s.final_rss_bytes, Some(1101));
     assert_eq!((s.reads_checked, s.commits_checked), (510, 102));
+    // Each block: 15 µs of adds and finds plus the commit; the rest of its wall time is unseen.
+    let in_ops = 102.0 * 15e-6 + wall / 4.0;
+    assert!((s.in_ops_s - in_ops).abs() < 1e-9);
+    assert!((s.unseen_s - (wall - in_ops)).abs() < 1e-9);
     assert!(s.complete);
     let table = s.to_string();
     for needle in ["block (regular)", "Context.add/s", "90.0%", "1.50x", "write amplification", "(block 101)"]
@@ -167,6 +172,10 @@ fn comparison_ratios_to_the_first_run() {
     assert!(text.contains("(0.50x)") && text.contains("(1.00x)"), "{text}");
     let header = text.lines().next().unwrap();
     assert!(header.contains("base") && header.contains("fast"));
+    let store_line = text.lines().find(|l| l.starts_with("store ")).unwrap();
+    assert!(store_line.contains("base") && store_line.contains("fast"), "{text}");
+    assert_eq!(comparison.setups.iter().find(|s| s.name == "complete").unwrap().values, ["yes", "yes"]);
+    assert!(!text.contains("cache hit ratio") || text.contains("90.0%"));
 }
 
 fn write_stat_file(dir: &std::path::Path, name: &str, file: &StatFile) -> PathBuf {
@@ -198,8 +207,30 @@ fn stat_files_round_trip_and_compare_on_common_blocks() {
 }
 
 #[test]
+fn summaries_compare_with_stat_files_of_the_same_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats_path = write_stat_file(dir.path(), "run.jsonl", &run_file("stats", 20, 1.0));
+    let summary = summarise(&run_file("summary", 20, 2.0), None);
+    let summary_path = dir.path().join("summary.json");
+    std::fs::write(&summary_path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    assert!(matches!(load_run(&summary_path).unwrap(), LoadedRun::Summary(_)));
+    assert!(matches!(load_run(&stats_path).unwrap(), LoadedRun::Stats(_)));
+    let files = [(None, stats_path.clone()), (Some("S".to_string()), summary_path.clone())];
+    let comparison = compare_stat_files(&files).unwrap();
+    assert_eq!(comparison.runs, ["run.jsonl", "S"]);
+    assert!((comparison.row("block mean (regular)").unwrap().ratio(1).unwrap() - 2.0).abs() < 1e-12);
+    // A longer summary cannot be cut to a shorter stat file.
+    let short_path = write_stat_file(dir.path(), "short.jsonl", &run_file("short", 10, 1.0));
+    let error = compare_stat_files(&[(None, short_path), (None, summary_path)]).unwrap_err();
+    assert!(matches!(error, StatsError::CannotCut { blocks: 20, common: 10, .. }), "{error}");
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "[1, 2]").unwrap();
+    assert!(matches!(load_run(&junk), Err(StatsError::NotARun { .. })));
+}
+
+#[test]
 fn bad_stat_files_are_typed_errors() {
-    use larch_trace::stats::{StatsError, read_stat_file};
+    use larch_trace::stats::read_stat_file;
     let no_header = r#"{"type":"end","blocks":0,"ops":0,"trailing_ops":0,"wall_s":0.0}"#;
     assert!(matches!(read_stat_file(no_header.as_bytes()), Err(StatsError::Structure { line: 1, .. })));
     assert!(matches!(read_stat_file("{not json".as_bytes()), Err(StatsError::Json { line: 1, .. })));
@@ -258,7 +289,9 @@ fn charts_are_well_formed_svg_with_one_series_per_run() {
         .map(|l| l.split("points=\"").nth(1).unwrap().split('"').next().unwrap().split(' ').count())
         .max()
         .unwrap();
-    assert_eq!(longest, 1500);
+    // Blocks 2..3000 (regular blocks only), averaged two by two.
+    assert_eq!(longest, 1499);
+    assert!(svg.contains("mean of 2 consecutive blocks"));
     assert!(
         render_svg(&larch_trace::stats::Chart {
             title: "empty".to_string(),

@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 /// A 32-byte hash.
 pub type H32 = [u8; 32];
 
+/// A whole tree as `path → value` bindings.
+pub type Bindings = BTreeMap<Vec<Vec<u8>>, Vec<u8>>;
+
 /// One directory entry: name, whether it is a sub-directory, child hash.
 pub type Triple = (Vec<u8>, bool, H32);
 
@@ -52,7 +55,7 @@ pub fn flat_pre_image(entries: &[Triple]) -> Vec<u8> {
 }
 
 fn rotl(x: u32, r: u32) -> u32 {
-    (x << r) | (x >> (32 - r))
+    x.rotate_left(r)
 }
 
 fn mix(h: u32, w: u32) -> u32 {
@@ -144,11 +147,11 @@ pub fn dir_hash(entries: &[Triple]) -> H32 {
 
 /// Hash of a whole tree given as `path → value` bindings (a binding at the empty path makes the
 /// tree a contents value), computed recursively with [`dir_hash`].
-pub fn model_hash(values: &BTreeMap<Vec<Vec<u8>>, Vec<u8>>) -> H32 {
+pub fn model_hash(values: &Bindings) -> H32 {
     if let Some(v) = values.get(&Vec::<Vec<u8>>::new()) {
         return contents_hash(v);
     }
-    let mut children: BTreeMap<Vec<u8>, BTreeMap<Vec<Vec<u8>>, Vec<u8>>> = BTreeMap::new();
+    let mut children: BTreeMap<Vec<u8>, Bindings> = BTreeMap::new();
     for (path, value) in values {
         if let Some((first, rest)) = path.split_first() {
             children.entry(first.clone()).or_default().insert(rest.to_vec(), value.clone());

@@ -1,6 +1,6 @@
 //! Shared helpers of the store tests: random operations mirrored into the reference model, and the
 //! full contents of a tree for comparison.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use larch_core::{CommitInfo, Tree};
 use larch_testkit::{Model, TestRng};
@@ -28,8 +28,17 @@ fn walk(tree: &Tree, path: &mut Vec<Vec<u8>>, out: &mut BTreeMap<Vec<Vec<u8>>, V
     }
 }
 
-const STEPS: &[&str] =
-    &["a", "b", "contracts", "index", "00ff", "deadbeef", "0123456789abcdef0123456789abcdef01234567", "x y", "Z"];
+const STEPS: &[&str] = &[
+    "a",
+    "b",
+    "contracts",
+    "index",
+    "00ff",
+    "deadbeef",
+    "0123456789abcdef0123456789abcdef01234567",
+    "x y",
+    "Z",
+];
 
 fn random_path(rng: &mut TestRng) -> Vec<Vec<u8>> {
     let depth = rng.random_range(1..=4);

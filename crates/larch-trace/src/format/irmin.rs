@@ -85,7 +85,9 @@ pub fn encode_row(op: &Op, out: &mut Vec<u8>) {
             put_scope(out, input, put_ctx);
             put_scope(out, produced, put_ctx);
         }
-        Op::Find { path, found, input } | Op::Mem { path, found, input } | Op::MemTree { path, found, input } => {
+        Op::Find { path, found, input }
+        | Op::Mem { path, found, input }
+        | Op::MemTree { path, found, input } => {
             let row_tag = match op {
                 Op::Find { .. } => tag::FIND,
                 Op::Mem { .. } => tag::MEM,
@@ -163,7 +165,9 @@ pub(crate) fn decode_row(s: &mut Slice<'_>) -> Result<Op, Fail> {
             input: get_scope(s, get_ctx)?,
             out: get_scope(s, get_ctx)?,
         },
-        tag::REMOVE => Op::Remove { path: get_path(s)?, input: get_scope(s, get_ctx)?, out: get_scope(s, get_ctx)? },
+        tag::REMOVE => {
+            Op::Remove { path: get_path(s)?, input: get_scope(s, get_ctx)?, out: get_scope(s, get_ctx)? }
+        }
         tag::COPY => Op::Copy {
             from: get_path(s)?,
             to: get_path(s)?,
@@ -172,7 +176,9 @@ pub(crate) fn decode_row(s: &mut Slice<'_>) -> Result<Op, Fail> {
         },
         tag::FIND => Op::Find { path: get_path(s)?, found: get_bool(s)?, input: get_scope(s, get_ctx)? },
         tag::MEM => Op::Mem { path: get_path(s)?, found: get_bool(s)?, input: get_scope(s, get_ctx)? },
-        tag::MEM_TREE => Op::MemTree { path: get_path(s)?, found: get_bool(s)?, input: get_scope(s, get_ctx)? },
+        tag::MEM_TREE => {
+            Op::MemTree { path: get_path(s)?, found: get_bool(s)?, input: get_scope(s, get_ctx)? }
+        }
         tag::COMMIT => {
             let hash = get_scope(s, get_hash)?;
             let date = i64::from_be_bytes(s.array("int64 date")?);
@@ -239,7 +245,9 @@ impl<R: Read> IrminReader<R> {
         }
         match input.varint()? {
             Ok(StreamVarint::Value(0)) => {}
-            Ok(StreamVarint::Value(_)) => return Err(header_error(12, "an empty header frame (unit: length 0)")),
+            Ok(StreamVarint::Value(_)) => {
+                return Err(header_error(12, "an empty header frame (unit: length 0)"));
+            }
             Ok(StreamVarint::Eof | StreamVarint::Partial) => {
                 return Err(header_error(input.offset(), "the header frame length"));
             }
@@ -286,7 +294,12 @@ impl<R: Read> IrminReader<R> {
         let mut slice = Slice::new(&self.buf);
         let op = decode_row(&mut slice).map_err(|fail| row_error(fail, offset, row))?;
         if !slice.is_empty() {
-            return Err(TraceError::TrailingBytes { offset, row, frame_len: len, consumed: slice.pos() as u64 });
+            return Err(TraceError::TrailingBytes {
+                offset,
+                row,
+                frame_len: len,
+                consumed: slice.pos() as u64,
+            });
         }
         self.rows += 1;
         Ok(Some(op))
@@ -375,7 +388,10 @@ impl<W: Write> OpSink for IrminWriter<W> {
         self.row.clear();
         encode_row(op, &mut self.row);
         if self.row.len() as u64 > MAX_FRAME {
-            return Err(TraceError::Unwritable { row: self.rows, reason: "its row encodes to more than 64 MiB" });
+            return Err(TraceError::Unwritable {
+                row: self.rows,
+                reason: "its row encodes to more than 64 MiB",
+            });
         }
         self.frame.clear();
         put_varint(&mut self.frame, self.row.len() as u64);

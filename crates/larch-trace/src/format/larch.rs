@@ -56,9 +56,10 @@ fn decode_metadata(bytes: &[u8]) -> Result<Metadata, &'static str> {
     let count = s.varint("metadata count").map_err(fail)?;
     let mut metadata = Vec::new();
     for _ in 0..count {
-        let key = String::from_utf8(s.bytes("metadata key").map_err(fail)?.to_vec()).map_err(|_| "UTF-8 keys")?;
-        let value =
-            String::from_utf8(s.bytes("metadata value").map_err(fail)?.to_vec()).map_err(|_| "UTF-8 values")?;
+        let key =
+            String::from_utf8(s.bytes("metadata key").map_err(fail)?.to_vec()).map_err(|_| "UTF-8 keys")?;
+        let value = String::from_utf8(s.bytes("metadata value").map_err(fail)?.to_vec())
+            .map_err(|_| "UTF-8 values")?;
         metadata.push((key, value));
     }
     if !s.is_empty() {
@@ -188,7 +189,7 @@ impl<R: Read> LarchReader<R> {
         let offset = self.input.offset();
         let mut header = Vec::new();
         match self.input.byte()? {
-            None => return Err(truncated(offset, "a chunk or the end-of-trace record")),
+            None => Err(truncated(offset, "a chunk or the end-of-trace record")),
             Some(CHUNK) => {
                 let count = self.block_varint("the chunk's operation count")?;
                 let len = self.block_varint("the chunk's length")?;
@@ -235,7 +236,12 @@ impl<R: Read> LarchReader<R> {
                 }
                 let computed = crc32fast::hash(&header);
                 if stored != computed {
-                    return Err(TraceError::ChecksumMismatch { offset, what: "end record", stored, computed });
+                    return Err(TraceError::ChecksumMismatch {
+                        offset,
+                        what: "end record",
+                        stored,
+                        computed,
+                    });
                 }
                 for (what, recorded, actual) in [
                     ("operation count", ops, self.ops),
@@ -252,7 +258,9 @@ impl<R: Read> LarchReader<R> {
                 }
                 Ok(false)
             }
-            Some(_) => Err(TraceError::Malformed { offset, row: self.ops, expected: "block kind 'C' or 'E'" }),
+            Some(_) => {
+                Err(TraceError::Malformed { offset, row: self.ops, expected: "block kind 'C' or 'E'" })
+            }
         }
     }
 
@@ -260,7 +268,11 @@ impl<R: Read> LarchReader<R> {
         while self.chunk_left == 0 {
             if self.chunk_pos != self.chunk.len() {
                 let offset = self.chunk_offset + self.chunk_pos as u64;
-                return Err(TraceError::Malformed { offset, row: self.ops, expected: "the chunk to end after its ops" });
+                return Err(TraceError::Malformed {
+                    offset,
+                    row: self.ops,
+                    expected: "the chunk to end after its ops",
+                });
             }
             if !self.next_block()? {
                 return Ok(None);

@@ -5,6 +5,7 @@
 use super::bytes::{Fail, Slice, put_bytes, put_varint};
 use crate::op::{ContextId, Op, Path, Scoped};
 use larch_core::Hash;
+use std::collections::HashMap;
 
 /// Tag bit: the first scoped field is `Keep`.
 const A_KEEP: u8 = 1 << 3;
@@ -16,6 +17,14 @@ const CTX1_PREDICTED: u8 = 1 << 5;
 const CTX2_PREDICTED: u8 = 1 << 6;
 /// Tag bit (checkout only): the commit hash equals the last hash of the chunk and is omitted.
 const HASH_PREDICTED: u8 = 1 << 7;
+
+/// Step kinds, in the two low bits of a step header.
+const STEP_RAW: u64 = 0;
+const STEP_HEX: u64 = 1;
+const STEP_REF: u64 = 2;
+
+/// Steps of at least this many bytes enter the chunk's step table when first written.
+const STEP_TABLE_MIN: usize = 4;
 
 /// Parent byte bit: the parent is `Keep`.
 const PARENT_KEEP: u8 = 1;
@@ -45,6 +54,10 @@ pub(crate) struct CodecState {
     last_hash: Hash,
     /// The last commit date.
     last_date: i64,
+    /// Writer side of the step table: step → index.
+    step_ids: HashMap<Vec<u8>, u64>,
+    /// Reader side of the step table: index → step.
+    steps: Vec<Vec<u8>>,
 }
 
 fn zigzag(value: i64) -> u64 {
@@ -114,15 +127,23 @@ impl CodecState {
         }
         self.prev_path.truncate(keep);
         for step in fresh {
-            if is_hex_step(step) {
-                put_varint(out, ((step.len() as u64 / 2) << 1) | 1);
-                out.extend(step.chunks_exact(2).map(|pair| match pair {
-                    [high, low] => (hex_value(*high) << 4) | hex_value(*low),
-                    _ => 0,
-                }));
+            if let Some(index) = self.step_ids.get(step) {
+                put_varint(out, (index << 2) | STEP_REF);
             } else {
-                put_varint(out, (step.len() as u64) << 1);
-                out.extend_from_slice(step);
+                if is_hex_step(step) {
+                    put_varint(out, ((step.len() as u64 / 2) << 2) | STEP_HEX);
+                    out.extend(step.chunks_exact(2).map(|pair| match pair {
+                        [high, low] => (hex_value(*high) << 4) | hex_value(*low),
+                        _ => 0,
+                    }));
+                } else {
+                    put_varint(out, ((step.len() as u64) << 2) | STEP_RAW);
+                    out.extend_from_slice(step);
+                }
+                if step.len() >= STEP_TABLE_MIN {
+                    let index = self.step_ids.len() as u64;
+                    self.step_ids.insert(step.clone(), index);
+                }
             }
             self.prev_path.push(step.clone());
         }
@@ -130,7 +151,8 @@ impl CodecState {
 
     fn get_path(&mut self, s: &mut Slice<'_>) -> Result<Path, Fail> {
         let head = s.varint("path header")?;
-        let keep = usize::try_from(head >> 3).map_err(|_| Fail::Expected("a shared prefix within the previous path"))?;
+        let keep = usize::try_from(head >> 3)
+            .map_err(|_| Fail::Expected("a shared prefix within the previous path"))?;
         if keep > self.prev_path.len() {
             return Err(Fail::Expected("a shared prefix within the previous path"));
         }
@@ -141,15 +163,27 @@ impl CodecState {
         self.prev_path.truncate(keep);
         for _ in 0..count {
             let step_head = s.varint("path step header")?;
-            let bytes = s.take(step_head >> 1, "path step")?;
-            let step = if step_head & 1 == 1 {
-                if bytes.is_empty() {
-                    return Err(Fail::Expected("a non-empty hex step"));
+            let step: Vec<u8> = match step_head & 3 {
+                STEP_RAW => s.take(step_head >> 2, "path step")?.to_vec(),
+                STEP_HEX => {
+                    let bytes = s.take(step_head >> 2, "hex path step")?;
+                    if bytes.is_empty() {
+                        return Err(Fail::Expected("a non-empty hex step"));
+                    }
+                    bytes.iter().flat_map(|byte| [nibble(byte >> 4), nibble(byte & 0x0f)]).collect()
                 }
-                bytes.iter().flat_map(|byte| [nibble(byte >> 4), nibble(byte & 0x0f)]).collect()
-            } else {
-                bytes.to_vec()
+                STEP_REF => {
+                    let index = usize::try_from(step_head >> 2).unwrap_or(usize::MAX);
+                    let step =
+                        self.steps.get(index).ok_or(Fail::Expected("a step reference within the table"))?;
+                    self.prev_path.push(step.clone());
+                    continue;
+                }
+                _ => return Err(Fail::Expected("step kind 0 (raw), 1 (hex) or 2 (reference)")),
             };
+            if step.len() >= STEP_TABLE_MIN {
+                self.steps.push(step.clone());
+            }
             self.prev_path.push(step);
         }
         Ok(self.prev_path.clone())
@@ -194,7 +228,9 @@ pub(crate) fn encode_op(op: &Op, state: &mut CodecState, out: &mut Vec<u8>) {
             state.put_path(out, to);
             COPY | encode_in_out(state, out, input, produced)
         }
-        Op::Find { path, found, input } | Op::Mem { path, found, input } | Op::MemTree { path, found, input } => {
+        Op::Find { path, found, input }
+        | Op::Mem { path, found, input }
+        | Op::MemTree { path, found, input } => {
             let kind = match op {
                 Op::Find { .. } => FIND,
                 Op::Mem { .. } => MEM,
@@ -203,7 +239,9 @@ pub(crate) fn encode_op(op: &Op, state: &mut CodecState, out: &mut Vec<u8>) {
             state.put_path(out, path);
             let predicted = state.input_prediction();
             let found = if *found { B_SET } else { 0 };
-            kind | scope_flag(input, A_KEEP) | found | state.put_ctx(out, input.value(), predicted, CTX1_PREDICTED)
+            kind | scope_flag(input, A_KEEP)
+                | found
+                | state.put_ctx(out, input.value(), predicted, CTX1_PREDICTED)
         }
         Op::Commit { hash, date, message, parents, input } => {
             out.extend_from_slice(hash.value().as_bytes());
@@ -276,7 +314,8 @@ pub(crate) fn decode_op(s: &mut Slice<'_>, state: &mut CodecState) -> Result<Op,
     }
     Ok(match kind {
         CHECKOUT => {
-            let hash = if tag & HASH_PREDICTED != 0 { state.last_hash } else { get_hash(s, "checkout hash")? };
+            let hash =
+                if tag & HASH_PREDICTED != 0 { state.last_hash } else { get_hash(s, "checkout hash")? };
             state.last_hash = hash;
             let predicted = state.out_prediction();
             let out = state.get_ctx(s, predicted, tag & CTX1_PREDICTED != 0)?;

@@ -200,9 +200,11 @@ pub fn open_reader<R: Read + Send + 'static>(mut inner: R) -> Result<BoxedSource
         }
     }
     let found = magic.get(..got).unwrap_or(&[]).to_vec();
+    // A proper prefix of a magic is a truncated header of that format; no byte at all is neither.
+    let prefix_of = |magic: &[u8]| !found.is_empty() && magic.starts_with(&found);
     let format = TraceFormat::sniff(&found)
-        .or_else(|| if IRMIN_MAGIC.starts_with(&found) { Some(TraceFormat::Irmin) } else { None })
-        .or_else(|| if LARCH_MAGIC.starts_with(&found) { Some(TraceFormat::Larch) } else { None });
+        .or_else(|| prefix_of(&IRMIN_MAGIC).then_some(TraceFormat::Irmin))
+        .or_else(|| prefix_of(&LARCH_MAGIC).then_some(TraceFormat::Larch));
     let inner = std::io::Cursor::new(found.clone()).chain(inner);
     match format {
         Some(TraceFormat::Irmin) => Ok(Box::new(IrminReader::new(inner)?)),
@@ -267,7 +269,11 @@ pub fn writer_for<W: Write + Send + 'static>(
 }
 
 /// Creates (or truncates) the trace file `path` and returns a buffered writer of `format`.
-pub fn create_trace(path: &Path, format: TraceFormat, metadata: &[(String, String)]) -> Result<BoxedSink, TraceError> {
+pub fn create_trace(
+    path: &Path,
+    format: TraceFormat,
+    metadata: &[(String, String)],
+) -> Result<BoxedSink, TraceError> {
     let file = File::create(path).map_err(|source| TraceError::Open { path: path.to_path_buf(), source })?;
     writer_for(format, BufWriter::with_capacity(1 << 20, file), metadata).map_err(|err| err.in_file(path))
 }

@@ -9,15 +9,24 @@ use super::params::{DELEGATE_STRIDE, GenParams};
 use super::setup::{ZIPF_S, big_map_value, branch, int};
 
 /// Share of manager operations that call a contract (the rest are transfers).
-const CALL_SHARE: f64 = 0.3;
+const CALL_SHARE: f64 = 0.4;
 /// Share of transfers that create a new implicit account (§3: ~1%).
 const NEW_ACCOUNT_SHARE: f64 = 0.01;
+/// Share of transfers that first check the receiver's directory exists (`mem_tree`).
+const RECEIVER_EXISTS_CHECK: f64 = 0.25;
 /// Share of senders that empty their account, which is then deleted.
 const EMPTIED_SHARE: f64 = 0.01;
 /// Share of contract calls that copy a small big map into a new one.
-const COPY_SHARE: f64 = 0.09;
+const COPY_SHARE: f64 = 0.12;
 /// Share of contract calls that drop a big map made by an earlier copy.
-const DROP_SHARE: f64 = 0.06;
+const DROP_SHARE: f64 = 0.09;
+/// Shares of big map entry operations: reads, updates of existing entries, insertions; the rest
+/// are removals.
+const ENTRY_READ: f64 = 0.28;
+const ENTRY_UPDATE: f64 = 0.04;
+const ENTRY_INSERT: f64 = 0.34;
+/// Removals of recent entries pick among this many of the newest.
+const RECENT_ENTRIES: u64 = 50;
 /// A copied big map has at most this many entries.
 const COPY_MAX_ENTRIES: u64 = 300;
 
@@ -94,6 +103,14 @@ fn bookkeeping(b: &mut Builder<'_, '_>, params: &GenParams, level: u64) -> Resul
     b.out.mem(nonce.clone())?;
     let value = b.rng.bytes(32);
     b.out.add(nonce, value)?;
+    // The nonce of the same slot one cycle back is revealed, then dropped.
+    if level > params.cycle_length {
+        let old = level - params.cycle_length;
+        let revealed = data(&[b"cycle", &dec(cycle_of(old, params)), b"nonces", &dec(old)]);
+        if b.out.mem(revealed.clone())? {
+            b.out.remove(revealed)?;
+        }
+    }
     let endorsers = b.rng.range(4, 8);
     for _ in 0..=endorsers {
         let k = b.laws.delegates.sample(b.model.delegates, b.rng);
@@ -114,7 +131,7 @@ fn manager_op(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
     b.out.add(counter, value)?;
     let sender = b.rng.below(b.model.implicit);
     let base = b.model.implicit_path(sender);
-    if !b.out.find(child(&base, b"balance"))? {
+    if !b.out.mem(child(&base, b"balance"))? {
         // An emptied (deleted) account: the operation is rejected.
         return Ok(());
     }
@@ -126,7 +143,10 @@ fn manager_op(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
     b.out.find(child(&base, b"counter"))?;
     let value = int(b.rng);
     b.out.add(child(&base, b"counter"), value)?;
+    // Fees, then the amount: the balance is read twice and written once.
+    b.out.find(child(&base, b"balance"))?;
     let has_delegate = b.out.mem(child(&base, b"delegate"))?;
+    b.out.find(child(&base, b"balance"))?;
     let is_delegate = sender % DELEGATE_STRIDE == 0 && sender / DELEGATE_STRIDE < b.model.delegates;
     if !is_delegate && b.rng.chance(EMPTIED_SHARE) {
         for key in [&b"balance"[..], b"counter", b"manager"] {
@@ -152,8 +172,13 @@ fn transfer(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
         b.laws.receivers.sample(b.model.implicit, b.rng)
     };
     let base = b.model.implicit_path(receiver);
+    if b.rng.chance(RECEIVER_EXISTS_CHECK) {
+        b.out.mem_tree(base.clone())?;
+    }
     if b.out.mem(child(&base, b"balance"))? {
         b.out.find(child(&base, b"balance"))?;
+        // The receiver's delegate gains stake.
+        b.out.find(child(&base, b"delegate"))?;
     } else {
         let value = int(b.rng);
         b.out.add(child(&base, b"counter"), value)?;
@@ -175,13 +200,18 @@ fn call(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
     let storage = b.rng.bytes(len);
     b.out.add(child(&base, b"storage"), storage)?;
     let len_storage = child(&child(&base, b"len"), b"storage");
-    let value = int(b.rng);
-    b.out.add(len_storage, value)?;
+    b.out.find(len_storage.clone())?;
+    if b.rng.chance(0.5) {
+        let value = int(b.rng);
+        b.out.add(len_storage, value)?;
+    }
     b.out.find(child(&base, b"used_bytes"))?;
-    let value = int(b.rng);
-    b.out.add(child(&base, b"used_bytes"), value)?;
+    b.out.find(child(&base, b"paid_bytes"))?;
     if b.rng.chance(0.3) {
-        b.out.find(child(&base, b"paid_bytes"))?;
+        let value = int(b.rng);
+        b.out.add(child(&base, b"used_bytes"), value)?;
+    }
+    if b.rng.chance(0.2) {
         let value = int(b.rng);
         b.out.add(child(&base, b"paid_bytes"), value)?;
     }
@@ -204,40 +234,56 @@ fn call(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
 fn big_map_updates(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
     let map = b.laws.maps.sample(b.model.maps.len() as u64, b.rng);
     let base = Model::map_path(map);
-    if !b.out.mem_tree(base.clone())? {
+    // Reading the map's size also tells whether it exists (a copied map may be gone).
+    if !b.out.find(child(&base, b"total_bytes"))? {
         return Ok(());
     }
-    let count = b.rng.range(1, 4);
+    let count = b.rng.range(1, 5);
+    let mut written = false;
     for _ in 0..count {
         let roll = b.rng.unit();
-        let existing = b.rng.below(b.model.map_entries(map));
-        if roll < 0.4 {
+        let next = b.model.map_entries(map);
+        if roll < ENTRY_READ {
+            let existing = b.rng.below(next);
             b.out.find(child(&b.model.entry_path(map, existing), b"data"))?;
-        } else if roll < 0.82 {
-            let index = if b.rng.chance(0.45) { b.model.fresh_entry(map) } else { existing };
+        } else if roll < ENTRY_READ + ENTRY_UPDATE + ENTRY_INSERT {
+            let index =
+                if roll < ENTRY_READ + ENTRY_UPDATE { b.rng.below(next) } else { b.model.fresh_entry(map) };
             let entry = b.model.entry_path(map, index);
-            b.out.mem(child(&entry, b"data"))?;
+            let existed = b.out.mem(child(&entry, b"data"))?;
             let value = big_map_value(b.rng);
             b.out.add(child(&entry, b"data"), value)?;
-            let value = int(b.rng);
-            b.out.add(child(&entry, b"len"), value)?;
+            // A new entry gets its length; an update rewrites it when the size changed.
+            if !existed || b.rng.chance(0.3) {
+                let value = int(b.rng);
+                b.out.add(child(&entry, b"len"), value)?;
+            }
+            written = true;
         } else {
-            let entry = b.model.entry_path(map, existing);
+            // Removals favour recent entries (transient ones: offers, approvals...).
+            let index = if b.rng.chance(0.6) {
+                next.saturating_sub(1 + b.rng.below(RECENT_ENTRIES.min(next)))
+            } else {
+                b.rng.below(next)
+            };
+            let entry = b.model.entry_path(map, index);
             if b.out.mem(child(&entry, b"data"))? {
                 b.out.remove(child(&entry, b"data"))?;
                 b.out.remove(child(&entry, b"len"))?;
+                written = true;
             }
         }
     }
-    b.out.find(child(&base, b"total_bytes"))?;
-    let value = int(b.rng);
-    b.out.add(child(&base, b"total_bytes"), value)
+    if written {
+        let value = int(b.rng);
+        b.out.add(child(&base, b"total_bytes"), value)?;
+    }
+    Ok(())
 }
 
 /// Copies a small big map (from the tail of the Zipf law) into a new map.
 fn copy_map(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
-    let count = b.model.maps.len() as u64;
-    let source = b.rng.range(b.model.setup_maps / 2, count.saturating_sub(1));
+    let source = b.rng.range(b.model.setup_maps / 2, b.model.setup_maps.saturating_sub(1));
     let from = Model::map_path(source);
     let small = b.out.tree.length(&child(&from, b"contents"))? <= COPY_MAX_ENTRIES;
     if !small || !b.out.mem_tree(from.clone())? {

@@ -208,7 +208,25 @@ pub(crate) enum ValueKind {
 /// Number of buckets under 16 bytes.
 const SMALL_BUCKETS: usize = 4;
 /// Share of big map values drawn from the part of the table at or above 16 bytes.
-const BIG_MAP_LARGE_SHARE: f64 = 0.55;
+const BIG_MAP_LARGE_SHARE: f64 = 1.0;
+/// Weights of the buckets from 16 bytes up (16-31 ... 513 B - 4 KB) for big map values: they
+/// supply most of the 65-128 bucket of the whole context.
+const BIG_MAP_LARGE_WEIGHTS: [f64; 6] = [9.0, 9.0, 28.0, 1.5, 0.5, 0.5];
+
+/// Draws bucket `SMALL_BUCKETS + i` with weight `weights[i]`, then a size within it.
+fn draw_weighted(rng: &mut Rng, weights: &[f64]) -> usize {
+    let total: f64 = weights.iter().sum();
+    let mut x = rng.unit() * total;
+    let mut chosen = SMALL_BUCKETS;
+    for (i, weight) in weights.iter().enumerate() {
+        chosen = SMALL_BUCKETS + i;
+        if x < *weight {
+            break;
+        }
+        x -= weight;
+    }
+    rng.range(bucket_min(chosen) as u64, bucket_max(chosen) as u64) as usize
+}
 
 /// A size for a value of kind `kind`.
 pub(crate) fn value_size(rng: &mut Rng, kind: ValueKind) -> usize {
@@ -216,7 +234,7 @@ pub(crate) fn value_size(rng: &mut Rng, kind: ValueKind) -> usize {
         ValueKind::Int => draw_in(rng, 0..SMALL_BUCKETS),
         ValueKind::BigMapData => {
             if rng.chance(BIG_MAP_LARGE_SHARE) {
-                draw_in(rng, SMALL_BUCKETS..SIZE_BUCKETS.len() - 1)
+                draw_weighted(rng, &BIG_MAP_LARGE_WEIGHTS)
             } else {
                 draw_in(rng, 0..SMALL_BUCKETS)
             }

@@ -4,8 +4,29 @@
 //! reorganisations), deterministic from the seed and streamed operation by operation.
 //!
 //! The generator runs its own operations on an in-memory [`larch_core::Tree`] to record real read
-//! results and commit hashes. It keeps only the current context and the trees of the last two
-//! commits (for reorganisations), so its memory is the live state, not the history.
+//! results and commit hashes. It keeps only the current context, and the tree of the previous
+//! commit only while a coming reorganisation needs it, so its memory is the live state, not the
+//! history (about 230 MB for the default trace).
+//!
+//! The trace, block by block (files of this module by concern):
+//! - block 0, `setup.rs`: the mainnet genesis operations, exactly; context 0 is the empty tree.
+//! - block 1, `setup.rs`: the whole initial state in one block: accounts, originated contracts,
+//!   big maps with Zipf-distributed sizes, delegates and their stake, cycles 0-5, singletons.
+//! - regular blocks, `block.rs`: branches and the level's nonce, baker and endorser balances, then
+//!   manager operations (transfers; contract calls with big map reads, writes and removals, copies
+//!   of small maps, drops of copied maps) until a log-normal budget (mean `ops_per_block`, sigma
+//!   0.5) is spent. Receivers, contracts, maps and bakers follow Zipf laws (s = 1.1), senders are
+//!   uniform; values follow the §4 sizes (`dist.rs`).
+//! - cycle boundaries, `cycle.rs`: cycle `c+5` data, removal of cycle `c-6`, the stake snapshot
+//!   (`copy`) and its expiry, a burst over the delegates, and every fifth cycle a large burst.
+//! - branches, this file: an abandoned extra context before some blocks; short reorganisations
+//!   that check out the head's parent and commit a sibling of the head, which becomes the head.
+//!
+//! Scopes (`emit.rs`, and the commit of this file): writes consume their input context (`Forget`) and
+//! produce a `Keep` one; reads keep theirs; the last operation of an abandoned context and every
+//! committed context are `Forget`. Plans are drawn two blocks ahead, so a commit hash is `Keep`
+//! exactly when the next block checks it out, and a parent hash exactly when the next block is a
+//! reorganisation that checks that parent out again.
 //!
 //! Layout note: the page puts per-delegate stake under `data/staking/<pkh>/…` and snapshots
 //! `data/staking/current`; both hold here with the stake at `data/staking/current/<pkh>/…`.
@@ -58,6 +79,9 @@ pub enum GenError {
     /// A tree operation failed (cannot happen on the in-memory tree, but is not hidden).
     #[error(transparent)]
     Tree(#[from] TreeError),
+    /// A broken invariant of the generator itself (a bug).
+    #[error("generator bug: {0}")]
+    Internal(&'static str),
     /// The sink refused an operation.
     #[error("writing the trace: {0}")]
     Sink(Box<dyn std::error::Error + Send + Sync + 'static>),
@@ -174,14 +198,14 @@ impl<'p> Run<'p> {
         Ok(hash)
     }
 
-    /// The plan of the block after the `done`-th regular block (`None` after the last).
-    fn next_plan(&mut self, done: u64) -> Option<Plan> {
-        if done >= self.params.blocks {
+    /// Draws the plan of regular block `index` (`None` past the last block).
+    fn draw_plan(&mut self, index: u64) -> Option<Plan> {
+        if index >= self.params.blocks {
             return None;
         }
         let x = self.rng.unit();
         // The first regular block is built on the setup block, never a sibling of it.
-        if done > 0 && x < self.params.reorg_rate {
+        if index > 0 && x < self.params.reorg_rate {
             Some(Plan::Reorg)
         } else if x < self.params.reorg_rate + self.params.abandon_rate {
             Some(Plan::Abandon)
@@ -190,37 +214,53 @@ impl<'p> Run<'p> {
         }
     }
 
-    fn go(mut self, out: &mut Emitter<'_>, progress: &mut dyn FnMut(u64, u64)) -> Result<GenReport, GenError> {
+    fn go(
+        mut self,
+        out: &mut Emitter<'_>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<GenReport, GenError> {
         let total = self.total_blocks();
         setup::genesis(out)?;
         let genesis = self.commit(out, 0, "Genesis".to_string(), None, Some(Plan::Normal))?;
         progress(self.tally.blocks, total);
 
-        out.checkout(Scoped::Keep(genesis), out.tree.clone())?;
+        let genesis_tree = std::mem::take(&mut out.tree);
+        out.checkout(Scoped::Keep(genesis), genesis_tree)?;
         let mut model = Model::new(self.params.seed);
         setup::setup(out, &mut self.rng, &mut model, self.params)?;
-        let mut next = self.next_plan(0);
+        // Plans are drawn two blocks ahead: a block's commit scopes its hash by the next plan, and a
+        // block keeps its base only when the next block is a reorganisation that needs it again.
+        let mut plan = self.draw_plan(0);
+        let mut next = self.draw_plan(1);
         let message = format!("lvl 1, {} ops", out.context_ops);
-        let hash = self.commit(out, 1, message, Some(genesis), next)?;
+        let hash = self.commit(out, 1, message, Some(genesis), plan)?;
         progress(self.tally.blocks, total);
-        let mut head = Committed { hash, level: 1, tree: out.tree.clone(), model };
+        let mut head = Committed { hash, level: 1, tree: std::mem::take(&mut out.tree), model };
         let mut parent: Option<Committed> = None;
 
-        for done in 0..self.params.blocks {
-            let plan = next.unwrap_or(Plan::Normal);
-            let base = match (plan, &parent) {
-                (Plan::Reorg, Some(p)) => {
-                    self.tally.reorgs += 1;
-                    p.clone()
-                }
-                _ => head.clone(),
+        for index in 0..self.params.blocks {
+            let current = plan.unwrap_or(Plan::Normal);
+            let kept = parent.take();
+            let base = if current == Plan::Reorg {
+                self.tally.reorgs += 1;
+                // The previous block kept its base exactly because this plan was drawn.
+                kept.ok_or(GenError::Internal("reorganisation without a kept parent"))?
+            } else {
+                head
             };
-            if plan == Plan::Abandon {
+            if current == Plan::Abandon {
                 self.abandoned_context(out, &base)?;
             }
-            out.checkout(Scoped::Keep(base.hash), base.tree.clone())?;
-            let level = base.level + 1;
-            let mut model = base.model.clone();
+            // Keep the base (sharing its tree) only if the next block checks it out again.
+            let (base_hash, base_level, tree, mut model) = if next == Some(Plan::Reorg) {
+                let kept = base.clone();
+                parent = Some(base);
+                (kept.hash, kept.level, kept.tree, kept.model)
+            } else {
+                (base.hash, base.level, base.tree, base.model)
+            };
+            out.checkout(Scoped::Keep(base_hash), tree)?;
+            let level = base_level + 1;
             if level % self.params.cycle_length == 0 {
                 self.tally.cycles += 1;
                 if (level / self.params.cycle_length) % cycle::LARGE_BURST_PERIOD == 0 {
@@ -229,12 +269,12 @@ impl<'p> Run<'p> {
             }
             let mut builder = Builder { out, rng: &mut self.rng, model: &mut model, laws: &mut self.laws };
             block::regular_block(&mut builder, self.params, level)?;
-            next = self.next_plan(done + 1);
             let message = format!("lvl {level}, {} ops", out.context_ops);
-            let hash = self.commit(out, level, message, Some(base.hash), next)?;
+            let hash = self.commit(out, level, message, Some(base_hash), next)?;
             progress(self.tally.blocks, total);
-            head = Committed { hash, level, tree: out.tree.clone(), model };
-            parent = Some(base);
+            head = Committed { hash, level, tree: std::mem::take(&mut out.tree), model };
+            plan = next;
+            next = self.draw_plan(index + 2);
         }
         let parts = report::ReportParts {
             blocks: self.tally.blocks,

@@ -73,9 +73,13 @@ impl GenParams {
         (self.accounts / 50).max(4)
     }
 
-    /// Entries of the largest big map at setup: 30,000 at the default scale, proportional to it.
+    /// Entries of the largest big map at setup: 22,000 at the default scale, proportional below
+    /// it and growing with the square root of the scale above it (so that a mainnet-sized run,
+    /// 100 times the accounts, holds about 1.6 million big map entries rather than 16 million).
     pub(crate) fn largest_map(&self) -> u64 {
-        (self.accounts * 3 / 2).max(50)
+        let scale = self.accounts as f64 / 20_000.0;
+        let factor = if scale <= 1.0 { scale } else { libm::sqrt(scale) };
+        ((22_000.0 * factor) as u64).max(50)
     }
 
     /// Accounts whose balance the large burst of every fifth cycle rewrites (two writes each).

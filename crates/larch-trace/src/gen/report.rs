@@ -1,10 +1,10 @@
 //! What a generator reports about its trace (workload page §8).
 
+use super::GenError;
 use super::dist::SIZE_BUCKETS;
 use super::emit::Counts;
 use super::keys::{Model, child, data};
 use super::params::GenParams;
-use super::GenError;
 use crate::op::OpKind;
 use larch_core::{Hash, Tree};
 use std::fmt;
@@ -87,8 +87,11 @@ pub(crate) fn build(
     model: &Model,
 ) -> Result<GenReport, GenError> {
     let op_counts = OpKind::ALL.iter().zip(counts.ops.iter()).map(|(k, n)| (*k, *n)).collect();
-    let value_sizes =
-        SIZE_BUCKETS.iter().zip(counts.sizes.iter()).map(|((_, label, share), n)| (*label, *n, *share)).collect();
+    let value_sizes = SIZE_BUCKETS
+        .iter()
+        .zip(counts.sizes.iter())
+        .map(|((_, label, share), n)| (*label, *n, *share))
+        .collect();
     Ok(GenReport {
         params: params.clone(),
         blocks: parts.blocks,
@@ -125,7 +128,8 @@ fn largest_dirs(tree: &Tree, model: &Model) -> Result<Vec<(String, u64)>, GenErr
     for path in candidates {
         let length = tree.length(&path)?;
         if length > 0 {
-            let name: Vec<String> = path.iter().map(|step| String::from_utf8_lossy(step).into_owned()).collect();
+            let name: Vec<String> =
+                path.iter().map(|step| String::from_utf8_lossy(step).into_owned()).collect();
             sizes.push((name.join("/"), length));
         }
     }
@@ -155,10 +159,22 @@ impl fmt::Display for GenReport {
             writeln!(f, "  {:<9} {:>12} {:>6.2}%", kind.name(), n, self.share(*kind))?;
         }
         let reads = self.count(OpKind::Find) + self.count(OpKind::Mem);
-        writeln!(f, "  find/mem misses: {} ({:.1}% of find and mem)", self.misses, percent(self.misses, reads))?;
+        writeln!(
+            f,
+            "  find/mem misses: {} ({:.1}% of find and mem)",
+            self.misses,
+            percent(self.misses, reads)
+        )?;
         writeln!(f, "value sizes (added values; target share of the workload page):")?;
         for (index, (label, n, target)) in self.value_sizes.iter().enumerate() {
-            writeln!(f, "  {:<13} {:>10} {:>6.2}%  (target {:.2}%)", label, n, self.size_share(index), target)?;
+            writeln!(
+                f,
+                "  {:<13} {:>10} {:>6.2}%  (target {:.2}%)",
+                label,
+                n,
+                self.size_share(index),
+                target
+            )?;
         }
         writeln!(f, "largest directories:")?;
         for (path, n) in &self.largest_dirs {

@@ -10,8 +10,8 @@ use crate::op::Path;
 
 /// The mainnet genesis protocol hash (raw bytes of `Ps9mPmXaRzmzk35gbAYNCAw6UXdE2qoABTHbN2oEEc1qM7CwT9P`).
 pub const GENESIS_PROTOCOL: [u8; 32] = [
-    0x38, 0xec, 0xde, 0xf0, 0xcd, 0x08, 0x64, 0x0f, 0x31, 0x8a, 0x9b, 0x05, 0x5f, 0x6b, 0x0d, 0x0c, 0x9a, 0xe0,
-    0x30, 0x91, 0x3a, 0x87, 0x1d, 0x9b, 0x9d, 0x86, 0xfb, 0x84, 0x63, 0x17, 0xda, 0x21,
+    0x38, 0xec, 0xde, 0xf0, 0xcd, 0x08, 0x64, 0x0f, 0x31, 0x8a, 0x9b, 0x05, 0x5f, 0x6b, 0x0d, 0x0c, 0x9a,
+    0xe0, 0x30, 0x91, 0x3a, 0x87, 0x1d, 0x9b, 0x9d, 0x86, 0xfb, 0x84, 0x63, 0x17, 0xda, 0x21,
 ];
 
 /// Date of the genesis commit; block `level` is dated `GENESIS_DATE + 30 * level`.
@@ -94,7 +94,7 @@ fn singletons(out: &mut Emitter<'_>, rng: &mut Rng) -> Result<(), GenError> {
 
 /// A manager key: a revealed public key (33 bytes) or a public key hash (21 bytes).
 pub(crate) fn manager(rng: &mut Rng) -> Vec<u8> {
-    let len = if rng.chance(0.7) { 33 } else { 21 };
+    let len = if rng.chance(0.4) { 33 } else { 21 };
     rng.bytes(len)
 }
 
@@ -103,8 +103,9 @@ fn implicit_account(out: &mut Emitter<'_>, rng: &mut Rng, model: &Model, i: u64)
     out.add(child(&base, b"balance"), int(rng))?;
     out.add(child(&base, b"counter"), int(rng))?;
     out.add(child(&base, b"manager"), manager(rng))?;
-    let is_delegate = i % super::params::DELEGATE_STRIDE == 0 && i / super::params::DELEGATE_STRIDE < model.delegates;
-    if is_delegate || rng.chance(0.3) {
+    let is_delegate =
+        i % super::params::DELEGATE_STRIDE == 0 && i / super::params::DELEGATE_STRIDE < model.delegates;
+    if is_delegate || rng.chance(0.55) {
         let delegate = if is_delegate { i } else { Model::delegate_account(rng.below(model.delegates)) };
         out.add(child(&base, b"delegate"), model.pkh(delegate)[..].to_vec())?;
         out.add(child(&base, b"delegate_desactivation"), rng.bytes(4))?;
@@ -126,7 +127,12 @@ fn originated_contract(out: &mut Emitter<'_>, rng: &mut Rng, model: &Model, j: u
     out.add(child(&len, b"storage"), int(rng))
 }
 
-fn big_maps(out: &mut Emitter<'_>, rng: &mut Rng, model: &mut Model, params: &GenParams) -> Result<(), GenError> {
+fn big_maps(
+    out: &mut Emitter<'_>,
+    rng: &mut Rng,
+    model: &mut Model,
+    params: &GenParams,
+) -> Result<(), GenError> {
     let largest = params.largest_map() as f64;
     for rank in 0..params.big_maps() {
         let entries = (largest * libm::pow((rank + 1) as f64, -ZIPF_S)) as u64 + 1;

@@ -123,6 +123,7 @@ pub struct Replayer<'r, R: ContextRepo> {
     meter: BlockMeter,
     initial: InitialSample,
     start_unix_s: f64,
+    excluded_wchar: u64,
 }
 
 impl<'r, R: ContextRepo> Replayer<'r, R> {
@@ -150,6 +151,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             meter: BlockMeter::new(&sample),
             initial,
             start_unix_s,
+            excluded_wchar: 0,
         }
     }
 
@@ -173,7 +175,8 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
     }
 
     /// Applies one operation. Returns the block's statistics when `op` was a commit (it ends a
-    /// block). Does not enforce `max_blocks`: [`Replayer::is_done`] tells when to stop.
+    /// block). Does not enforce `max_blocks`: [`Replayer::is_done`] tells when to stop. After an
+    /// error the tables may be half updated: the replay cannot go on.
     pub fn apply(&mut self, op: Op) -> Result<Option<BlockStats>, ReplayError> {
         let kind = op.kind();
         let started = Instant::now();
@@ -230,6 +233,12 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         self.repo
     }
 
+    /// Tells the replayer that `bytes` were written for its own output (the stat file), so that
+    /// they are not counted in the current block's `io.wchar`.
+    pub fn exclude_output_bytes(&mut self, bytes: u64) {
+        self.excluded_wchar += bytes;
+    }
+
     /// The end line of the stat file, describing the replay so far.
     pub fn end(&self) -> StatEnd {
         StatEnd {
@@ -246,8 +255,15 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         let backend = self.repo.stats();
         let diff = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (a - b).max(0.0));
         let io = match (sample.io, self.meter.block_io) {
-            (Some(after), Some(before)) => Some(after.since(&before)),
-            _ => None,
+            (Some(after), Some(before)) => {
+                let mut io = after.since(&before);
+                subtract_own_output(&mut io, &mut self.excluded_wchar);
+                Some(io)
+            }
+            _ => {
+                self.excluded_wchar = 0;
+                None
+            }
         };
         let stats = BlockStats {
             block: self.blocks,
@@ -275,6 +291,15 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
     }
 }
 
+/// Subtracts the replayer's own output (`pending` bytes) from `io.wchar`. A buffered stat writer
+/// flushes later than its lines are written: what cannot be subtracted from this block is carried
+/// to the next ones, so that the sums stay right.
+fn subtract_own_output(io: &mut IoCounters, pending: &mut u64) {
+    let excluded = io.wchar.min(*pending);
+    io.wchar -= excluded;
+    *pending -= excluded;
+}
+
 /// Replays `ops` into `repo`: the simple entry point of `larch replay`.
 ///
 /// Writes the stat file (header, one line per block, end line) to `stats_out` if given, calls
@@ -298,7 +323,8 @@ where
     let mut summariser = Summariser::new(&header);
     let result = (|| {
         if let Some(out) = stats_out.as_deref_mut() {
-            write_line(out, &StatLine::Header(header)).map_err(ReplayError::StatsOutput)?;
+            let bytes = write_line(out, &StatLine::Header(header)).map_err(ReplayError::StatsOutput)?;
+            replayer.exclude_output_bytes(bytes);
         }
         let mut ops = ops.into_iter();
         while !replayer.is_done() {
@@ -309,7 +335,9 @@ where
             })?;
             if let Some(block) = replayer.apply(op)? {
                 if let Some(out) = stats_out.as_deref_mut() {
-                    write_line(out, &StatLine::Block(block.clone())).map_err(ReplayError::StatsOutput)?;
+                    let bytes =
+                        write_line(out, &StatLine::Block(block.clone())).map_err(ReplayError::StatsOutput)?;
+                    replayer.exclude_output_bytes(bytes);
                 }
                 summariser.push(&block);
                 progress(&block);
@@ -325,4 +353,30 @@ where
     let end = result?;
     flushed.map_err(ReplayError::StatsOutput)?;
     Ok(summariser.finish(Some(&end)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_output_is_subtracted_across_blocks() {
+        let mut pending = 0;
+        let mut wchar_sum = 0;
+        // Lines of 900 bytes each block; the writer flushes 8 KiB every ninth block; the store
+        // writes 100 bytes per block.
+        let mut buffered = 0;
+        for block in 0..90 {
+            pending += 900;
+            buffered += 900;
+            let mut io = IoCounters { wchar: 100, ..IoCounters::default() };
+            if block % 9 == 8 {
+                io.wchar += buffered;
+                buffered = 0;
+            }
+            subtract_own_output(&mut io, &mut pending);
+            wchar_sum += io.wchar;
+        }
+        assert_eq!((wchar_sum, pending), (90 * 100, 0));
+    }
 }

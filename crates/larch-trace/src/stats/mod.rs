@@ -9,11 +9,13 @@ pub mod probe;
 pub mod record;
 pub mod summary;
 
-pub use compare::{Comparison, ComparisonRow, Unit, compare, compare_stat_files};
-pub use plot::{Chart, Series, YUnit, charts, render_svg, write_charts};
+pub use compare::{
+    Comparison, ComparisonRow, LoadedRun, SetupRow, Unit, compare, compare_stat_files, load_run,
+};
+pub use plot::{Chart, Series, YUnit, charts, plot_stat_files, render_svg, write_charts};
 pub use probe::{IoCounters, ProcessSample};
 pub use record::{
     BlockStats, OpStat, OpTable, StatEnd, StatFile, StatHeader, StatLine, StatsError, read_stat_file,
     read_stat_path, write_line,
 };
-pub use summary::{Distribution, OpKindSummary, RunSummary, Summariser, summarise};
+pub use summary::{Distribution, OpKindSummary, RunSummary, Summariser, summarise, summarise_stat_path};

@@ -4,7 +4,8 @@
 //! consecutive blocks.
 
 use crate::stats::fmt;
-use crate::stats::record::{BlockStats, StatFile, StatsError};
+use crate::stats::record::{BlockStats, StatFile, StatsError, read_stat_path};
+use crate::stats::summary::FIRST_REGULAR_BLOCK;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -97,15 +98,45 @@ pub fn downsample(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A "nice" tick step (1, 2 or 5 times a power of ten) dividing `range` into about `ticks` parts.
+pub fn nice_step(range: f64, ticks: usize) -> f64 {
+    if range.is_nan() || range <= 0.0 || range.is_infinite() {
+        return 1.0;
+    }
+    let raw = range / ticks.max(1) as f64;
+    let magnitude = 10_f64.powf(raw.log10().floor());
+    let normalised = raw / magnitude;
+    let nice = if normalised <= 1.0 {
+        1.0
+    } else if normalised <= 2.0 {
+        2.0
+    } else if normalised <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * magnitude
+}
+
 /// Renders `chart` as a standalone SVG document.
 pub fn render_svg(chart: &Chart) -> String {
     let finite = |v: &f64| v.is_finite();
     let xs = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).filter(finite);
     let (x_min, x_max) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
     let ys = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(finite);
-    let y_max = ys.fold(0.0_f64, f64::max);
+    let y_data_max = ys.fold(0.0_f64, f64::max);
     let (x_min, x_max) = if x_min.is_finite() { (x_min, x_max.max(x_min + 1.0)) } else { (0.0, 1.0) };
-    let y_max = if y_max > 0.0 { y_max * 1.05 } else { 1.0 };
+    let y_range = if y_data_max > 0.0 { y_data_max } else { 1.0 };
+    let y_step = match chart.y_unit {
+        // Steps of 1, 2 or 5 times a power of ten in the binary unit the labels use (KiB, MiB, …).
+        YUnit::Bytes => {
+            let unit = 1024_f64.powf((y_range.log2() / 10.0).floor().max(0.0));
+            nice_step(y_range / unit, 5) * unit
+        }
+        _ => nice_step(y_range, 5),
+    };
+    let y_max = (y_data_max / y_step).ceil().max(1.0) * y_step;
+    let x_step = nice_step(x_max - x_min, 6).max(1.0);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let sx = |x: f64| LEFT + (x - x_min) / (x_max - x_min) * plot_w;
@@ -123,41 +154,52 @@ pub fn render_svg(chart: &Chart) -> String {
         WIDTH / 2.0,
         escape(&chart.title)
     );
-    // Grid and tick labels.
-    for i in 0..=5 {
-        let frac = f64::from(i) / 5.0;
-        let y = sy(frac * y_max);
+    // Horizontal grid lines with y labels.
+    let mut y = 0.0;
+    while y <= y_max * (1.0 + 1e-9) {
+        let py = sy(y);
         let _ = writeln!(
             svg,
-            r##"<line class="grid" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
+            r##"<line class="grid" x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/>"##,
             LEFT + plot_w
         );
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             LEFT - 6.0,
-            y + 4.0,
-            escape(&chart.y_unit.show(frac * y_max))
+            py + 4.0,
+            escape(&chart.y_unit.show(y))
         );
-        let x_value = x_min + frac * (x_max - x_min);
+        y += y_step;
+    }
+    // X labels at multiples of the step.
+    let mut x = (x_min / x_step).ceil() * x_step;
+    while x <= x_max {
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            sx(x_value),
+            sx(x),
             TOP + plot_h + 18.0,
-            escape(&fmt::number(x_value.round()))
+            fmt::count(x.max(0.0).round() as u64)
         );
+        x += x_step;
     }
     let _ = writeln!(
         svg,
         r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>"##
     );
+    let longest = chart.series.iter().map(|s| s.points.len()).max().unwrap_or(0);
+    let x_label = if longest > MAX_POINTS {
+        format!("{} (each point: mean of {} consecutive blocks)", chart.x_label, longest.div_ceil(MAX_POINTS))
+    } else {
+        chart.x_label.clone()
+    };
     let _ = writeln!(
         svg,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + plot_w / 2.0,
         TOP + plot_h + 40.0,
-        escape(&chart.x_label)
+        escape(&x_label)
     );
     for (i, series) in chart.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -191,30 +233,51 @@ pub fn render_svg(chart: &Chart) -> String {
     svg
 }
 
-fn series_of(label: &str, blocks: &[BlockStats], y: impl Fn(&BlockStats) -> Option<f64>) -> Option<Series> {
-    let points: Vec<(f64, f64)> = blocks.iter().filter_map(|b| y(b).map(|y| (b.block as f64, y))).collect();
+fn series_of(
+    label: &str,
+    blocks: &[BlockStats],
+    first_block: u64,
+    y: impl Fn(&BlockStats) -> Option<f64>,
+) -> Option<Series> {
+    let points: Vec<(f64, f64)> = blocks
+        .iter()
+        .filter(|b| b.block >= first_block)
+        .filter_map(|b| y(b).map(|y| (b.block as f64, y)))
+        .collect();
     (!points.is_empty()).then(|| Series { label: label.to_string(), points })
 }
 
 /// The standard charts of `runs` (label, stat file): `block_time`, `rss`, `store_size` and
 /// `context_ops_per_s`, each with one series per run that has the data. Charts with no data at
-/// all are left out.
+/// all are left out. The per-block time and rate charts start at the first regular block (2):
+/// genesis and the setup block would flatten everything else.
 pub fn charts(runs: &[(String, &StatFile)]) -> Vec<(&'static str, Chart)> {
     type Getter = fn(&BlockStats) -> Option<f64>;
-    let specs: [(&'static str, &str, YUnit, Getter); 4] = [
-        ("block_time", "Block time (wall)", YUnit::Seconds, |b| Some(b.wall_s)),
-        ("rss", "Resident set size", YUnit::Bytes, |b| b.rss_bytes.map(|v| v as f64)),
-        ("store_size", "Store size on disk", YUnit::Bytes, |b| b.backend.store_size_bytes.map(|v| v as f64)),
-        ("context_ops_per_s", "Context operations per wall second", YUnit::Number, |b| {
-            let ops = b.ops.saturating_sub(b.op_times.checkout.count + b.op_times.commit.count);
-            (b.wall_s > 0.0).then(|| ops as f64 / b.wall_s)
+    let regular = FIRST_REGULAR_BLOCK;
+    let specs: [(&'static str, &str, u64, YUnit, Getter); 4] = [
+        ("block_time", "Block time (wall), regular blocks", regular, YUnit::Seconds, |b| Some(b.wall_s)),
+        ("rss", "Resident set size after each block", 0, YUnit::Bytes, |b| b.rss_bytes.map(|v| v as f64)),
+        ("store_size", "Store size on disk", 0, YUnit::Bytes, |b| {
+            b.backend.store_size_bytes.map(|v| v as f64)
         }),
+        (
+            "context_ops_per_s",
+            "Context operations per wall second, regular blocks",
+            regular,
+            YUnit::Number,
+            |b| {
+                let ops = b.ops.saturating_sub(b.op_times.checkout.count + b.op_times.commit.count);
+                (b.wall_s > 0.0).then(|| ops as f64 / b.wall_s)
+            },
+        ),
     ];
     specs
         .into_iter()
-        .filter_map(|(name, title, y_unit, get)| {
-            let series: Vec<Series> =
-                runs.iter().filter_map(|(label, file)| series_of(label, &file.blocks, get)).collect();
+        .filter_map(|(name, title, first_block, y_unit, get)| {
+            let series: Vec<Series> = runs
+                .iter()
+                .filter_map(|(label, file)| series_of(label, &file.blocks, first_block, get))
+                .collect();
             (!series.is_empty()).then(|| {
                 (name, Chart { title: title.to_string(), x_label: "block".to_string(), y_unit, series })
             })
@@ -233,6 +296,26 @@ pub fn write_charts(runs: &[(String, &StatFile)], out_dir: &Path) -> Result<Vec<
         written.push(path);
     }
     Ok(written)
+}
+
+/// Reads stat files and writes their [`charts`] into `out_dir`. Each run is labelled with its
+/// given label, or else its file's name.
+pub fn plot_stat_files(
+    files: &[(Option<String>, PathBuf)],
+    out_dir: &Path,
+) -> Result<Vec<PathBuf>, StatsError> {
+    let mut loaded = Vec::with_capacity(files.len());
+    for (label, path) in files {
+        let label = label.clone().unwrap_or_else(|| file_label(path));
+        loaded.push((label, read_stat_path(path)?));
+    }
+    let runs: Vec<(String, &StatFile)> = loaded.iter().map(|(label, file)| (label.clone(), file)).collect();
+    write_charts(&runs, out_dir)
+}
+
+/// The default label of a run: its file's name.
+pub(crate) fn file_label(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]
@@ -258,5 +341,13 @@ mod tests {
         assert!(svg.contains("a&lt;b &amp; c"));
         assert!(svg.contains("&quot;x&quot;"));
         assert!(!svg.contains("a<b"));
+    }
+
+    #[test]
+    fn nice_steps() {
+        assert_eq!(nice_step(100.0, 5), 20.0);
+        assert_eq!(nice_step(7.0, 5), 2.0);
+        assert!((nice_step(0.0042, 5) - 0.001).abs() < 1e-15);
+        assert_eq!(nice_step(0.0, 5), 1.0);
     }
 }

@@ -234,12 +234,33 @@ pub enum StatsError {
         /// The header's version.
         version: u32,
     },
+    /// A summary file has more blocks than the runs it is compared with, and cannot be cut.
+    #[error("{path}: a summary of {blocks} blocks cannot be cut to the {common} blocks common to all runs")]
+    CannotCut {
+        /// The summary file.
+        path: String,
+        /// Its blocks.
+        blocks: u64,
+        /// Blocks common to all runs.
+        common: u64,
+    },
+    /// A file is neither a stat file nor a summary.
+    #[error("{path}: neither a larch stat file nor a summary (JSON: {source})")]
+    NotARun {
+        /// The file.
+        path: String,
+        /// Why it does not parse as a summary.
+        source: serde_json::Error,
+    },
 }
 
-/// Writes one line to a stat file.
-pub fn write_line(out: &mut dyn Write, line: &StatLine) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, line).map_err(std::io::Error::other)?;
-    out.write_all(b"\n")
+/// Writes one line to a stat file with a single `write_all` (so that an unbuffered file costs one
+/// system call per line); returns the number of bytes written.
+pub fn write_line(out: &mut dyn Write, line: &StatLine) -> std::io::Result<u64> {
+    let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    out.write_all(&bytes)?;
+    Ok(bytes.len() as u64)
 }
 
 /// A whole stat file, read back.

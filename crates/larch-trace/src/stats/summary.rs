@@ -118,6 +118,11 @@ pub struct RunSummary {
     pub wall_s: f64,
     /// Process CPU time over the same span, in seconds.
     pub cpu_s: Option<f64>,
+    /// Wall time spent inside the timed operations, in seconds.
+    pub in_ops_s: f64,
+    /// Wall time of the blocks spent outside the operations (replayer bookkeeping, statistics,
+    /// the stat file, the progress callback), in seconds: Irmin's "unseen" time.
+    pub unseen_s: f64,
     /// CPU time / wall time.
     pub cpu_usage: Option<f64>,
     /// Blocks per CPU second.
@@ -184,6 +189,7 @@ pub struct Summariser {
     commit_times: Vec<(f64, u64)>,
     wall_s: f64,
     cpu_s: Option<f64>,
+    unseen_s: f64,
     max_rss: Option<u64>,
     final_rss: Option<u64>,
     io: Option<IoCounters>,
@@ -222,6 +228,7 @@ impl Summariser {
             commit_times: Vec::new(),
             wall_s: 0.0,
             cpu_s: None,
+            unseen_s: 0.0,
             max_rss: header.initial.max_rss_bytes,
             final_rss: header.initial.rss_bytes,
             io: None,
@@ -247,6 +254,7 @@ impl Summariser {
         self.commit_times.push((block.commit_s, block.block));
         self.wall_s = block.elapsed_wall_s;
         self.cpu_s = block.elapsed_cpu_s;
+        self.unseen_s += (block.wall_s - block.op_times.total_seconds()).max(0.0);
         self.max_rss = max_opt(self.max_rss, block.max_rss_bytes);
         self.final_rss = block.rss_bytes.or(self.final_rss);
         if let Some(io) = &block.io {
@@ -307,6 +315,8 @@ impl Summariser {
             adds,
             wall_s: self.wall_s,
             cpu_s: self.cpu_s,
+            in_ops_s: self.op_times.total_seconds(),
+            unseen_s: self.unseen_s,
             cpu_usage: ratio(self.cpu_s, Some(self.wall_s)),
             blocks_per_s: per_cpu(self.blocks),
             blocks_per_wall_s: ratio(Some(self.blocks as f64), Some(self.wall_s)),
@@ -346,6 +356,11 @@ pub fn summarise(file: &StatFile, max_blocks: Option<u64>) -> RunSummary {
         summariser.push(block);
     }
     summariser.finish(file.end.as_ref())
+}
+
+/// Reads the stat file at `path` and summarises it.
+pub fn summarise_stat_path(path: &std::path::Path) -> Result<RunSummary, crate::stats::StatsError> {
+    Ok(summarise(&crate::stats::read_stat_path(path)?, None))
 }
 
 fn opt<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
@@ -399,7 +414,14 @@ impl sfmt::Display for RunSummary {
             fmt::count(self.ops),
             fmt::count(self.context_ops)
         )?;
-        writeln!(f, "  {:<16} {:>12}", "wall time", fmt::duration(self.wall_s))?;
+        writeln!(
+            f,
+            "  {:<16} {:>12}  ({} in operations, {} outside them)",
+            "wall time",
+            fmt::duration(self.wall_s),
+            fmt::duration(self.in_ops_s),
+            fmt::duration(self.unseen_s)
+        )?;
         writeln!(
             f,
             "  {:<16} {:>12}  ({} CPU)",
@@ -446,22 +468,29 @@ impl sfmt::Display for RunSummary {
             opt(self.max_rss_bytes, |b| fmt::bytes(b as f64)),
             opt(self.final_rss_bytes, |b| fmt::bytes(b as f64))
         )?;
-        writeln!(
-            f,
-            "  {:<16} {:>12}  (grew {}, {} per block)",
-            "store size",
-            opt(self.store_size_bytes, |b| fmt::bytes(b as f64)),
-            opt(self.store_growth_bytes, |b| fmt::bytes(b as f64)),
-            opt(self.store_bytes_per_block, fmt::bytes)
-        )?;
-        writeln!(
-            f,
-            "  {:<16} {:>12}  ({} objects; write amplification {})",
-            "new objects",
-            opt(self.object_bytes_written, |b| fmt::bytes(b as f64)),
-            opt(self.objects_written, fmt::count),
-            opt(self.write_amplification, |r| format!("{r:.2}x"))
-        )?;
+        const UNREPORTED: &str = "n/a (not reported by the store)";
+        match self.store_size_bytes {
+            Some(size) => writeln!(
+                f,
+                "  {:<16} {:>12}  (grew {}, {} per block)",
+                "store size",
+                fmt::bytes(size as f64),
+                opt(self.store_growth_bytes, |b| fmt::bytes(b as f64)),
+                opt(self.store_bytes_per_block, fmt::bytes)
+            )?,
+            None => writeln!(f, "  {:<16} {UNREPORTED}", "store size")?,
+        }
+        match (self.objects_written, self.object_bytes_written) {
+            (None, None) => writeln!(f, "  {:<16} {UNREPORTED}", "new objects")?,
+            (objects, bytes) => writeln!(
+                f,
+                "  {:<16} {:>12}  ({}; write amplification {})",
+                "new objects",
+                opt(objects, fmt::count),
+                opt(bytes, |b| fmt::bytes(b as f64)),
+                opt(self.write_amplification, |r| format!("{r:.2}x"))
+            )?,
+        }
         match &self.io {
             Some(io) => {
                 writeln!(
@@ -483,14 +512,17 @@ impl sfmt::Display for RunSummary {
             }
             None => writeln!(f, "  {:<16} {:>12}", "I/O", "n/a")?,
         }
-        writeln!(
-            f,
-            "  {:<16} {:>12}  ({} hits, {} misses)",
-            "cache hit ratio",
-            opt(self.cache_hit_ratio, fmt::percent),
-            opt(self.cache_hits, fmt::count),
-            opt(self.cache_misses, fmt::count)
-        )?;
+        match self.cache_hit_ratio {
+            Some(ratio) => writeln!(
+                f,
+                "  {:<16} {:>12}  ({} hits, {} misses)",
+                "cache hit ratio",
+                fmt::percent(ratio),
+                opt(self.cache_hits, fmt::count),
+                opt(self.cache_misses, fmt::count)
+            )?,
+            None => writeln!(f, "  {:<16} {UNREPORTED}", "cache hit ratio")?,
+        }
         writeln!(f)?;
         writeln!(
             f,

@@ -1,6 +1,6 @@
 //! Shared helpers of the format tests: the fixture, random operation sequences, a small Tezos-like
 //! recorded workload, and a replay loop against a fresh `MemoryRepo`.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use larch_core::{Hash, MemoryRepo};
 use larch_testkit::TestRng;
@@ -37,8 +37,18 @@ pub fn fixture_ops() -> Vec<Op> {
             out: Scoped::Keep(1),
         },
         Op::Find { path: steps(&["data", "sandbox_parameter"]), found: false, input: Scoped::Keep(1) },
-        Op::Add { path: steps(&["protocol"]), value: protocol, input: Scoped::Forget(1), out: Scoped::Keep(2) },
-        Op::Add { path: steps(&["test_chain"]), value: vec![0], input: Scoped::Forget(2), out: Scoped::Keep(3) },
+        Op::Add {
+            path: steps(&["protocol"]),
+            value: protocol,
+            input: Scoped::Forget(1),
+            out: Scoped::Keep(2),
+        },
+        Op::Add {
+            path: steps(&["test_chain"]),
+            value: vec![0],
+            input: Scoped::Forget(2),
+            out: Scoped::Keep(3),
+        },
         Op::Commit {
             hash: Scoped::Keep(Hash::from_base58(GENESIS).unwrap()),
             date: 1530374852,
@@ -60,22 +70,32 @@ fn random_hex(rng: &mut TestRng, bytes: usize) -> Vec<u8> {
 fn random_step(rng: &mut TestRng) -> Vec<u8> {
     match rng.random_range(0..8) {
         0 => Vec::new(),
-        1 => random_hex(rng, rng.random_range(1..33)),
-        2 => (0..rng.random_range(1..6)).map(|_| rng.random()).collect(),
+        1 => {
+            let len = rng.random_range(1..33);
+            random_hex(rng, len)
+        }
+        2 => {
+            let len = rng.random_range(1..6);
+            (0..len).map(|_| rng.random()).collect()
+        }
         3 => b"ABCDEF".to_vec(),
         4 => b"abc".to_vec(),
-        _ => ["data", "contracts", "index", "balance", "big_maps"][rng.random_range(0..5)].as_bytes().to_vec(),
+        _ => {
+            ["data", "contracts", "index", "balance", "big_maps"][rng.random_range(0..5)].as_bytes().to_vec()
+        }
     }
 }
 
 fn random_path(rng: &mut TestRng, previous: &Path) -> Path {
     let keep = if previous.is_empty() { 0 } else { rng.random_range(0..=previous.len()) };
     let mut path = previous[..keep].to_vec();
-    for _ in 0..rng.random_range(0..4) {
+    let fresh = rng.random_range(0..4);
+    for _ in 0..fresh {
         path.push(random_step(rng));
     }
     if rng.random_range(0..20) == 0 {
-        path = (0..rng.random_range(7..20)).map(|_| random_step(rng)).collect();
+        let len = rng.random_range(7..20);
+        path = (0..len).map(|_| random_step(rng)).collect();
     }
     path
 }
@@ -86,7 +106,8 @@ fn scoped<T>(rng: &mut TestRng, value: T) -> Scoped<T> {
 
 fn random_hash(rng: &mut TestRng, recent: &[Hash]) -> Hash {
     if !recent.is_empty() && rng.random_range(0..3) > 0 {
-        recent[rng.random_range(0..recent.len())]
+        let at = rng.random_range(0..recent.len());
+        recent[at]
     } else {
         Hash(rng.random())
     }
@@ -101,19 +122,24 @@ pub fn random_ops(rng: &mut TestRng, count: usize) -> Vec<Op> {
     let mut hashes: Vec<Hash> = Vec::new();
     let mut date = 1530374852i64;
     for _ in 0..count {
-        let mut ctx = |rng: &mut TestRng| -> u64 {
+        let ctx = |rng: &mut TestRng, next: u64| -> u64 {
             match rng.random_range(0..10) {
                 0 => rng.random(),
-                1 => next_ctx.wrapping_sub(rng.random_range(0..5)),
-                _ => next_ctx,
+                1 => next.wrapping_sub(rng.random_range(0..5)),
+                _ => next,
             }
         };
-        let input = scoped(rng, ctx(rng));
+        let id = ctx(rng, next_ctx);
+        let input = scoped(rng, id);
         next_ctx = next_ctx.wrapping_add(1);
-        let out = scoped(rng, ctx(rng));
+        let id = ctx(rng, next_ctx);
+        let out = scoped(rng, id);
         path = random_path(rng, &path);
         let op = match rng.random_range(0..8) {
-            0 => Op::Checkout { commit: scoped(rng, random_hash(rng, &hashes)), out },
+            0 => {
+                let hash = random_hash(rng, &hashes);
+                Op::Checkout { commit: scoped(rng, hash), out }
+            }
             1 => {
                 let len = [0, 1, 2, 5, 40, 300][rng.random_range(0..6)];
                 Op::Add { path: path.clone(), value: (0..len).map(|_| rng.random()).collect(), input, out }
@@ -132,7 +158,13 @@ pub fn random_ops(rng: &mut TestRng, count: usize) -> Vec<Op> {
                     0 => rng.random(),
                     _ => date.wrapping_add(rng.random_range(-5..60)),
                 };
-                let parents = (0..rng.random_range(0..4)).map(|_| scoped(rng, random_hash(rng, &hashes))).collect();
+                let count = rng.random_range(0..4);
+                let parents = (0..count)
+                    .map(|_| {
+                        let parent = random_hash(rng, &hashes);
+                        scoped(rng, parent)
+                    })
+                    .collect();
                 let message = ["", "Genesis", "lvl 12, 3 ops", "héhé ✓"][rng.random_range(0..4)].to_owned();
                 hashes.push(hash);
                 Op::Commit { hash: scoped(rng, hash), date, message, parents, input }
@@ -169,7 +201,8 @@ pub fn record_tezos_like(rng: &mut TestRng, blocks: usize, ops: usize) -> (Vec<O
     let mut tree = recorder.genesis();
     tree.find(&["data", "version"]).unwrap();
     tree.add(&["data", "version"], b"genesis").unwrap();
-    tree.add(&["protocol"], &hex_decode("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21")).unwrap();
+    tree.add(&["protocol"], &hex_decode("38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21"))
+        .unwrap();
     tree.add(&["test_chain"], &[0]).unwrap();
     let mut head = recorder.commit(tree, &[], 1530374852, "Genesis").unwrap();
     let accounts: Vec<Vec<u8>> = (0..200).map(|_| random_hex(rng, 22)).collect();
@@ -177,15 +210,25 @@ pub fn record_tezos_like(rng: &mut TestRng, blocks: usize, ops: usize) -> (Vec<O
     for level in 1..=blocks {
         let mut tree = recorder.checkout(&head).unwrap();
         for _ in 0..ops {
-            let account = &accounts[rng.random_range(0..accounts.len()).min(rng.random_range(0..accounts.len()))];
+            let (first, second) = (rng.random_range(0..accounts.len()), rng.random_range(0..accounts.len()));
+            let account = &accounts[first.min(second)];
             let leaf: &[u8] = [&b"balance"[..], b"counter", b"manager"][rng.random_range(0..3)];
-            let contract: Vec<&[u8]> = vec![&b"data"[..], &b"contracts"[..], &b"index"[..], &account[..], leaf];
+            let contract: Vec<&[u8]> =
+                vec![&b"data"[..], &b"contracts"[..], &b"index"[..], &account[..], leaf];
             let entry = &entries[rng.random_range(0..entries.len())];
             let map = format!("{}", rng.random_range(0..5)).into_bytes();
-            let big_map: Vec<&[u8]> =
-                vec![&b"data"[..], &b"big_maps"[..], &b"index"[..], &map[..], &b"contents"[..], &entry[..], &b"data"[..]];
+            let big_map: Vec<&[u8]> = vec![
+                &b"data"[..],
+                &b"big_maps"[..],
+                &b"index"[..],
+                &map[..],
+                &b"contents"[..],
+                &entry[..],
+                &b"data"[..],
+            ];
             let path = if rng.random_range(0..4) == 0 { big_map } else { contract };
-            let value: Vec<u8> = (0..[1, 2, 3, 5, 7, 12, 40, 90][rng.random_range(0..8)]).map(|_| rng.random()).collect();
+            let len = [1, 2, 3, 5, 7, 12, 40, 90][rng.random_range(0..8)];
+            let value: Vec<u8> = (0..len).map(|_| rng.random()).collect();
             match rng.random_range(0..100) {
                 0..40 => drop(tree.find(&path).unwrap()),
                 40..70 => tree.add(&path, &value).unwrap(),
@@ -195,7 +238,8 @@ pub fn record_tezos_like(rng: &mut TestRng, blocks: usize, ops: usize) -> (Vec<O
                 _ => drop(tree.copy(&path, &[&b"data"[..], &b"copies"[..], &map[..]]).unwrap()),
             }
         }
-        head = recorder.commit(tree, &[head], 1530374852 + 30 * level as i64, &format!("lvl {level}")).unwrap();
+        head =
+            recorder.commit(tree, &[head], 1530374852 + 30 * level as i64, &format!("lvl {level}")).unwrap();
     }
     let (_, ops) = recorder.finish().unwrap();
     (ops, head)
@@ -258,7 +302,10 @@ pub fn replay_and_check(ops: &[Op]) -> usize {
             }
         }
         if let Some(out) = match op {
-            Op::Checkout { out, .. } | Op::Add { out, .. } | Op::Remove { out, .. } | Op::Copy { out, .. } => Some(out),
+            Op::Checkout { out, .. }
+            | Op::Add { out, .. }
+            | Op::Remove { out, .. }
+            | Op::Copy { out, .. } => Some(out),
             _ => None,
         } {
             if out.is_forget() {

@@ -1,0 +1,145 @@
+//! Options and reports of a [`crate::Repo`]: the sync policy, open options, counters, commit details.
+
+use crate::pack::DEFAULT_CACHE_BYTES;
+use larch_core::{CommitInfo, Hash};
+
+/// When a commit makes its data durable with `fsync`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Never (a process crash is safe, a power loss may lose or damage recent commits).
+    Never,
+    /// At every commit (the default): a commit that returned is durable.
+    #[default]
+    Commit,
+    /// Every `n` commits (and at close).
+    Every(u32),
+}
+
+/// A sync policy that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid sync policy {0:?}: expected `never`, `commit` or `every N` (N ≥ 1)")]
+pub struct SyncPolicyParseError(String);
+
+impl std::str::FromStr for SyncPolicy {
+    type Err = SyncPolicyParseError;
+
+    /// Parses `never`, `commit`, `every N` or `every:N` (the CLI's `--sync`).
+    fn from_str(text: &str) -> Result<SyncPolicy, SyncPolicyParseError> {
+        let fail = || SyncPolicyParseError(text.to_string());
+        match text.trim() {
+            "never" => Ok(SyncPolicy::Never),
+            "commit" => Ok(SyncPolicy::Commit),
+            other => {
+                let n = other.strip_prefix("every").ok_or_else(fail)?;
+                let n = n.trim_start_matches([' ', ':', '=']).parse::<u32>().map_err(|_| fail())?;
+                if n == 0 { Err(fail()) } else { Ok(SyncPolicy::Every(n)) }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for SyncPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SyncPolicy::Never => f.write_str("never"),
+            SyncPolicy::Commit => f.write_str("commit"),
+            SyncPolicy::Every(n) => write!(f, "every {n}"),
+        }
+    }
+}
+
+/// How to open a store.
+#[derive(Clone, Debug)]
+pub struct RepoOptions {
+    /// Durability policy of commits.
+    pub sync: SyncPolicy,
+    /// Byte budget of the decoded-object cache.
+    pub cache_bytes: u64,
+    /// Create the store when absent (writers only).
+    pub create: bool,
+    /// Read the pack through a memory map instead of positioned reads (see [`crate::FileStorage`]).
+    pub mmap: bool,
+    /// Write rewritten directories and inodes as patches of their previous version when smaller
+    /// (docs/format.md §3.7). Readers always understand patches.
+    pub patches: bool,
+}
+
+impl Default for RepoOptions {
+    fn default() -> RepoOptions {
+        RepoOptions {
+            sync: SyncPolicy::Commit,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            create: true,
+            mmap: false,
+            patches: true,
+        }
+    }
+}
+
+/// Counters a caller may sample (e.g. per block).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreStats {
+    /// Object loads served by the cache.
+    pub cache_hits: u64,
+    /// Object loads that read the pack.
+    pub cache_misses: u64,
+    /// Estimated bytes held by the cache.
+    pub cache_bytes: u64,
+    /// Objects held by the cache.
+    pub cache_entries: u64,
+    /// Records read from the pack.
+    pub records_read: u64,
+    /// Bytes of records read from the pack.
+    pub bytes_read: u64,
+    /// Bytes appended to the pack and the index by this handle.
+    pub bytes_written: u64,
+    /// Object records written by this handle (commits excluded).
+    pub objects_written: u64,
+    /// Commit records written by this handle.
+    pub commits_written: u64,
+    /// `fsync` calls made by this handle.
+    pub syncs: u64,
+    /// Published pack length (the store's size, with the small index and control files).
+    pub pack_bytes: u64,
+    /// Published index length.
+    pub index_bytes: u64,
+    /// Commits in the store.
+    pub commit_count: u64,
+}
+
+/// What a commit records, as read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitDetails {
+    /// The commit hash.
+    pub hash: Hash,
+    /// Offset of the commit record in the pack.
+    pub offset: u64,
+    /// Hash of the root tree.
+    pub tree_hash: Hash,
+    /// Parent commits, in commit order.
+    pub parents: Vec<Hash>,
+    /// Date, author, message.
+    pub info: CommitInfo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SyncPolicy;
+
+    #[test]
+    fn sync_policies_parse_and_print() {
+        for (text, policy) in [
+            ("never", SyncPolicy::Never),
+            ("commit", SyncPolicy::Commit),
+            ("every 10", SyncPolicy::Every(10)),
+            ("every:3", SyncPolicy::Every(3)),
+        ] {
+            assert_eq!(text.parse::<SyncPolicy>().unwrap(), policy);
+        }
+        assert_eq!(SyncPolicy::Every(7).to_string().parse::<SyncPolicy>().unwrap(), SyncPolicy::Every(7));
+        for bad in ["", "always", "every 0", "every x", "every"] {
+            assert!(bad.parse::<SyncPolicy>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Patch records (docs/format.md §3.7): a directory or inode written as its changes to an earlier
+//! version of itself (its *base*), so that rewriting a 32-entry inode for one changed entry costs
+//! one entry, not 32. Pointers keep their child hashes, so a parent is still rehashed without
+//! reading its children. A chain of patches is bounded by [`MAX_CHAIN`].
+
+use crate::codec::{self, Cursor, EncodedTarget, EntryCounts, RecordKind};
+use crate::error::{FileKind, Result, StoreError};
+use larch_core::schema::{INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
+use larch_core::{Entry, Hash, InodeTree, Name, NodeBody, NodeRef};
+
+/// The longest chain of patches: a record whose base is at this depth is written in full.
+pub const MAX_CHAIN: u8 = 8;
+
+/// A decoded patch record.
+#[derive(Debug)]
+pub enum Patch {
+    /// Changes to a flat directory or a `Values` inode: `None` removes the name.
+    Entries {
+        /// The base: hash and offset.
+        base: (Hash, u64),
+        /// Patches from the last full record to this one (1..=MAX_CHAIN).
+        chain: u8,
+        /// Changes sorted by name.
+        changes: Vec<(Name, Option<Entry>)>,
+    },
+    /// Changes to a `Tree` inode: `None` removes the bucket.
+    Tree {
+        /// The base: hash and offset.
+        base: (Hash, u64),
+        /// Patches from the last full record to this one (1..=MAX_CHAIN).
+        chain: u8,
+        /// Entries below the patched inode.
+        length: u64,
+        /// Changes sorted by bucket.
+        changes: Vec<(u8, Option<NodeRef>)>,
+    },
+}
+
+impl Patch {
+    /// The base's hash and offset.
+    pub fn base(&self) -> (Hash, u64) {
+        match self {
+            Patch::Entries { base, .. } | Patch::Tree { base, .. } => *base,
+        }
+    }
+
+    /// The chain length of this record.
+    pub fn chain(&self) -> u8 {
+        match self {
+            Patch::Entries { chain, .. } | Patch::Tree { chain, .. } => *chain,
+        }
+    }
+}
+
+/// Appends the head of a patch body: the base pointer and the chain length.
+pub fn encode_head(out: &mut Vec<u8>, self_offset: u64, base: (Hash, u64), chain: u8) {
+    codec::write_pointer(out, self_offset, &base.0, base.1);
+    out.push(chain);
+}
+
+/// A change of an entries patch, for [`encode_entries`].
+pub enum EntryChange<'a> {
+    /// Set `name` to the target.
+    Set(&'a [u8], EncodedTarget<'a>),
+    /// Remove `name`.
+    Remove(&'a [u8]),
+}
+
+/// Appends the changes of an entries patch (sorted by name).
+pub fn encode_entries(out: &mut Vec<u8>, self_offset: u64, changes: &[EntryChange<'_>]) {
+    write_leb128(out, changes.len() as u64);
+    for change in changes {
+        match change {
+            EntryChange::Set(name, target) => codec::encode_entry(out, self_offset, name, target),
+            EntryChange::Remove(name) => codec::encode_removal(out, name),
+        }
+    }
+}
+
+/// Appends the changes of a tree patch (sorted by bucket): `None` removes the bucket.
+pub fn encode_tree(out: &mut Vec<u8>, self_offset: u64, length: u64, changes: &[(u8, Option<(Hash, u64)>)]) {
+    write_leb128(out, length);
+    out.push(changes.len() as u8);
+    for (bucket, target) in changes {
+        out.push(*bucket);
+        match target {
+            None => out.push(0),
+            Some((hash, offset)) => {
+                out.push(1);
+                codec::write_pointer(out, self_offset, hash, *offset);
+            }
+        }
+    }
+}
+
+/// Decodes the body of a patch record at `offset`.
+pub fn decode(kind: RecordKind, body: &[u8], offset: u64, counts: &mut EntryCounts) -> Result<Patch> {
+    let mut cursor = Cursor::new(body, FileKind::Pack, offset);
+    let base = cursor.pointer()?;
+    let chain = cursor.u8()?;
+    if chain == 0 || chain > MAX_CHAIN {
+        return Err(cursor.error(format!("patch chain length {chain}")));
+    }
+    let patch = match kind {
+        RecordKind::PatchEntries => {
+            let count = cursor.leb()?;
+            if count > STABLE_HASH_MAX as u64 * 2 {
+                return Err(cursor.error(format!("{count} changes")));
+            }
+            let mut changes: Vec<(Name, Option<Entry>)> = Vec::with_capacity(count as usize);
+            for _ in 0..count {
+                let (name, entry) = codec::decode_entry(&mut cursor, counts)?;
+                if changes.last().is_some_and(|(previous, _)| *previous >= name) {
+                    return Err(cursor.error("patch changes not sorted by name"));
+                }
+                changes.push((name, entry));
+            }
+            Patch::Entries { base, chain, changes }
+        }
+        RecordKind::PatchTree => {
+            let length = cursor.leb()?;
+            let count = cursor.u8()?;
+            if count > 32 {
+                return Err(cursor.error(format!("{count} bucket changes")));
+            }
+            let mut changes: Vec<(u8, Option<NodeRef>)> = Vec::with_capacity(usize::from(count));
+            for _ in 0..count {
+                let bucket = cursor.u8()?;
+                if bucket >= 32 || changes.last().is_some_and(|(previous, _)| *previous >= bucket) {
+                    return Err(cursor.error(format!("bad bucket index {bucket}")));
+                }
+                let target = match cursor.u8()? {
+                    0 => None,
+                    1 => {
+                        let (hash, key) = cursor.pointer()?;
+                        Some(NodeRef::Stored { hash, key })
+                    }
+                    flag => return Err(cursor.error(format!("bad bucket change flag {flag}"))),
+                };
+                changes.push((bucket, target));
+            }
+            Patch::Tree { base, chain, length, changes }
+        }
+        other => return Err(cursor.error(format!("a {} record is not a patch", other.name()))),
+    };
+    if !cursor.at_end() {
+        return Err(cursor.error("trailing bytes in patch body"));
+    }
+    Ok(patch)
+}
+
+/// The body a patch at `offset` describes, given its base's body.
+pub fn apply(base: &NodeBody, patch: Patch, offset: u64) -> Result<NodeBody> {
+    let corrupt = |reason: &str| StoreError::corrupt(FileKind::Pack, offset, reason);
+    match (base, patch) {
+        (NodeBody::Flat(entries) | NodeBody::Values(entries), Patch::Entries { changes, .. }) => {
+            let mut out = Vec::with_capacity(entries.len() + changes.len());
+            let mut rest = entries.iter().peekable();
+            for (name, change) in changes {
+                while let Some(entry) = rest.next_if(|(existing, _)| *existing < name) {
+                    out.push(entry.clone());
+                }
+                let present = rest.next_if(|(existing, _)| *existing == name).is_some();
+                match change {
+                    Some(entry) => out.push((name, entry)),
+                    None if !present => return Err(corrupt("the patch removes a name its base lacks")),
+                    None => {}
+                }
+            }
+            out.extend(rest.cloned());
+            match base {
+                NodeBody::Flat(_) if out.len() <= STABLE_HASH_MAX => Ok(NodeBody::Flat(out)),
+                NodeBody::Values(_) if out.len() <= INODE_VALUES_MAX => Ok(NodeBody::Values(out)),
+                _ => Err(corrupt("the patched node has too many entries")),
+            }
+        }
+        (NodeBody::Tree(tree), Patch::Tree { length, changes, .. }) => {
+            let mut children = Vec::with_capacity(tree.children.len() + changes.len());
+            let mut rest = tree.children.iter().peekable();
+            for (bucket, change) in changes {
+                while let Some(child) = rest.next_if(|(existing, _)| *existing < bucket) {
+                    children.push(child.clone());
+                }
+                let present = rest.next_if(|(existing, _)| *existing == bucket).is_some();
+                match change {
+                    Some(child) => children.push((bucket, child)),
+                    None if !present => return Err(corrupt("the patch removes a bucket its base lacks")),
+                    None => {}
+                }
+            }
+            children.extend(rest.cloned());
+            if children.is_empty() {
+                return Err(corrupt("the patched inode has no children"));
+            }
+            Ok(NodeBody::Tree(InodeTree { depth: tree.depth, length, children }))
+        }
+        _ => Err(corrupt("the patch does not match the kind of its base")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use larch_core::Entry;
+
+    fn flat(names: &[&str]) -> NodeBody {
+        NodeBody::Flat(
+            names.iter().map(|name| (Name::from(*name), Entry::contents(name.as_bytes()))).collect(),
+        )
+    }
+
+    fn entries_patch(chain: u8, changes: &[EntryChange<'_>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_head(&mut out, 1000, (Hash([4; 32]), 500), chain);
+        encode_entries(&mut out, 1000, changes);
+        out
+    }
+
+    #[test]
+    fn entries_patches_round_trip_and_apply() {
+        let body = entries_patch(
+            1,
+            &[
+                EntryChange::Remove(b"b"),
+                EntryChange::Set(b"c", EncodedTarget::Inline(b"new")),
+                EntryChange::Set(b"d", EncodedTarget::Inline(b"d")),
+            ],
+        );
+        let patch = decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).unwrap();
+        assert_eq!((patch.base(), patch.chain()), ((Hash([4; 32]), 500), 1));
+        let NodeBody::Flat(out) = apply(&flat(&["a", "b", "c"]), patch, 1000).unwrap() else { panic!() };
+        let names: Vec<&[u8]> = out.iter().map(|(name, _)| name.as_bytes()).collect();
+        assert_eq!(names, [&b"a"[..], b"c", b"d"]);
+        let Entry::Contents(larch_core::ContentsRef::Mem(value)) = &out[1].1 else { panic!() };
+        assert_eq!(value.as_bytes(), b"new");
+    }
+
+    #[test]
+    fn bad_patches_are_corruption() {
+        for chain in [0, MAX_CHAIN + 1] {
+            let body = entries_patch(chain, &[]);
+            assert!(decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).is_err());
+        }
+        // Unsorted changes.
+        let body = entries_patch(
+            1,
+            &[
+                EntryChange::Set(b"b", EncodedTarget::Inline(b"")),
+                EntryChange::Set(b"a", EncodedTarget::Inline(b"")),
+            ],
+        );
+        assert!(decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).is_err());
+        // Removing a name the base lacks.
+        let body = entries_patch(1, &[EntryChange::Remove(b"zz")]);
+        let patch = decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).unwrap();
+        assert!(matches!(apply(&flat(&["a"]), patch, 1000), Err(StoreError::Corrupt { offset: 1000, .. })));
+        // An entries patch on a tree inode.
+        let body = entries_patch(1, &[]);
+        let patch = decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).unwrap();
+        let tree = NodeBody::Tree(InodeTree { depth: 0, length: 300, children: vec![] });
+        assert!(apply(&tree, patch, 1000).is_err());
+        // A tree patch removing every bucket.
+        let mut body = Vec::new();
+        encode_head(&mut body, 1000, (Hash([4; 32]), 500), 1);
+        encode_tree(&mut body, 1000, 0, &[(3, None)]);
+        let patch = decode(RecordKind::PatchTree, &body, 1000, &mut EntryCounts::default()).unwrap();
+        let child = NodeRef::Stored { hash: Hash([1; 32]), key: 100 };
+        let tree = NodeBody::Tree(InodeTree { depth: 1, length: 40, children: vec![(3, child)] });
+        assert!(apply(&tree, patch, 1000).is_err());
+    }
+}

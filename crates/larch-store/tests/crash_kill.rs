@@ -1,0 +1,173 @@
+//! Crash safety, real: a writer process (this test binary re-executed) commits in a loop and is
+//! killed with SIGKILL at random moments (seeded), 50 times. After each kill the store reopens with
+//! every acknowledged commit, the head's tree is exactly the model, fsck is clean, and the next
+//! writer continues the history.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use larch_core::{CommitInfo, Hash};
+use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
+use larch_testkit::seeded_rng;
+use rand::Rng;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DIR_VAR: &str = "LARCH_KILL_TEST_DIR";
+
+fn value_of(level: u64) -> Vec<u8> {
+    // Alternately inline and large contents.
+    if level % 3 == 0 { vec![level as u8; 100] } else { format!("v{level}").into_bytes() }
+}
+
+fn key(level: u64) -> String {
+    format!("{level:08x}")
+}
+
+/// The writer: continues the chain from the head, one tiny commit at a time, acknowledging each
+/// committed hash on stdout. Does nothing unless started by the test below.
+#[test]
+fn kill_child_writer() {
+    let Ok(dir) = std::env::var(DIR_VAR) else {
+        return;
+    };
+    // The writer reads through a memory map; the checking reader below uses positioned reads.
+    let options =
+        RepoOptions { sync: SyncPolicy::Commit, cache_bytes: 4 << 20, mmap: true, ..RepoOptions::default() };
+    let mut repo = loop {
+        match Repo::open_with(&dir, options.clone()) {
+            Err(StoreError::Locked { .. }) => std::thread::sleep(Duration::from_millis(1)),
+            other => break other.unwrap(),
+        }
+    };
+    let (mut tree, mut level, mut parents) = match repo.head() {
+        Some(head) => {
+            let level = repo.commit_details(&head).unwrap().info.date as u64 + 1;
+            (repo.checkout(&head).unwrap(), level, vec![head])
+        }
+        None => (repo.empty_tree(), 0, vec![]),
+    };
+    loop {
+        tree.add(&["k", &key(level)], value_of(level)).unwrap();
+        let hash = repo.commit(&tree, &parents, CommitInfo::tezos(level as i64, "kill test")).unwrap();
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ack {} {level}", hash.to_hex()).unwrap();
+        out.flush().unwrap();
+        parents = vec![hash];
+        level += 1;
+    }
+}
+
+#[test]
+fn sigkill_at_random_moments_loses_nothing_acknowledged() {
+    let (mut rng, _) = seeded_rng("sigkill_at_random_moments_loses_nothing_acknowledged", 2024);
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut acked_total = 0;
+    let mut last_acked: Option<(Hash, u64)> = None;
+    let mut previous_head: Option<u64> = None;
+    let mut reader_checks = 0;
+    for round in 0..50 {
+        let mut child = Command::new(&exe)
+            .args(["kill_child_writer", "--exact", "--nocapture", "--test-threads=1"])
+            .env(DIR_VAR, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Meanwhile, a reader in this process follows the writer: every state it reloads is whole.
+        let deadline = Instant::now() + Duration::from_millis(rng.random_range(5..60));
+        let mut reader = Repo::open_read_only(dir.path()).ok();
+        while Instant::now() < deadline {
+            match reader.as_mut() {
+                Some(reader) => {
+                    reader.reload().unwrap();
+                    if let Some(head) = reader.head() {
+                        let level = reader.commit_details(&head).unwrap().info.date as u64;
+                        let tree = reader.checkout(&head).unwrap();
+                        assert!(
+                            tree.find(&["k", &key(level + 1)]).unwrap().is_none(),
+                            "round {round}: reader"
+                        );
+                        let value = tree.find(&["k", &key(level)]).unwrap().unwrap();
+                        assert_eq!(value.as_bytes(), &value_of(level)[..], "round {round}: reader");
+                        reader_checks += 1;
+                    }
+                }
+                None => reader = Repo::open_read_only(dir.path()).ok(),
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut lines = Vec::new();
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            lines.push(line.clone());
+            // libtest may print "test kill_child_writer ... " on the same line as the first ack.
+            let mut words = line.split_whitespace().skip_while(|word| *word != "ack");
+            if words.next() == Some("ack") {
+                let hash = Hash::from_hex(words.next().unwrap()).unwrap();
+                let level: u64 = words.next().unwrap().parse().unwrap();
+                last_acked = Some((hash, level));
+                acked_total += 1;
+            }
+        }
+        let nothing_known = last_acked.is_none() && previous_head.is_none();
+        let repo = match Repo::open_read_only(dir.path()) {
+            Ok(repo) => repo,
+            // Killed before the store was first published.
+            Err(StoreError::NotAStore { .. }) if nothing_known => continue,
+            Err(e) => panic!("round {round}: {e}"),
+        };
+        let Some(head) = repo.head() else {
+            assert!(nothing_known, "round {round}: the head was lost");
+            continue;
+        };
+        let level = repo.commit_details(&head).unwrap().info.date as u64;
+        // The head is the newest commit known to be published (acknowledged, or seen at the end
+        // of the previous round), or the one in flight when killed.
+        let known = last_acked.map(|(_, level)| level).max(previous_head);
+        match known {
+            None => assert_eq!(level, 0, "round {round}"),
+            Some(known) => assert!(
+                level == known || level == known + 1,
+                "round {round}: head {level}, known {known}: {:?}",
+                &lines[lines.len().saturating_sub(3)..]
+            ),
+        }
+        if let Some((acked_hash, _)) = last_acked {
+            assert!(
+                repo.log(&head).unwrap().contains(&acked_hash),
+                "round {round}: acknowledged commit lost"
+            );
+        }
+        let log = repo.log(&head).unwrap();
+        assert_eq!(log.len() as u64, level + 1, "round {round}");
+        let tree = repo.checkout(&head).unwrap();
+        assert_eq!(tree.length(&["k"]).unwrap(), level + 1, "round {round}");
+        for i in [0, level / 2, level] {
+            assert_eq!(
+                tree.find(&["k", &key(i)]).unwrap().unwrap().as_bytes(),
+                &value_of(i)[..],
+                "round {round}"
+            );
+        }
+        // The full check rehashes every commit (slow in a debug build): every 10th round and last.
+        if round % 10 == 9 {
+            let report = repo.fsck();
+            assert!(report.is_clean(), "round {round}: {report}");
+        }
+        previous_head = Some(level);
+    }
+    eprintln!("{acked_total} commits acknowledged, {reader_checks} reader checks");
+    assert!(acked_total >= 50, "only {acked_total} commits acknowledged in 50 rounds");
+    assert!(reader_checks >= 50, "the concurrent reader checked only {reader_checks} states");
+    // A last writer continues the history.
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let head = repo.head().unwrap();
+    let mut tree = repo.checkout(&head).unwrap();
+    tree.add(&["done"], b"1".to_vec()).unwrap();
+    let last = repo.commit(&tree, &[head], CommitInfo::tezos(0, "end")).unwrap();
+    assert_eq!(repo.head(), Some(last));
+}
