@@ -9,6 +9,7 @@ pub mod op;
 pub mod record;
 pub mod replay;
 pub mod stats;
+mod store_backend;
 
 pub use backend::{BackendStats, ContextRepo};
 pub use format::{OpSink, OpSource, TraceError, TraceFormat, convert, convert_file, open_trace};

@@ -1,0 +1,236 @@
+//! `larch replay`: the main job. Replays a trace (or, with none, a freshly generated Tezos-like
+//! trace) into a fresh store, checks every recorded read and commit hash, records per-block
+//! statistics, and prints the summary.
+
+use crate::cmd_trace::generate;
+use crate::output::{emit, emit_line};
+use crate::progress::blocks_bar;
+use crate::size::parse_size;
+use anyhow::{Context, bail};
+use clap::Args;
+use larch_core::MemoryRepo;
+use larch_store::{DEFAULT_CACHE_BYTES, Repo, RepoOptions, SyncPolicy};
+use larch_trace::format::BoxedSource;
+use larch_trace::stats::plot_stat_files;
+use larch_trace::{ContextRepo, GenParams, ReplayOptions, RunMeta, RunSummary, TraceFormat, open_trace};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `larch replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The trace to replay (larch or Irmin `IrmRepBT` format). Without it, the default Tezos-like
+    /// trace is generated into a temporary directory first.
+    trace: Option<PathBuf>,
+    /// Store directory to create and replay into (it must not hold commits yet). Without it, a
+    /// temporary store is used and deleted at the end.
+    #[arg(long, conflicts_with = "in_memory")]
+    store: Option<PathBuf>,
+    /// Replay into the in-memory repository instead of a store on disk.
+    #[arg(long)]
+    in_memory: bool,
+    /// With a trace: stop after N blocks. Without: generate N regular blocks (default 3000).
+    #[arg(long, value_name = "N")]
+    blocks: Option<u64>,
+    /// Seed of the generated trace (without a trace only).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Byte budget of the store's cache of decoded objects (e.g. `256M`).
+    #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CACHE_BYTES)]
+    cache_size: u64,
+    /// When commits are made durable: `never`, `commit` (fsync at every commit) or `every N`.
+    #[arg(long, default_value = "commit")]
+    sync: SyncPolicy,
+    /// Read the pack through a memory map instead of positioned reads.
+    #[arg(long)]
+    mmap: bool,
+    /// Write per-block statistics to this file (JSON lines, docs/stats-format.md).
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// Write a report into this directory: the summary (text and JSON), the stat file if `--stats`
+    /// is not given, and SVG charts.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// Do not compare read results and commit hashes with the trace.
+    #[arg(long)]
+    no_check: bool,
+    /// Print the summary as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Check the store's integrity after the replay (`larch fsck`).
+    #[arg(long)]
+    fsck: bool,
+}
+
+/// Where the replay goes.
+enum Target {
+    Memory,
+    Store { path: PathBuf, created: bool, _temp: Option<tempfile::TempDir> },
+}
+
+/// Runs `larch replay`.
+pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    // The generated trace lives in a temporary directory that must outlive the replay.
+    let mut _trace_dir = None;
+    let (trace_path, blocks_limit, expected_blocks) = match &args.trace {
+        Some(path) => (path.clone(), args.blocks, args.blocks),
+        None => {
+            let dir = tempfile::Builder::new().prefix("larch-trace-").tempdir().context("temporary dir")?;
+            let path = dir.path().join("tezos-like.trace");
+            let params =
+                GenParams { blocks: args.blocks.unwrap_or(3000), seed: args.seed, ..GenParams::default() };
+            eprintln!(
+                "generating the Tezos-like trace ({} regular blocks, seed {}) into {}",
+                params.blocks,
+                params.seed,
+                path.display()
+            );
+            let report = generate(params, &path, TraceFormat::Larch)?;
+            eprintln!(
+                "generated {} operations in {} blocks; final commit {}",
+                report.op_counts.iter().map(|(_, n)| n).sum::<u64>(),
+                report.blocks,
+                report.final_commit
+            );
+            _trace_dir = Some(dir);
+            (path, None, Some(report.blocks))
+        }
+    };
+    let source = open_trace(&trace_path)?;
+    let target = prepare_target(&args)?;
+    let meta = RunMeta {
+        trace: trace_path.display().to_string(),
+        store: match &target {
+            Target::Memory => "memory".to_string(),
+            Target::Store { path, .. } => format!("pack:{} (sync {})", path.display(), args.sync),
+        },
+    };
+    let options = ReplayOptions { check_hashes: !args.no_check, max_blocks: blocks_limit };
+    let stats_path = args.stats.clone().or_else(|| args.report.as_ref().map(|dir| dir.join("stats.jsonl")));
+    if let Some(dir) = &args.report {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let outcome = match &target {
+        Target::Memory => {
+            let mut repo = MemoryRepo::new();
+            run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks)
+        }
+        Target::Store { path, .. } => {
+            let store_options = RepoOptions {
+                sync: args.sync,
+                cache_bytes: args.cache_size,
+                create: true,
+                mmap: args.mmap,
+                ..RepoOptions::default()
+            };
+            let mut repo = Repo::open_with(path, store_options)
+                .with_context(|| format!("opening store {}", path.display()))?;
+            if repo.commit_count() > 0 {
+                bail!("store {} already holds commits: replay needs a fresh store", path.display());
+            }
+            let outcome =
+                run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks);
+            let closed = repo.close().with_context(|| format!("closing store {}", path.display()));
+            outcome.and_then(|summary| closed.map(|()| summary))
+        }
+    };
+    let summary = match outcome {
+        Ok(summary) => summary,
+        Err(err) => {
+            if let Target::Store { path, created: true, _temp: None } = &target {
+                // A store left behind by a failed replay would look like a complete one.
+                if std::fs::remove_dir_all(path).is_ok() {
+                    eprintln!("larch: removed the partial store {}", path.display());
+                }
+            }
+            return Err(err);
+        }
+    };
+    if args.json {
+        emit_line(serde_json::to_string_pretty(&summary)?)?;
+    } else {
+        emit(&summary)?;
+    }
+    if let Some(dir) = &args.report {
+        write_report(dir, &summary, stats_path.as_deref())?;
+    }
+    if args.fsck
+        && let Target::Store { path, .. } = &target
+    {
+        let report = larch_store::fsck(path).with_context(|| format!("checking {}", path.display()))?;
+        emit_line("")?;
+        emit(&report)?;
+        if !report.is_clean() {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Decides where to replay, creating the store directory if needed.
+fn prepare_target(args: &ReplayArgs) -> anyhow::Result<Target> {
+    if args.in_memory {
+        return Ok(Target::Memory);
+    }
+    match &args.store {
+        Some(path) => {
+            let created = !path.exists()
+                || std::fs::read_dir(path).map(|mut entries| entries.next().is_none()).unwrap_or(false);
+            Ok(Target::Store { path: path.clone(), created, _temp: None })
+        }
+        None => {
+            let dir = tempfile::Builder::new().prefix("larch-store-").tempdir().context("temporary dir")?;
+            Ok(Target::Store { path: dir.path().to_path_buf(), created: true, _temp: Some(dir) })
+        }
+    }
+}
+
+/// Replays `source` into `repo`, with a progress bar and an optional stat file.
+fn run_replay<R: ContextRepo>(
+    repo: &mut R,
+    mut source: BoxedSource,
+    options: &ReplayOptions,
+    meta: &RunMeta,
+    stats_path: Option<&Path>,
+    expected_blocks: Option<u64>,
+) -> anyhow::Result<RunSummary> {
+    let mut stats_file = match stats_path {
+        Some(path) => {
+            Some(BufWriter::new(File::create(path).with_context(|| format!("creating {}", path.display()))?))
+        }
+        None => None,
+    };
+    let bar = blocks_bar("replay", expected_blocks);
+    let summary = larch_trace::replay(
+        repo,
+        &mut source,
+        options,
+        meta,
+        stats_file.as_mut().map(|file| file as &mut dyn Write),
+        &mut |_| bar.inc(1),
+    );
+    bar.finish_and_clear();
+    let summary = summary.with_context(|| format!("replaying {}", meta.trace))?;
+    if let Some(offset) = source.truncated_tail() {
+        eprintln!(
+            "note: the trace ends inside a frame at offset {offset}; that frame was ignored, as Irmin does"
+        );
+    }
+    Ok(summary)
+}
+
+/// Writes `summary.txt`, `summary.json` and the charts into `dir`.
+fn write_report(dir: &Path, summary: &RunSummary, stats_path: Option<&Path>) -> anyhow::Result<()> {
+    let text = dir.join("summary.txt");
+    std::fs::write(&text, summary.to_string()).with_context(|| format!("writing {}", text.display()))?;
+    let json = dir.join("summary.json");
+    std::fs::write(&json, serde_json::to_string_pretty(summary)?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    if let Some(stats) = stats_path {
+        let charts = plot_stat_files(&[(None, stats.to_path_buf())], dir).context("plotting the run")?;
+        eprintln!("report: {} and {} charts in {}", text.display(), charts.len(), dir.display());
+    }
+    Ok(())
+}

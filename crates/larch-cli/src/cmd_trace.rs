@@ -1,0 +1,138 @@
+//! `larch trace gen|convert|info`: the Tezos-like generator, format conversion, and trace summaries.
+
+use crate::output::{emit, emit_line};
+use crate::progress::blocks_bar;
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use larch_trace::format::create_trace;
+use larch_trace::info::{InfoOptions, trace_info_with};
+use larch_trace::{GenParams, GenReport, Generator, TraceFormat, convert_file, open_trace};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Subcommands of `larch trace`.
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Generate a Tezos-like trace (`workload/tezos-like.md`), deterministic from `--seed`.
+    Gen {
+        /// The trace file to write.
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Format of the trace.
+        #[arg(long, default_value = "larch")]
+        format: TraceFormat,
+        /// The generator's parameters.
+        #[command(flatten)]
+        params: GenArgs,
+    },
+    /// Convert a trace (either format, sniffed) into the other format, or the same one.
+    Convert {
+        /// The trace to read.
+        input: PathBuf,
+        /// The trace to write.
+        output: PathBuf,
+        /// Format of the output.
+        #[arg(long)]
+        to: TraceFormat,
+    },
+    /// Describe a trace: operations per kind, blocks, value sizes, largest directories.
+    Info {
+        /// The trace to read (either format).
+        trace: PathBuf,
+        /// How many of the largest directories of the last commit to list (0: skip applying the
+        /// operations, which is faster).
+        #[arg(long, default_value_t = 10)]
+        largest: usize,
+    },
+}
+
+/// The generator's parameters on the command line (defaults of `workload/tezos-like.md` §7).
+#[derive(Args, Debug, Clone)]
+pub struct GenArgs {
+    /// Regular blocks after genesis and the setup block.
+    #[arg(long, default_value_t = GenParams::default().blocks)]
+    pub blocks: u64,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = GenParams::default().seed)]
+    pub seed: u64,
+    /// Implicit accounts created by the setup block.
+    #[arg(long, default_value_t = GenParams::default().accounts)]
+    pub accounts: u64,
+    /// Mean context operations per regular block.
+    #[arg(long, default_value_t = GenParams::default().ops_per_block)]
+    pub ops_per_block: u64,
+    /// Blocks per cycle.
+    #[arg(long, default_value_t = GenParams::default().cycle_length)]
+    pub cycle_length: u64,
+}
+
+impl GenArgs {
+    /// The generator parameters these arguments describe.
+    pub fn params(&self) -> GenParams {
+        GenParams {
+            blocks: self.blocks,
+            seed: self.seed,
+            accounts: self.accounts,
+            ops_per_block: self.ops_per_block,
+            cycle_length: self.cycle_length,
+            ..GenParams::default()
+        }
+    }
+}
+
+/// Generates the trace of `params` into `path`, with a progress bar; returns the report.
+pub fn generate(params: GenParams, path: &Path, format: TraceFormat) -> anyhow::Result<GenReport> {
+    let metadata = vec![
+        ("generator".to_string(), "larch tezos-like".to_string()),
+        ("seed".to_string(), params.seed.to_string()),
+        ("blocks".to_string(), params.blocks.to_string()),
+        ("accounts".to_string(), params.accounts.to_string()),
+        ("ops_per_block".to_string(), params.ops_per_block.to_string()),
+        ("cycle_length".to_string(), params.cycle_length.to_string()),
+    ];
+    let mut sink =
+        create_trace(path, format, &metadata).with_context(|| format!("creating {}", path.display()))?;
+    let generator = Generator::new(params)?;
+    let bar = blocks_bar("generate", None);
+    let report = generator.run(&mut |op| sink.write_op(&op), &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let report = report.with_context(|| format!("generating {}", path.display()))?;
+    sink.finish().with_context(|| format!("writing {}", path.display()))?;
+    Ok(report)
+}
+
+/// Runs a `trace` subcommand.
+pub fn run(command: TraceCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        TraceCommand::Gen { out, format, params } => {
+            let report = generate(params.params(), &out, format)?;
+            emit_line(format_args!("wrote {} ({format})", out.display()))?;
+            emit(&report)?;
+        }
+        TraceCommand::Convert { input, output, to } => {
+            if same_file(&input, &output) {
+                bail!("{} is both the input and the output", input.display());
+            }
+            let stats = convert_file(&input, &output, to)?;
+            emit_line(&stats)?;
+        }
+        TraceCommand::Info { trace, largest } => {
+            let mut source = open_trace(&trace)?;
+            let options = InfoOptions { largest_dirs: largest, ..InfoOptions::default() };
+            let info = trace_info_with(&mut *source, &options).map_err(|err| err.in_file(&trace))?;
+            emit_line(&info)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether two paths name the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
