@@ -137,17 +137,7 @@ fn conversion_round_trips_and_both_formats_replay_with_checks() {
 /// Writes a generated trace whose last commit records a wrong hash.
 fn trace_with_wrong_commit(path: &Path) {
     let params = GenParams { blocks: 5, accounts: 200, ops_per_block: 40, ..GenParams::default() };
-    let mut ops: Vec<Op> = Vec::new();
-    Generator::new(params)
-        .unwrap()
-        .run(
-            &mut |op| {
-                ops.push(op);
-                Ok::<_, std::convert::Infallible>(())
-            },
-            &mut |_, _| {},
-        )
-        .unwrap();
+    let (mut ops, _) = Generator::new(params).unwrap().collect().unwrap();
     let last = ops.iter().rposition(|op| matches!(op, Op::Commit { .. })).unwrap();
     if let Some(Op::Commit { hash, .. }) = ops.get_mut(last) {
         let mut bytes = *hash.value().as_bytes();

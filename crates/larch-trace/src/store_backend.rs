@@ -37,22 +37,12 @@ impl ContextRepo for Repo {
 mod tests {
     use super::*;
     use crate::replay::{ReplayOptions, RunMeta, replay};
-    use crate::{GenParams, Generator, Op};
+    use crate::{GenParams, Generator};
 
     #[test]
     fn a_generated_trace_replays_into_the_pack_store_with_hashes_checked() {
         let params = GenParams { blocks: 12, accounts: 300, ops_per_block: 60, ..GenParams::default() };
-        let mut ops: Vec<Op> = Vec::new();
-        let report = Generator::new(params)
-            .unwrap()
-            .run(
-                &mut |op| {
-                    ops.push(op);
-                    Ok::<_, std::convert::Infallible>(())
-                },
-                &mut |_, _| {},
-            )
-            .unwrap();
+        let (ops, report) = Generator::new(params).unwrap().collect().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let mut repo = Repo::open(dir.path()).unwrap();
         let summary = replay(

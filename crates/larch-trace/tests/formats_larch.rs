@@ -313,17 +313,7 @@ fn fuzz_mutated_larch_traces_never_panic() {
 fn larch_is_much_smaller_than_irmin_on_a_generated_trace() {
     let params =
         larch_trace::GenParams { blocks: 10, accounts: 1000, ops_per_block: 400, ..Default::default() };
-    let mut ops = Vec::new();
-    larch_trace::Generator::new(params)
-        .unwrap()
-        .run(
-            &mut |op| {
-                ops.push(op);
-                Ok::<(), std::io::Error>(())
-            },
-            &mut |_, _| {},
-        )
-        .unwrap();
+    let (ops, _) = larch_trace::Generator::new(params).unwrap().collect().unwrap();
     let irmin = write_irmin(&ops);
     let larch = write_larch(&ops, &[]);
     let ratio = larch.len() as f64 / irmin.len() as f64;
@@ -353,17 +343,7 @@ fn larch_is_much_smaller_than_irmin_on_a_generated_trace() {
 fn format_throughput() {
     let params =
         larch_trace::GenParams { blocks: 100, accounts: 5000, ops_per_block: 2000, ..Default::default() };
-    let mut ops = Vec::new();
-    larch_trace::Generator::new(params)
-        .unwrap()
-        .run(
-            &mut |op| {
-                ops.push(op);
-                Ok::<(), std::io::Error>(())
-            },
-            &mut |_, _| {},
-        )
-        .unwrap();
+    let (ops, _) = larch_trace::Generator::new(params).unwrap().collect().unwrap();
     for format in [TraceFormat::Irmin, TraceFormat::Larch] {
         let start = std::time::Instant::now();
         let bytes = match format {

@@ -214,17 +214,7 @@ fn info_reports_inconsistent_traces_without_failing() {
 fn info_of_a_generated_trace_agrees_with_the_generator() {
     let params =
         larch_trace::GenParams { blocks: 6, accounts: 500, ops_per_block: 300, ..Default::default() };
-    let mut ops = Vec::new();
-    let report = larch_trace::Generator::new(params)
-        .unwrap()
-        .run(
-            &mut |op| {
-                ops.push(op);
-                Ok::<(), std::io::Error>(())
-            },
-            &mut |_, _| {},
-        )
-        .unwrap();
+    let (ops, report) = larch_trace::Generator::new(params).unwrap().collect().unwrap();
     let bytes = write_larch(&ops, &[("generator".to_owned(), "tezos-like/v1".to_owned())]);
     let mut source = larch_trace::format::open_reader(std::io::Cursor::new(bytes)).unwrap();
     let info = trace_info_with(&mut *source, &InfoOptions::default()).unwrap();

@@ -149,6 +149,20 @@ impl Generator {
         let mut out = Emitter::new(&mut wrapped);
         Run::new(&self.params).go(&mut out, progress)
     }
+
+    /// Generates the whole trace in memory: its operations and the report (for tests and small
+    /// traces; [`Generator::run`] streams).
+    pub fn collect(self) -> Result<(Vec<Op>, GenReport), GenError> {
+        let mut ops = Vec::new();
+        let report = self.run(
+            &mut |op| {
+                ops.push(op);
+                Ok::<(), std::convert::Infallible>(())
+            },
+            &mut |_, _| {},
+        )?;
+        Ok((ops, report))
+    }
 }
 
 /// The state of one run.
