@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const FIRST_READ: u64 = 2048;
 
 /// Default byte budget of the decoded-object cache.
-pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
+pub const DEFAULT_CACHE_BYTES: u64 = 128 << 20;
 
 #[derive(Clone)]
 enum CachedObject {
@@ -43,7 +43,7 @@ impl Weighter<u64, CacheItem> for ItemWeight {
 }
 
 /// An estimate of the heap bytes a decoded node holds.
-fn node_weight(node: &Node) -> u32 {
+pub(crate) fn node_weight(node: &Node) -> u32 {
     let bytes = match node.body() {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => entries
             .iter()
@@ -74,6 +74,7 @@ pub(crate) struct PackReader {
     storage: Arc<dyn Storage>,
     end: AtomicU64,
     cache: quick_cache::sync::Cache<u64, CacheItem, ItemWeight>,
+    cache_capacity: u64,
     pub counters: ReadCounters,
 }
 
@@ -119,6 +120,7 @@ impl PackReader {
             storage,
             end: AtomicU64::new(end),
             cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), ItemWeight),
+            cache_capacity: cache_bytes,
             counters: ReadCounters::default(),
         }
     }
@@ -131,6 +133,11 @@ impl PackReader {
     /// Publishes a new end (after a commit, or a reload).
     pub fn set_end(&self, end: u64) {
         self.end.store(end, Ordering::Release);
+    }
+
+    /// The cache's byte budget.
+    pub fn cache_capacity(&self) -> u64 {
+        self.cache_capacity
     }
 
     /// Bytes and entries held by the cache.

@@ -416,23 +416,31 @@ impl Repo {
         };
         let mut buffer = std::mem::take(&mut self.buffer);
         let result = (|| {
-            let mut encoder = Encoder::new(&mut buffer, base, foreign, reader);
+            let prime_budget = self.source.reader.cache_capacity();
+            let mut encoder =
+                Encoder::new(&mut buffer, base, Some(&*self.files.pack), foreign, reader, prime_budget);
             let (root_hash, root_offset) = encoder.node(root, root_base)?;
             let commit =
                 CommitData { tree_hash: root_hash, tree_offset: root_offset, parents: parent_offsets, info };
             let commit_offset =
                 encoder.record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit));
-            Ok::<_, StoreError>((commit_offset, encoder.marks, encoder.records, encoder.counts))
+            Ok::<_, StoreError>((
+                commit_offset,
+                encoder.flushed,
+                encoder.marks,
+                encoder.records,
+                encoder.counts,
+            ))
         })();
-        let (commit_offset, marks, records, counts) = match result {
+        let (commit_offset, flushed, marks, records, counts) = match result {
             Ok(done) => done,
             Err(e) => {
                 self.buffer = buffer;
                 return Err(e);
             }
         };
-        let written = self.append(&buffer, &hash, commit_offset);
-        let pack_len = buffer.len() as u64;
+        let written = self.append(flushed, &buffer, &hash, commit_offset);
+        let pack_len = flushed + buffer.len() as u64;
         // Keep the buffer for the next commit, unless a huge one (a setup block) grew it.
         if buffer.capacity() <= KEEP_BUFFER_BYTES {
             self.buffer = buffer;
@@ -467,10 +475,11 @@ impl Repo {
         Ok(())
     }
 
-    /// Writes the new records and the index entry past the published ends; returns the index
-    /// bytes written. Nothing is published yet, so a failure leaves the store as it was.
-    fn append(&self, records: &[u8], hash: &Hash, commit_offset: u64) -> Result<u64> {
-        let pack_end = self.state.pack_end;
+    /// Writes the new records (the last of them: `flushed` bytes were written already) and the
+    /// index entry past the published ends; returns the index bytes written. Nothing is published
+    /// yet, so a failure leaves the store as it was.
+    fn append(&self, flushed: u64, records: &[u8], hash: &Hash, commit_offset: u64) -> Result<u64> {
+        let pack_end = self.state.pack_end + flushed;
         self.files
             .pack
             .write_at(pack_end, records)

@@ -1,15 +1,21 @@
 //! Encoding a commit: every node without a stored key (new or modified since it was loaded) becomes
-//! a record, children first, into one buffer that the commit appends in a single write.
+//! a record, children first, into one buffer that the commit appends in a single write. A very
+//! large commit (a setup block) writes its buffer past the published end whenever it reaches
+//! [`FLUSH_BYTES`], so that its memory stays bounded; nothing is published before the commit's end.
 
 use crate::codec::{self, EncodedTarget, INLINE_MAX, RecordKind};
 use crate::error::{Result, StoreError};
-use crate::pack::PackReader;
+use crate::pack::{PackReader, node_weight};
 use crate::patch::{self, EntryChange};
+use crate::storage::Storage;
 use larch_core::{
     Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef, ObjectSource, TreeError,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+
+/// Encoded bytes a commit holds in memory before writing them past the published end.
+pub(crate) const FLUSH_BYTES: usize = 8 << 20;
 
 /// A hasher for pointer-identity keys (addresses: already well spread, no need for SipHash).
 #[derive(Default, Clone, Copy)]
@@ -73,13 +79,21 @@ pub(crate) struct Encoder<'a> {
     buf: &'a mut Vec<u8>,
     scratch: Vec<u8>,
     base: u64,
+    /// Where full buffers go (the pack), and how many bytes were already written there.
+    sink: Option<&'a dyn Storage>,
+    /// Bytes of this commit already written past the published end (before `buf`).
+    pub flushed: u64,
     pending_nodes: AddressMap,
     pending_contents: AddressMap,
     /// Nodes written, with their offsets: marked stored once the commit is published.
     pub marks: Vec<(Arc<Node>, u64)>,
     /// The records written, decoded (children as stored references): the cache is primed with
-    /// them once the commit is published, so the next checkout finds them.
-    pub records: Vec<(u64, Arc<Node>, u8)>,
+    /// them once the commit is published, so the next checkout finds them. Only the last ones
+    /// (the upper levels of the tree, written last) within `prime_budget` bytes are kept: more
+    /// would be evicted from the cache at once, after costing memory until the commit's end.
+    pub records: VecDeque<(u64, Arc<Node>, u8)>,
+    records_weight: u64,
+    prime_budget: u64,
     /// This store's reader, to load the earlier versions (bases) of rewritten nodes; `None` when
     /// no patch records are written.
     reader: Option<&'a PackReader>,
@@ -91,22 +105,30 @@ pub(crate) struct Encoder<'a> {
 }
 
 impl<'a> Encoder<'a> {
-    /// An encoder appending to `buf` (cleared), to be written at pack offset `base`.
+    /// An encoder appending to `buf` (cleared), to be written at pack offset `base`; with a
+    /// `sink`, a buffer that reaches [`FLUSH_BYTES`] is written there early. At most
+    /// `prime_budget` bytes of decoded records are kept to prime the cache.
     pub fn new(
         buf: &'a mut Vec<u8>,
         base: u64,
+        sink: Option<&'a dyn Storage>,
         foreign: Option<&'a dyn ObjectSource>,
         reader: Option<&'a PackReader>,
+        prime_budget: u64,
     ) -> Encoder<'a> {
         buf.clear();
         Encoder {
             buf,
             scratch: Vec::new(),
             base,
+            sink,
+            flushed: 0,
             pending_nodes: AddressMap::default(),
             pending_contents: AddressMap::default(),
             marks: Vec::new(),
-            records: Vec::new(),
+            records: VecDeque::new(),
+            records_weight: 0,
+            prime_budget,
             reader: if foreign.is_some() { None } else { reader },
             foreign,
             counts: WriteCounts::default(),
@@ -115,7 +137,21 @@ impl<'a> Encoder<'a> {
 
     /// The pack offset of the next record.
     pub fn next_offset(&self) -> u64 {
-        self.base + self.buf.len() as u64
+        self.base + self.flushed + self.buf.len() as u64
+    }
+
+    /// Writes the buffer past the published end when it has grown past [`FLUSH_BYTES`]. The
+    /// records stay unpublished (and ignored by readers and by recovery) until the commit's end.
+    fn flush_if_large(&mut self) -> Result<()> {
+        let Some(sink) = self.sink else { return Ok(()) };
+        if self.buf.len() < FLUSH_BYTES {
+            return Ok(());
+        }
+        let at = self.base + self.flushed;
+        sink.write_at(at, self.buf).map_err(|e| StoreError::io(crate::FileKind::Pack, at, "write", e))?;
+        self.flushed += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
     }
 
     /// Appends a framed record whose body was built by `fill` (given the record's offset).
@@ -133,6 +169,12 @@ impl<'a> Encoder<'a> {
     /// the same place in the parent commit's tree, if any: a rewritten node may be written as a
     /// patch of it.
     pub fn node(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
+        let written = self.node_inner(node, base)?;
+        self.flush_if_large()?;
+        Ok(written)
+    }
+
+    fn node_inner(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
         match node {
             NodeRef::Stored { hash, key } => match self.foreign {
                 None => self.own_key(*hash, *key),
@@ -210,7 +252,12 @@ impl<'a> Encoder<'a> {
     fn remember(&mut self, offset: u64, body: NodeBody, hash: Hash, chain: u8) {
         let node = Node::with_hash(body, hash);
         node.set_stored_key(offset);
-        self.records.push((offset, Arc::new(node), chain));
+        self.records_weight += u64::from(node_weight(&node));
+        self.records.push_back((offset, Arc::new(node), chain));
+        while self.records_weight > self.prime_budget {
+            let Some((_, dropped, _)) = self.records.pop_front() else { break };
+            self.records_weight = self.records_weight.saturating_sub(u64::from(node_weight(&dropped)));
+        }
     }
 
     fn encode_node(&mut self, node: &Arc<Node>, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {

@@ -167,3 +167,54 @@ fn a_failed_sync_poisons_the_handle_until_reopened() {
     .unwrap();
     assert_eq!(repo.head(), Some(first));
 }
+
+/// A commit larger than the writer's 8 MiB buffer writes its records in several pieces before
+/// publishing. A full disk in the middle of them fails the commit and leaves the store at the
+/// previous commit; a crash after the pieces but before the publish loses only that commit; once
+/// space returns the commit succeeds and reads back after a restart.
+#[test]
+fn a_commit_larger_than_the_write_buffer_is_still_all_or_nothing() {
+    let controller = FaultController::new();
+    let mut repo = Repo::open_files(controller.files(), true, options(SyncPolicy::Commit), None).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["a"], b"small".to_vec()).unwrap();
+    let first = repo.commit(&tree, &[], info(1)).unwrap();
+    let value = |i: usize| -> Vec<u8> { (0..65_536).map(|j| (i * 31 + j * 7) as u8).collect() };
+    for i in 0..300 {
+        tree.add(&["big", &format!("{i:03}")], value(i)).unwrap();
+    }
+    // Room for about 12 MB: past the first 8 MiB piece, short of the ~19.7 MB the commit needs.
+    controller.set_space_limit(Some(controller.used_bytes() + 12_000_000));
+    let error = repo.commit(&tree, &[first], info(2)).unwrap_err();
+    assert!(matches!(&error, StoreError::Io { .. }), "{error}");
+    assert!(controller.used_bytes() > 8 << 20, "the first piece was not written early");
+    assert_eq!(repo.head(), Some(first));
+    drop(repo);
+    // A crash now: the written pieces are past the published end and ignored.
+    let controller = controller.restart(Survival::Written);
+    let mut repo = Repo::open_files(controller.files(), true, options(SyncPolicy::Commit), None).unwrap();
+    assert_eq!(repo.head(), Some(first));
+    assert!(repo.fsck().is_clean());
+    let tree = {
+        let mut tree = repo.checkout(&first).unwrap();
+        for i in 0..300 {
+            tree.add(&["big", &format!("{i:03}")], value(i)).unwrap();
+        }
+        tree
+    };
+    let second = repo.commit(&tree, &[first], info(2)).unwrap();
+    drop(repo);
+    let repo = Repo::open_files(
+        controller.restart(Survival::Durable).files(),
+        false,
+        options(SyncPolicy::Commit),
+        None,
+    )
+    .unwrap();
+    assert_eq!(repo.head(), Some(second));
+    let back = repo.checkout(&second).unwrap();
+    for i in [0, 150, 299] {
+        assert_eq!(back.find(&["big", &format!("{i:03}")]).unwrap().unwrap().as_bytes(), &value(i)[..]);
+    }
+    assert!(repo.fsck().is_clean());
+}
