@@ -2,7 +2,6 @@
 //! trace) into a fresh store, checks every recorded read and commit hash, records per-block
 //! statistics, and prints the summary.
 
-use crate::cmd_trace::generate;
 use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
 use crate::size::parse_size;
@@ -12,7 +11,7 @@ use larch_core::MemoryRepo;
 use larch_store::{DEFAULT_CACHE_BYTES, Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
 use larch_trace::stats::plot_stat_files;
-use larch_trace::{ContextRepo, GenParams, ReplayOptions, RunMeta, RunSummary, TraceFormat, open_trace};
+use larch_trace::{ContextRepo, GenParams, ReplayOptions, RunMeta, RunSummary, open_trace};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -87,15 +86,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 params.seed,
                 path.display()
             );
-            let report = generate(params, &path, TraceFormat::Larch)?;
-            eprintln!(
-                "generated {} operations in {} blocks; final commit {}",
-                report.op_counts.iter().map(|(_, n)| n).sum::<u64>(),
-                report.blocks,
-                report.final_commit
-            );
+            let blocks = generate_in_child(&params, &path)?;
             _trace_dir = Some(dir);
-            (path, None, Some(report.blocks))
+            (path, None, Some(blocks))
         }
     };
     let source = open_trace(&trace_path)?;
@@ -167,6 +160,25 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Generates the trace of `params` into `path` by running `larch trace gen` in a child process, so
+/// that the generator's memory is not counted in the replay's RSS; its report goes to stderr.
+/// Returns the number of blocks (commits) of the trace.
+fn generate_in_child(params: &GenParams, path: &Path) -> anyhow::Result<u64> {
+    let exe = std::env::current_exe().context("locating the larch executable")?;
+    let status = std::process::Command::new(exe)
+        .args(["trace", "gen", "--format", "larch", "--out"])
+        .arg(path)
+        .args(["--blocks", &params.blocks.to_string(), "--seed", &params.seed.to_string()])
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status()
+        .context("running `larch trace gen`")?;
+    if !status.success() {
+        bail!("`larch trace gen` failed ({status})");
+    }
+    // Genesis and the setup block come before the regular blocks.
+    Ok(params.blocks + 2)
 }
 
 /// Decides where to replay, creating the store directory if needed.
