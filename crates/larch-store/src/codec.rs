@@ -192,25 +192,14 @@ pub fn is_hex_name(name: &[u8]) -> bool {
     name.len() >= 2 && name.len() % 2 == 0 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// The name whose hex-packed bytes are `raw`: lowercase hex, built on the stack when short.
-fn hex_name(raw: &[u8]) -> Name {
+/// Appends the lowercase hex name whose hex-packed bytes are `raw` to `out`.
+fn push_hex_name(out: &mut Vec<u8>, raw: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut stack = [0u8; 128];
-    let mut heap = Vec::new();
-    let out: &mut [u8] = match stack.get_mut(..raw.len() * 2) {
-        Some(slot) => slot,
-        None => {
-            heap.resize(raw.len() * 2, 0);
-            &mut heap
-        }
-    };
-    for (pair, byte) in out.chunks_exact_mut(2).zip(raw) {
-        if let [high, low] = pair {
-            *high = DIGITS[usize::from(byte >> 4)];
-            *low = DIGITS[usize::from(byte & 15)];
-        }
+    out.reserve(raw.len() * 2);
+    for byte in raw {
+        out.push(DIGITS[usize::from(byte >> 4)]);
+        out.push(DIGITS[usize::from(byte & 15)]);
     }
-    Name::new(out)
 }
 
 const TAG_NODE: u8 = 0;
@@ -305,36 +294,77 @@ fn decode_entries(
     if count > max as u64 {
         return Err(cursor.error(format!("{count} entries, at most {max} allowed")));
     }
+    let mut names = DecodedNames::with_capacity(count as usize);
     let mut entries = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        match decode_entry(cursor, counts)? {
-            (name, Some(entry)) => entries.push((name, entry)),
-            (_, None) => return Err(cursor.error("a removal where an entry was expected")),
+        match decode_entry(cursor, counts, &mut names)? {
+            Some(entry) => entries.push(entry),
+            None => return Err(cursor.error("a removal where an entry was expected")),
         }
     }
-    Ok(entries)
+    names.attach(entries, cursor)
 }
 
-/// Decodes one entry, or (tag target 3, in patches only) the removal of a name: `None`.
+/// The names of the entries of one record, decoded into one buffer: they become [`Name`]s sharing
+/// one allocation ([`Name::split`]).
+pub(crate) struct DecodedNames {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl DecodedNames {
+    pub(crate) fn with_capacity(count: usize) -> DecodedNames {
+        DecodedNames { bytes: Vec::with_capacity(count * 24), ends: Vec::with_capacity(count) }
+    }
+
+    /// The bytes of the name decoded last.
+    pub(crate) fn last(&self) -> &[u8] {
+        let end = self.ends.last().copied().unwrap_or(0);
+        let start = self.ends.len().checked_sub(2).and_then(|i| self.ends.get(i)).copied().unwrap_or(0);
+        self.bytes.get(start..end).unwrap_or_default()
+    }
+
+    /// The bytes of the name decoded before the last one, if any.
+    pub(crate) fn previous(&self) -> Option<&[u8]> {
+        let count = self.ends.len();
+        let end = *self.ends.get(count.checked_sub(2)?)?;
+        let start = count.checked_sub(3).and_then(|i| self.ends.get(i)).copied().unwrap_or(0);
+        self.bytes.get(start..end)
+    }
+
+    /// Pairs the names, in order, with `items` (one per name).
+    pub(crate) fn attach<T>(self, items: Vec<T>, cursor: &Cursor<'_>) -> Result<Vec<(Name, T)>> {
+        let names = Name::split(&self.bytes, &self.ends).ok_or_else(|| cursor.error("bad names"))?;
+        if names.len() != items.len() {
+            return Err(cursor.error("names and entries disagree"));
+        }
+        Ok(names.into_iter().zip(items).collect())
+    }
+}
+
+/// Decodes one entry, its name going to `names`; or (tag target 3, in patches only) the removal
+/// of a name: `None`.
 pub(crate) fn decode_entry(
     cursor: &mut Cursor<'_>,
     counts: &mut EntryCounts,
-) -> Result<(Name, Option<Entry>)> {
+    names: &mut DecodedNames,
+) -> Result<Option<Entry>> {
     let tag = cursor.u8()?;
     if tag & !(TAG_HEX | 3) != 0 {
         return Err(cursor.error(format!("bad entry tag {tag:#04x}")));
     }
     let stored_len = cursor.length()?;
     let stored = cursor.take(stored_len)?;
-    let name = if tag & TAG_HEX != 0 {
+    if tag & TAG_HEX != 0 {
         if stored.is_empty() {
             return Err(cursor.error("empty hex name"));
         }
         counts.hex_names += 1;
-        hex_name(stored)
+        push_hex_name(&mut names.bytes, stored);
     } else {
-        Name::new(stored)
-    };
+        names.bytes.extend_from_slice(stored);
+    }
+    names.ends.push(names.bytes.len());
     let entry = match tag & 3 {
         TAG_NODE => {
             let (hash, key) = cursor.pointer()?;
@@ -345,7 +375,7 @@ pub(crate) fn decode_entry(
             let bytes = cursor.take(len)?;
             counts.inline += 1;
             counts.inline_bytes += len as u64;
-            Some(Entry::Contents(ContentsRef::Mem(Arc::new(Contents::new(bytes)))))
+            Some(Entry::Contents(ContentsRef::Mem(Arc::new(Contents::from_slice(bytes)))))
         }
         TAG_CONTENTS => {
             let (hash, key) = cursor.pointer()?;
@@ -353,7 +383,7 @@ pub(crate) fn decode_entry(
         }
         _ => None,
     };
-    Ok((name, entry))
+    Ok(entry)
 }
 
 /// Appends the removal of `name` (patches only): the name with tag target 3 and no target.

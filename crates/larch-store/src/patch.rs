@@ -107,14 +107,15 @@ pub fn decode(kind: RecordKind, body: &[u8], offset: u64, counts: &mut EntryCoun
             if count > STABLE_HASH_MAX as u64 * 2 {
                 return Err(cursor.error(format!("{count} changes")));
             }
-            let mut changes: Vec<(Name, Option<Entry>)> = Vec::with_capacity(count as usize);
+            let mut names = codec::DecodedNames::with_capacity(count as usize);
+            let mut entries: Vec<Option<Entry>> = Vec::with_capacity(count as usize);
             for _ in 0..count {
-                let (name, entry) = codec::decode_entry(&mut cursor, counts)?;
-                if changes.last().is_some_and(|(previous, _)| *previous >= name) {
+                entries.push(codec::decode_entry(&mut cursor, counts, &mut names)?);
+                if names.previous().is_some_and(|previous| previous >= names.last()) {
                     return Err(cursor.error("patch changes not sorted by name"));
                 }
-                changes.push((name, entry));
             }
+            let changes: Vec<(Name, Option<Entry>)> = names.attach(entries, &cursor)?;
             Patch::Entries { base, chain, changes }
         }
         RecordKind::PatchTree => {

@@ -293,10 +293,18 @@ impl<'a> Encoder<'a> {
                         _ => None,
                     }
                 };
+                // Only a dirty child node (in memory, without a stored key) is encoded, and only it
+                // needs its base: looking the base up for every entry would cost a binary search
+                // of the base's names per entry, most of them unchanged.
                 let locs = entries
                     .iter()
                     .map(|(name, entry)| {
-                        let child = child_base(name);
+                        let child = match entry {
+                            Entry::Node(NodeRef::Mem(child)) if child.stored_key().is_none() => {
+                                child_base(name)
+                            }
+                            _ => None,
+                        };
                         self.entry(entry, child)
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -466,7 +474,9 @@ fn same_target(loc: &Loc, entry: &Entry) -> bool {
             hash == h && offset == key
         }
         (Loc::Inline(contents), Entry::Contents(ContentsRef::Mem(old))) => {
-            contents.as_bytes() == old.as_bytes()
+            // An unchanged entry usually shares its value with the base (the node was copied from
+            // it): no need to read the bytes.
+            Arc::ptr_eq(contents, old) || contents.as_bytes() == old.as_bytes()
         }
         _ => false,
     }
@@ -478,12 +488,26 @@ fn entry_changes(entries: &[(Name, Entry)], locs: &[Loc], base: &[(Name, Entry)]
     let mut changes = Vec::new();
     let mut old = base.iter().peekable();
     for (index, ((name, _), loc)) in entries.iter().zip(locs).enumerate() {
-        while let Some((removed, _)) = old.next_if(|(probe, _)| probe < name) {
-            changes.push(Change::Remove(removed.clone()));
-        }
-        match old.next_if(|(probe, _)| probe == name) {
-            Some((_, entry)) if same_target(loc, entry) => {}
-            _ => changes.push(Change::Set(index)),
+        // Equality first: an unchanged entry shares its name with the base (the node was copied
+        // from it), and `Name` equality then compares no bytes: most entries cost no comparison.
+        loop {
+            match old.peek() {
+                Some((probe, entry)) if probe == name => {
+                    if !same_target(loc, entry) {
+                        changes.push(Change::Set(index));
+                    }
+                    old.next();
+                    break;
+                }
+                Some((probe, _)) if probe < name => {
+                    changes.push(Change::Remove(probe.clone()));
+                    old.next();
+                }
+                _ => {
+                    changes.push(Change::Set(index));
+                    break;
+                }
+            }
         }
     }
     changes.extend(old.map(|(removed, _)| Change::Remove(removed.clone())));
