@@ -4,11 +4,11 @@
 
 use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
-use crate::size::parse_size;
+use crate::size::{DEFAULT_CACHE_SIZE, parse_size};
 use anyhow::{Context, bail};
 use clap::Args;
 use larch_core::MemoryRepo;
-use larch_store::{DEFAULT_CACHE_BYTES, Repo, RepoOptions, SyncPolicy};
+use larch_store::{Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
 use larch_trace::stats::plot_stat_files;
 use larch_trace::{ContextRepo, GenParams, ReplayOptions, RunMeta, RunSummary, open_trace};
@@ -37,7 +37,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`).
-    #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CACHE_BYTES)]
+    #[arg(long, value_parser = parse_size, default_value = DEFAULT_CACHE_SIZE)]
     cache_size: u64,
     /// When commits are made durable: `never`, `commit` (fsync at every commit) or `every N`.
     #[arg(long, default_value = "commit")]
