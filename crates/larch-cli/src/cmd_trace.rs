@@ -13,7 +13,7 @@ use std::process::ExitCode;
 /// Subcommands of `larch trace`.
 #[derive(Subcommand, Debug)]
 pub enum TraceCommand {
-    /// Generate a Tezos-like trace (`workload/tezos-like.md`), deterministic from `--seed`.
+    /// Generate a Tezos-like trace (`docs/workload.md`), deterministic from `--seed`.
     Gen {
         /// The trace file to write.
         #[arg(long, short)]
@@ -46,7 +46,7 @@ pub enum TraceCommand {
     },
 }
 
-/// The generator's parameters on the command line (defaults of `workload/tezos-like.md` §7).
+/// The generator's parameters on the command line (defaults of `docs/workload.md` §7).
 #[derive(Args, Debug, Clone)]
 pub struct GenArgs {
     /// Regular blocks after genesis and the setup block.

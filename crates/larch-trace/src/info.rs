@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 use std::path::Path;
 
-/// Upper bounds (inclusive) of the value-size buckets of `workload/tezos-like.md` §4, plus a bucket
+/// Upper bounds (inclusive) of the value-size buckets of `docs/workload.md` §4, plus a bucket
 /// for empty values in front and one for larger values at the end.
 pub const VALUE_SIZE_BOUNDS: [u64; 12] = [0, 1, 3, 7, 15, 31, 64, 128, 256, 512, 4096, 256 << 10];
 

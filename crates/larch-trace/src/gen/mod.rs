@@ -1,4 +1,4 @@
-//! The Tezos-like trace generator (`tezos-like/v1`, `shared/workload/tezos-like.md`): genesis
+//! The Tezos-like trace generator (`tezos-like/v1`, `docs/workload.md`): genesis
 //! exactly as on mainnet, the setup block, then regular blocks with the page's operation mix, Zipf
 //! skew, value sizes, cycles (copies, removals, bursts) and branches (abandoned contexts, short
 //! reorganisations), deterministic from the seed and streamed operation by operation.
