@@ -21,6 +21,11 @@ fn options(sync: SyncPolicy) -> RepoOptions {
     RepoOptions { sync, cache_bytes: 1 << 20, ..RepoOptions::default() }
 }
 
+/// Opens the store on `controller`'s files (as the writer when `writable`), syncing every commit.
+fn open(controller: &Arc<FaultController>, writable: bool) -> Repo {
+    Repo::open_files(controller.files(), writable, options(SyncPolicy::Commit), None).unwrap()
+}
+
 /// Runs the script until it ends or fails; returns the acknowledged commits with their models.
 fn run_script(files: StoreFiles, sync: SyncPolicy) -> Vec<(Hash, Model)> {
     let (mut rng, _) = seeded_rng("crash_script", 42);
@@ -113,7 +118,7 @@ fn every_cut_without_fsync_recovers_from_process_crashes() {
 #[test]
 fn full_disk_fails_the_commit_and_keeps_the_store_usable() {
     let controller = FaultController::new();
-    let mut repo = Repo::open_files(controller.files(), true, options(SyncPolicy::Commit), None).unwrap();
+    let mut repo = open(&controller, true);
     let mut tree = repo.empty_tree();
     tree.add(&["a"], b"small".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(1)).unwrap();
@@ -133,13 +138,7 @@ fn full_disk_fails_the_commit_and_keeps_the_store_usable() {
     controller.set_space_limit(None);
     let second = repo.commit(&tree, &[first], info(2)).unwrap();
     drop(repo);
-    let repo = Repo::open_files(
-        controller.restart(Survival::Durable).files(),
-        false,
-        options(SyncPolicy::Commit),
-        None,
-    )
-    .unwrap();
+    let repo = open(&controller.restart(Survival::Durable), false);
     assert_eq!(repo.head(), Some(second));
     assert_eq!(repo.checkout(&second).unwrap().find(&["big"]).unwrap().unwrap().as_bytes(), &[1; 4000][..]);
     assert!(repo.fsck().is_clean());
@@ -148,7 +147,7 @@ fn full_disk_fails_the_commit_and_keeps_the_store_usable() {
 #[test]
 fn a_failed_sync_poisons_the_handle_until_reopened() {
     let controller = FaultController::new();
-    let mut repo = Repo::open_files(controller.files(), true, options(SyncPolicy::Commit), None).unwrap();
+    let mut repo = open(&controller, true);
     let mut tree = repo.empty_tree();
     tree.add(&["a"], b"1".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(1)).unwrap();
@@ -158,13 +157,7 @@ fn a_failed_sync_poisons_the_handle_until_reopened() {
     assert!(matches!(repo.commit(&tree, &[first], info(2)), Err(StoreError::Io { op: "sync", .. })));
     assert!(matches!(repo.commit(&tree, &[first], info(2)), Err(StoreError::Poisoned)));
     assert!(matches!(repo.set_branch("x", &first), Err(StoreError::Poisoned)));
-    let repo = Repo::open_files(
-        controller.restart(Survival::Durable).files(),
-        true,
-        options(SyncPolicy::Commit),
-        None,
-    )
-    .unwrap();
+    let repo = open(&controller.restart(Survival::Durable), true);
     assert_eq!(repo.head(), Some(first));
 }
 
@@ -175,7 +168,7 @@ fn a_failed_sync_poisons_the_handle_until_reopened() {
 #[test]
 fn a_commit_larger_than_the_write_buffer_is_still_all_or_nothing() {
     let controller = FaultController::new();
-    let mut repo = Repo::open_files(controller.files(), true, options(SyncPolicy::Commit), None).unwrap();
+    let mut repo = open(&controller, true);
     let mut tree = repo.empty_tree();
     tree.add(&["a"], b"small".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(1)).unwrap();
@@ -192,7 +185,7 @@ fn a_commit_larger_than_the_write_buffer_is_still_all_or_nothing() {
     drop(repo);
     // A crash now: the written pieces are past the published end and ignored.
     let controller = controller.restart(Survival::Written);
-    let mut repo = Repo::open_files(controller.files(), true, options(SyncPolicy::Commit), None).unwrap();
+    let mut repo = open(&controller, true);
     assert_eq!(repo.head(), Some(first));
     assert!(repo.fsck().is_clean());
     let tree = {
@@ -204,13 +197,7 @@ fn a_commit_larger_than_the_write_buffer_is_still_all_or_nothing() {
     };
     let second = repo.commit(&tree, &[first], info(2)).unwrap();
     drop(repo);
-    let repo = Repo::open_files(
-        controller.restart(Survival::Durable).files(),
-        false,
-        options(SyncPolicy::Commit),
-        None,
-    )
-    .unwrap();
+    let repo = open(&controller.restart(Survival::Durable), false);
     assert_eq!(repo.head(), Some(second));
     let back = repo.checkout(&second).unwrap();
     for i in [0, 150, 299] {

@@ -255,19 +255,7 @@ fn fuzz_mutated_irmin_traces_never_panic() {
     }
     let (mut ok, mut err) = (0, 0);
     for _ in 0..3000 {
-        let mut bytes = seeds[rng.random_range(0..seeds.len())].clone();
-        for _ in 0..rng.random_range(1..4) {
-            let at = rng.random_range(0..bytes.len());
-            match rng.random_range(0..4) {
-                0 => bytes[at] ^= 1 << rng.random_range(0..8),
-                1 => bytes[at] = rng.random(),
-                2 => bytes.truncate(at),
-                _ => bytes.insert(at, rng.random()),
-            }
-            if bytes.is_empty() {
-                break;
-            }
-        }
+        let bytes = mutated(&mut rng, &seeds);
         match read_all(&bytes) {
             Ok(_) => ok += 1,
             Err(_) => err += 1,

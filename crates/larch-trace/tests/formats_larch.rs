@@ -286,19 +286,7 @@ fn fuzz_mutated_larch_traces_never_panic() {
     }
     let mut rejected = 0;
     for _ in 0..3000 {
-        let mut bytes = seeds[rng.random_range(0..seeds.len())].clone();
-        for _ in 0..rng.random_range(1..4) {
-            let at = rng.random_range(0..bytes.len());
-            match rng.random_range(0..4) {
-                0 => bytes[at] ^= 1 << rng.random_range(0..8),
-                1 => bytes[at] = rng.random(),
-                2 => bytes.truncate(at),
-                _ => bytes.insert(at, rng.random()),
-            }
-            if bytes.is_empty() {
-                break;
-            }
-        }
+        let bytes = mutated(&mut rng, &seeds);
         // Through the sniffing reader too.
         let sniffed = open_reader(std::io::Cursor::new(bytes.clone())).map(|mut r| r.by_ref().count());
         if read_larch(&bytes).is_err() {

@@ -175,6 +175,25 @@ pub fn random_ops(rng: &mut TestRng, count: usize) -> Vec<Op> {
     ops
 }
 
+/// A copy of one of `seeds` with 1 to 3 random mutations: a flipped bit, a random byte, a
+/// truncation or an inserted byte (for the fuzz tests of the readers).
+pub fn mutated(rng: &mut TestRng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    let mut bytes = seeds[rng.random_range(0..seeds.len())].clone();
+    for _ in 0..rng.random_range(1..4) {
+        if bytes.is_empty() {
+            break;
+        }
+        let at = rng.random_range(0..bytes.len());
+        match rng.random_range(0..4) {
+            0 => bytes[at] ^= 1 << rng.random_range(0..8),
+            1 => bytes[at] = rng.random(),
+            2 => bytes.truncate(at),
+            _ => bytes.insert(at, rng.random()),
+        }
+    }
+    bytes
+}
+
 pub fn write_irmin(ops: &[Op]) -> Vec<u8> {
     let mut writer = IrminWriter::new(Vec::new()).unwrap();
     for op in ops {
