@@ -92,6 +92,8 @@ pub(crate) struct Encoder<'a> {
     /// (the upper levels of the tree, written last) within `prime_budget` bytes are kept: more
     /// would be evicted from the cache at once, after costing memory until the commit's end.
     pub records: VecDeque<(u64, Arc<Node>, u8)>,
+    /// The cache weight of each of `records` (same order), computed once.
+    record_weights: VecDeque<u32>,
     records_weight: u64,
     prime_budget: u64,
     /// This store's reader, to load the earlier versions (bases) of rewritten nodes; `None` when
@@ -127,6 +129,7 @@ impl<'a> Encoder<'a> {
             pending_contents: AddressMap::default(),
             marks: Vec::new(),
             records: VecDeque::new(),
+            record_weights: VecDeque::new(),
             records_weight: 0,
             prime_budget,
             reader: if foreign.is_some() { None } else { reader },
@@ -252,11 +255,15 @@ impl<'a> Encoder<'a> {
     fn remember(&mut self, offset: u64, body: NodeBody, hash: Hash, chain: u8) {
         let node = Node::with_hash(body, hash);
         node.set_stored_key(offset);
-        self.records_weight += u64::from(node_weight(&node));
+        let weight = node_weight(&node);
+        self.records_weight += u64::from(weight);
         self.records.push_back((offset, Arc::new(node), chain));
+        self.record_weights.push_back(weight);
         while self.records_weight > self.prime_budget {
-            let Some((_, dropped, _)) = self.records.pop_front() else { break };
-            self.records_weight = self.records_weight.saturating_sub(u64::from(node_weight(&dropped)));
+            let (Some(_), Some(dropped)) = (self.records.pop_front(), self.record_weights.pop_front()) else {
+                break;
+            };
+            self.records_weight = self.records_weight.saturating_sub(u64::from(dropped));
         }
     }
 
