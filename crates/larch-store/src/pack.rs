@@ -306,9 +306,9 @@ impl PackReader {
         Ok((node, chain))
     }
 
-    /// Puts a node just written at `offset` (a record of patch chain length `chain`) into the cache.
-    pub fn prime(&self, offset: u64, node: Arc<Node>, chain: u8) {
-        let weight = node_weight(&node);
+    /// Puts a node just written at `offset` (a record of patch chain length `chain`, of cache weight
+    /// `weight`, i.e. [`node_weight`]) into the cache.
+    pub fn prime(&self, offset: u64, node: Arc<Node>, chain: u8, weight: u32) {
         let hash_prefix = hash_prefix(&node.hash());
         self.cache.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain, hash_prefix });
     }

@@ -465,8 +465,8 @@ impl Repo {
         for (node, offset) in marks {
             node.set_stored_key(offset);
         }
-        for (offset, record, chain) in records {
-            self.source.reader.prime(offset, record, chain);
+        for record in records {
+            self.source.reader.prime(record.offset, record.node, record.chain, record.weight);
         }
         self.stats.bytes_written += pack_len + index_len;
         self.stats.objects_written += counts.objects();

@@ -74,6 +74,18 @@ impl WriteCounts {
     }
 }
 
+/// A record just written, decoded, to prime the cache with.
+pub(crate) struct PrimedRecord {
+    /// Where it was written.
+    pub offset: u64,
+    /// The node, its children as stored references.
+    pub node: Arc<Node>,
+    /// Its patch chain length (0 for a full record).
+    pub chain: u8,
+    /// Its cache weight ([`node_weight`]), computed once.
+    pub weight: u32,
+}
+
 /// Appends the records of the dirty part of a tree to `buf`, which will be written at `base`.
 pub(crate) struct Encoder<'a> {
     buf: &'a mut Vec<u8>,
@@ -91,9 +103,7 @@ pub(crate) struct Encoder<'a> {
     /// them once the commit is published, so the next checkout finds them. Only the last ones
     /// (the upper levels of the tree, written last) within `prime_budget` bytes are kept: more
     /// would be evicted from the cache at once, after costing memory until the commit's end.
-    pub records: VecDeque<(u64, Arc<Node>, u8)>,
-    /// The cache weight of each of `records` (same order), computed once.
-    record_weights: VecDeque<u32>,
+    pub records: VecDeque<PrimedRecord>,
     records_weight: u64,
     prime_budget: u64,
     /// This store's reader, to load the earlier versions (bases) of rewritten nodes; `None` when
@@ -129,7 +139,6 @@ impl<'a> Encoder<'a> {
             pending_contents: AddressMap::default(),
             marks: Vec::new(),
             records: VecDeque::new(),
-            record_weights: VecDeque::new(),
             records_weight: 0,
             prime_budget,
             reader: if foreign.is_some() { None } else { reader },
@@ -257,13 +266,10 @@ impl<'a> Encoder<'a> {
         node.set_stored_key(offset);
         let weight = node_weight(&node);
         self.records_weight += u64::from(weight);
-        self.records.push_back((offset, Arc::new(node), chain));
-        self.record_weights.push_back(weight);
+        self.records.push_back(PrimedRecord { offset, node: Arc::new(node), chain, weight });
         while self.records_weight > self.prime_budget {
-            let (Some(_), Some(dropped)) = (self.records.pop_front(), self.record_weights.pop_front()) else {
-                break;
-            };
-            self.records_weight = self.records_weight.saturating_sub(u64::from(dropped));
+            let Some(dropped) = self.records.pop_front() else { break };
+            self.records_weight = self.records_weight.saturating_sub(u64::from(dropped.weight));
         }
     }
 
