@@ -9,10 +9,12 @@
 //!
 //! Prints the block's op times. Stops after that block.
 
+use larch_bench::stats::BlockStats;
+use larch_bench::{ReplayOptions, RunMeta};
+use larch_core::ContextRepo;
 use larch_core::MemoryRepo;
 use larch_store::{Repo, RepoOptions, SyncPolicy};
-use larch_trace::stats::BlockStats;
-use larch_trace::{ContextRepo, ReplayOptions, RunMeta, open_trace};
+use larch_trace::open_trace;
 use std::io::Write;
 
 #[global_allocator]
@@ -49,7 +51,7 @@ fn run<R: ContextRepo>(repo: &mut R, trace: &str, block: u64) -> anyhow::Result<
             );
         }
     };
-    larch_trace::replay(repo, &mut source, &options, &meta, None, &mut report)?;
+    larch_bench::replay(repo, &mut source, &options, &meta, None, &mut report)?;
     Ok(())
 }
 

@@ -7,11 +7,13 @@ use crate::progress::blocks_bar;
 use crate::size::{DEFAULT_CACHE_SIZE, parse_size};
 use anyhow::{Context, bail};
 use clap::Args;
+use larch_bench::stats::plot_stat_files;
+use larch_bench::{GenParams, ReplayOptions, RunMeta, RunSummary};
+use larch_core::ContextRepo;
 use larch_core::MemoryRepo;
 use larch_store::{Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
-use larch_trace::stats::plot_stat_files;
-use larch_trace::{ContextRepo, GenParams, ReplayOptions, RunMeta, RunSummary, open_trace};
+use larch_trace::open_trace;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -215,7 +217,7 @@ fn run_replay<R: ContextRepo>(
         None => None,
     };
     let bar = blocks_bar("replay", expected_blocks);
-    let summary = larch_trace::replay(
+    let summary = larch_bench::replay(
         repo,
         &mut source,
         options,

@@ -46,7 +46,7 @@ pub fn run(command: ReportCommand) -> anyhow::Result<ExitCode> {
     match command {
         ReportCommand::Compare { runs, json } => {
             let files: Vec<_> = runs.iter().map(|arg| labelled(arg)).collect();
-            let comparison = larch_trace::stats::compare_stat_files(&files).context("comparing runs")?;
+            let comparison = larch_bench::stats::compare_stat_files(&files).context("comparing runs")?;
             if json {
                 emit_line(serde_json::to_string_pretty(&comparison)?)?;
             } else {
@@ -56,7 +56,7 @@ pub fn run(command: ReportCommand) -> anyhow::Result<ExitCode> {
         ReportCommand::Plot { runs, out } => {
             let files: Vec<_> = runs.iter().map(|arg| labelled(arg)).collect();
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            let written = larch_trace::stats::plot_stat_files(&files, &out).context("plotting runs")?;
+            let written = larch_bench::stats::plot_stat_files(&files, &out).context("plotting runs")?;
             for path in written {
                 emit_line(path.display())?;
             }

@@ -4,9 +4,10 @@ use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use larch_bench::{GenParams, GenReport, Generator};
 use larch_trace::format::create_trace;
 use larch_trace::info::{InfoOptions, trace_info_with};
-use larch_trace::{GenParams, GenReport, Generator, TraceFormat, convert_file, open_trace};
+use larch_trace::{TraceFormat, convert_file, open_trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -1,8 +1,9 @@
 //! End-to-end tests of the `larch` command: each runs the built binary in a temporary directory.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+use larch_bench::{GenParams, Generator};
 use larch_trace::format::create_trace;
-use larch_trace::{GenParams, Generator, Op, Scoped, TraceFormat};
+use larch_trace::{Op, Scoped, TraceFormat};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -14,12 +14,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod context_repo;
 pub mod hash;
 pub mod ocaml_hash;
 pub mod repo;
 pub mod schema;
 pub mod tree;
 
+pub use context_repo::{BackendStats, ContextRepo};
 pub use hash::{Hash, HashParseError};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};

@@ -3,7 +3,7 @@
 
 use crate::error::{FileKind, Result, StoreError};
 use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
-use larch_core::{CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef};
+use larch_core::{CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, NodeBody, NodeRef};
 use std::sync::Arc;
 
 /// Magic of the pack header.
@@ -499,14 +499,6 @@ pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
         return Err(cursor.error("trailing bytes in commit record"));
     }
     Ok(CommitData { tree_hash, tree_offset, parents, info: CommitInfo { date, author, message } })
-}
-
-/// Decodes a node record body into a node carrying its trusted `hash` and its key `offset`.
-pub fn decode_node(kind: RecordKind, body: &[u8], offset: u64, hash: Hash) -> Result<Node> {
-    let body = decode_node_body(kind, body, offset, &mut EntryCounts::default())?;
-    let node = Node::with_hash(body, hash);
-    node.set_stored_key(offset);
-    Ok(node)
 }
 
 #[cfg(test)]

@@ -22,23 +22,28 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod codec;
-pub mod control;
-pub mod error;
+mod codec;
+mod context_repo;
+mod control;
+mod error;
+#[cfg(feature = "fault-injection")]
 pub mod fault;
-pub mod fsck;
-pub mod index;
+mod fsck;
+mod index;
 mod options;
 mod pack;
-pub mod patch;
+mod patch;
 mod repo;
+#[cfg(feature = "fault-injection")]
 pub mod storage;
+#[cfg(not(feature = "fault-injection"))]
+mod storage;
 mod writer;
 
+pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
-pub use pack::{DEFAULT_CACHE_BYTES, PackSource};
+pub use pack::DEFAULT_CACHE_BYTES;
 pub use repo::{DEFAULT_BRANCH, Repo};
-pub use storage::{ControlFile, FileStorage, MemStorage, Storage, StoreFiles};
 pub use writer::WriteCounts;

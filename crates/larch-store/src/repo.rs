@@ -147,7 +147,9 @@ impl Repo {
     }
 
     /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
-    /// the store when `files` are empty and `options.create` is set. No lock is taken.
+    /// the store when `files` are empty and `options.create` is set. No lock is taken. Public only
+    /// with the `fault-injection` feature (crash and corruption tests).
+    #[cfg_attr(not(feature = "fault-injection"), doc(hidden))]
     pub fn open_files(
         files: StoreFiles,
         writable: bool,

@@ -104,6 +104,7 @@ impl FileStorage {
     }
 
     /// The file's path.
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -258,11 +259,13 @@ impl MemStorage {
     }
 
     /// A storage holding `bytes`.
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub fn from_bytes(bytes: Vec<u8>) -> MemStorage {
         MemStorage { bytes: RwLock::new(bytes) }
     }
 
     /// A copy of the contents.
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub fn snapshot(&self) -> Vec<u8> {
         self.bytes.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }

@@ -196,7 +196,7 @@ fn the_cache_stays_within_its_budget() {
 #[test]
 fn golden_pack_bytes_of_genesis() {
     // Guards the format: a change of these bytes is a format change (docs/format.md).
-    let files = larch_store::StoreFiles::memory();
+    let files = larch_store::storage::StoreFiles::memory();
     let mut repo = Repo::open_files(files.clone(), true, RepoOptions::default(), None).unwrap();
     let mut tree = repo.empty_tree();
     tree.add(&["data", "version"], b"genesis".to_vec()).unwrap();
@@ -281,6 +281,6 @@ fn rewritten_inodes_are_patches_with_bounded_chains() {
     }
     let report = reader.fsck();
     assert!(report.is_clean(), "{report}");
-    let patches = report.stats.by_kind.get(&larch_store::codec::RecordKind::PatchTree).map_or(0, |k| k.count);
+    let patches = report.stats.by_kind.get(&larch_store::RecordKind::PatchTree).map_or(0, |k| k.count);
     assert!(patches >= 30, "{report}");
 }

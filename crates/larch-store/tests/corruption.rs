@@ -8,7 +8,8 @@ mod common;
 
 use common::{info, random_op};
 use larch_core::{Hash, Tree};
-use larch_store::{FileKind, MemStorage, Repo, RepoOptions, StoreError, StoreFiles};
+use larch_store::storage::{MemStorage, Storage, StoreFiles};
+use larch_store::{FileKind, Repo, RepoOptions, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -34,7 +35,7 @@ fn build() -> Images {
         let hash = repo.commit(&tree, &parents, info(block)).unwrap();
         commits.push((hash, model.clone()));
     }
-    let snapshot = |storage: &Arc<dyn larch_store::Storage>| storage.read_all().unwrap();
+    let snapshot = |storage: &Arc<dyn Storage>| storage.read_all().unwrap();
     Images {
         control: snapshot(&files.control),
         pack: snapshot(&files.pack),

@@ -11,7 +11,8 @@ mod common;
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
 use larch_store::fault::{FaultController, Survival};
-use larch_store::{Repo, RepoOptions, StoreError, StoreFiles, SyncPolicy};
+use larch_store::storage::StoreFiles;
+use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;
 

@@ -1,21 +1,17 @@
-//! larch-trace: trace formats (larch's own and Irmin's `IrmRepBT`), the recorder, the Tezos-like
-//! generator, the replayer with hash checks, per-block statistics and summaries.
+//! larch-trace: traces of context operations. The op model ([`Op`], contexts, scopes), the two trace
+//! formats (larch's own, `docs/trace-format.md`, and Irmin's replayable `IrmRepBT`), conversion
+//! between them, the [`Recorder`] that records what a client does to a [`larch_core::ContextRepo`],
+//! and `trace info` (operations per kind, blocks, value sizes, largest directories).
+//!
+//! It depends on `larch-core` alone: a tool that only reads or writes traces does not build the
+//! storage engine. The generator, the replayer and the statistics live in `larch-bench`.
 
-pub mod backend;
 pub mod format;
-pub mod r#gen;
 pub mod info;
 pub mod op;
 pub mod record;
-pub mod replay;
-pub mod stats;
-mod store_backend;
 
-pub use backend::{BackendStats, ContextRepo};
 pub use format::{OpSink, OpSource, TraceError, TraceFormat, convert, convert_file, open_trace};
-pub use r#gen::{GenError, GenParams, GenReport, Generator};
 pub use info::{TraceInfo, trace_info};
 pub use op::{ContextId, Op, OpKind, Path, Scoped};
 pub use record::{RecordError, RecordedTree, Recorder};
-pub use replay::{ReplayError, ReplayOptions, Replayer, RunMeta, replay};
-pub use stats::{Comparison, RunSummary, compare};

@@ -28,9 +28,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::backend::ContextRepo;
 use crate::format::{OpSink, TraceError};
 use crate::op::{ContextId, Op, Path, Scoped};
+use larch_core::ContextRepo;
 use larch_core::{CommitInfo, Hash, Tree, TreeError};
 use std::cell::RefCell;
 use std::collections::HashMap;

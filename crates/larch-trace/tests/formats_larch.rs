@@ -297,69 +297,6 @@ fn fuzz_mutated_larch_traces_never_panic() {
     assert!(rejected > 2900, "{rejected}");
 }
 
-#[test]
-fn larch_is_much_smaller_than_irmin_on_a_generated_trace() {
-    let params =
-        larch_trace::GenParams { blocks: 10, accounts: 1000, ops_per_block: 400, ..Default::default() };
-    let (ops, _) = larch_trace::Generator::new(params).unwrap().collect().unwrap();
-    let irmin = write_irmin(&ops);
-    let larch = write_larch(&ops, &[]);
-    let ratio = larch.len() as f64 / irmin.len() as f64;
-    eprintln!(
-        "generated tezos-like/v1 trace, {} ops: IrmRepBT {} bytes ({:.1} B/op), larch {} bytes ({:.1} B/op), ratio {ratio:.3}",
-        ops.len(),
-        irmin.len(),
-        irmin.len() as f64 / ops.len() as f64,
-        larch.len(),
-        larch.len() as f64 / ops.len() as f64
-    );
-    let values: usize =
-        ops.iter().map(|op| if let Op::Add { value, .. } = op { value.len() } else { 0 }).sum();
-    eprintln!(
-        "  of which value bytes {values}; without them: IrmRepBT {:.1} B/op, larch {:.1} B/op",
-        (irmin.len() - values) as f64 / ops.len() as f64,
-        (larch.len() - values) as f64 / ops.len() as f64
-    );
-    assert!(ratio < 0.5, "ratio {ratio}");
-    assert_eq!(convert_bytes(&irmin, TraceFormat::Larch), larch);
-    assert_eq!(convert_bytes(&larch, TraceFormat::Irmin), irmin);
-}
-
-/// Throughput of both formats (run with `--release -- --ignored --nocapture`).
-#[test]
-#[ignore = "measurement, run explicitly in release mode"]
-fn format_throughput() {
-    let params =
-        larch_trace::GenParams { blocks: 100, accounts: 5000, ops_per_block: 2000, ..Default::default() };
-    let (ops, _) = larch_trace::Generator::new(params).unwrap().collect().unwrap();
-    for format in [TraceFormat::Irmin, TraceFormat::Larch] {
-        let start = std::time::Instant::now();
-        let bytes = match format {
-            TraceFormat::Irmin => write_irmin(&ops),
-            TraceFormat::Larch => write_larch(&ops, &[]),
-        };
-        let written = start.elapsed();
-        let start = std::time::Instant::now();
-        let source = open_reader(std::io::Cursor::new(bytes.clone())).unwrap();
-        let mut count = 0;
-        for op in source {
-            op.unwrap();
-            count += 1;
-        }
-        let read = start.elapsed();
-        assert_eq!(count, ops.len());
-        eprintln!(
-            "{format}: {} ops, {} bytes; write {:.0} ns/op ({:.0} MB/s), read {:.0} ns/op ({:.0} MB/s)",
-            ops.len(),
-            bytes.len(),
-            written.as_nanos() as f64 / ops.len() as f64,
-            bytes.len() as f64 / written.as_secs_f64() / 1e6,
-            read.as_nanos() as f64 / ops.len() as f64,
-            bytes.len() as f64 / read.as_secs_f64() / 1e6,
-        );
-    }
-}
-
 /// A larch trace whose only chunk holds `count` records in `payload` (valid checksums throughout).
 fn trace_with_chunk(count: u8, payload: &[u8]) -> Vec<u8> {
     let empty = write_larch(&[], &[]);

@@ -209,19 +209,3 @@ fn info_reports_inconsistent_traces_without_failing() {
     let mut source = larch_trace::format::open_reader(std::io::Cursor::new(bytes)).unwrap();
     assert!(trace_info_with(&mut *source, &InfoOptions::default()).is_err());
 }
-
-#[test]
-fn info_of_a_generated_trace_agrees_with_the_generator() {
-    let params =
-        larch_trace::GenParams { blocks: 6, accounts: 500, ops_per_block: 300, ..Default::default() };
-    let (ops, report) = larch_trace::Generator::new(params).unwrap().collect().unwrap();
-    let bytes = write_larch(&ops, &[("generator".to_owned(), "tezos-like/v1".to_owned())]);
-    let mut source = larch_trace::format::open_reader(std::io::Cursor::new(bytes)).unwrap();
-    let info = trace_info_with(&mut *source, &InfoOptions::default()).unwrap();
-    eprintln!("{info}");
-    assert_eq!(info.blocks, report.blocks);
-    assert_eq!(info.ops, ops.len() as u64);
-    assert!(info.apply_note.is_none(), "{:?}", info.apply_note);
-    assert_eq!(info.read_mismatches, 0);
-    assert!(info.largest_dirs[0].entries >= 500, "{:?}", info.largest_dirs);
-}

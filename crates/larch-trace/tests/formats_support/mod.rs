@@ -2,11 +2,12 @@
 //! recorded workload, and a replay loop against a fresh `MemoryRepo`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+use larch_core::ContextRepo;
 use larch_core::{Hash, MemoryRepo};
 use larch_testkit::TestRng;
 use larch_trace::format::{IrminWriter, LarchWriter, OpSink};
 use larch_trace::record::Recorder;
-use larch_trace::{ContextRepo, Op, Path, Scoped};
+use larch_trace::{Op, Path, Scoped};
 use rand::Rng;
 use std::collections::HashMap;
 

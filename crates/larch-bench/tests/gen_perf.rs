@@ -1,10 +1,10 @@
 //! Timing of the default trace (release builds only):
-//! `cargo test --release -p larch-trace --test gen_perf -- --ignored --nocapture`, with optional
+//! `cargo test --release -p larch-bench --test gen_perf -- --ignored --nocapture`, with optional
 //! `GEN_BLOCKS`, `GEN_ACCOUNTS` and `GEN_OPS` overriding the defaults.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use larch_trace::{GenParams, Generator};
+use larch_bench::{GenParams, Generator};
 use std::time::Instant;
 
 #[test]

@@ -9,8 +9,8 @@
 
 use super::GenError;
 use super::dist::{SIZE_BUCKETS, size_bucket};
-use crate::op::{ContextId, Op, OpKind, Path, Scoped};
 use larch_core::{Hash, Tree};
+use larch_trace::op::{ContextId, Op, OpKind, Path, Scoped};
 
 /// Counters over everything emitted.
 #[derive(Clone, Debug, Default)]

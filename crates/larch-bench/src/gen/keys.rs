@@ -4,7 +4,7 @@
 //! stays small, cheap to snapshot (for abandoned contexts and reorganisations) and never has to be
 //! exact.
 
-use crate::op::Path;
+use larch_trace::op::Path;
 
 /// SplitMix64's finaliser: a bijective 64-bit mixer.
 fn mix(mut z: u64) -> u64 {

@@ -1,9 +1,9 @@
 //! The stat file: JSON lines — one header, one line per block, and an end line when the replay
 //! finished. Field meanings are documented in `docs/stats-format.md`.
 
-use crate::backend::BackendStats;
-use crate::op::OpKind;
 use crate::stats::probe::IoCounters;
+use larch_core::BackendStats;
+use larch_trace::op::OpKind;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 

@@ -1,11 +1,11 @@
 //! Side-by-side comparison of runs, with every run's ratio to the first (like irmin-bench's
 //! `trace_stats.exe pp`).
 
-use crate::op::OpKind;
 use crate::stats::fmt;
 use crate::stats::plot::file_label;
 use crate::stats::record::{StatFile, StatsError, read_stat_path};
 use crate::stats::summary::{Distribution, RunSummary, summarise};
+use larch_trace::op::OpKind;
 use serde::{Deserialize, Serialize};
 use std::fmt as sfmt;
 use std::fs::File;

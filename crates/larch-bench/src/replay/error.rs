@@ -1,7 +1,7 @@
 //! Why a replay stops: every error names where in the trace it happened.
 
-use crate::op::{ContextId, OpKind, Path};
 use larch_core::{Hash, TreeError};
+use larch_trace::op::{ContextId, OpKind, Path};
 use std::fmt;
 
 /// Where in the trace an operation stands, and what it is, for error messages.

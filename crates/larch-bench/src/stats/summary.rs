@@ -3,11 +3,11 @@
 //! memory, store size, I/O, cache and hash-check results. Definitions are in
 //! `docs/stats-format.md` ("Summary").
 
-use crate::backend::BackendStats;
-use crate::op::OpKind;
 use crate::stats::fmt;
 use crate::stats::probe::IoCounters;
 use crate::stats::record::{BlockStats, OpTable, StatEnd, StatFile, StatHeader};
+use larch_core::BackendStats;
+use larch_trace::op::OpKind;
 use serde::{Deserialize, Serialize};
 use std::fmt as sfmt;
 

@@ -1,9 +1,9 @@
 //! Execution of one operation against the context table and the repository.
 
 use super::{OpLocation, ReplayError, Replayer, display_path};
-use crate::backend::ContextRepo;
-use crate::op::{ContextId, Op, OpKind, Path, Scoped};
+use larch_core::ContextRepo;
 use larch_core::{CommitInfo, Hash, Tree};
+use larch_trace::op::{ContextId, Op, OpKind, Path, Scoped};
 
 /// Describes an operation for error messages: its kind and path.
 fn describe(kind: OpKind, path: &Path) -> String {

@@ -3,8 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use larch_bench::{GenParams, GenReport, Generator};
 use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
-use larch_trace::{GenParams, GenReport, Generator, Op, OpKind, Scoped};
+use larch_trace::{Op, OpKind, Scoped};
 use std::collections::{BTreeMap, HashMap};
 
 fn generate(params: GenParams) -> (Vec<Op>, GenReport) {
@@ -276,11 +277,11 @@ fn small_run_replays_with_the_crate_replayer() {
     eprintln!("seed {seed}");
     let (ops, report) = generate(small(seed));
     let mut repo = MemoryRepo::new();
-    let summary = larch_trace::replay(
+    let summary = larch_bench::replay(
         &mut repo,
         ops.into_iter().map(Ok::<Op, std::io::Error>),
-        &larch_trace::ReplayOptions::default(),
-        &larch_trace::RunMeta::default(),
+        &larch_bench::ReplayOptions::default(),
+        &larch_bench::RunMeta::default(),
         None,
         &mut |_| {},
     )

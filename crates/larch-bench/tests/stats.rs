@@ -2,14 +2,14 @@
 //! backend-derived figures, ratios, stat files cut to a common length, well-formed SVG.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
-use larch_core::{CommitInfo, Hash, MemoryRepo, RepoError, Tree};
-use larch_trace::backend::{BackendStats, ContextRepo};
-use larch_trace::replay::{ReplayOptions, RunMeta, replay};
-use larch_trace::stats::{
+use larch_bench::replay::{ReplayOptions, RunMeta, replay};
+use larch_bench::stats::{
     BlockStats, Distribution, IoCounters, StatEnd, StatFile, StatHeader, StatLine, Summariser, compare,
     compare_stat_files, read_stat_path, render_svg, summarise, write_charts, write_line,
 };
-use larch_trace::stats::{LoadedRun, StatsError, load_run};
+use larch_bench::stats::{LoadedRun, StatsError, load_run};
+use larch_core::{BackendStats, ContextRepo};
+use larch_core::{CommitInfo, Hash, MemoryRepo, RepoError, Tree};
 use larch_trace::{Op, Scoped};
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -230,7 +230,7 @@ fn summaries_compare_with_stat_files_of_the_same_length() {
 
 #[test]
 fn bad_stat_files_are_typed_errors() {
-    use larch_trace::stats::read_stat_file;
+    use larch_bench::stats::read_stat_file;
     let no_header = r#"{"type":"end","blocks":0,"ops":0,"trailing_ops":0,"wall_s":0.0}"#;
     assert!(matches!(read_stat_file(no_header.as_bytes()), Err(StatsError::Structure { line: 1, .. })));
     assert!(matches!(read_stat_file("{not json".as_bytes()), Err(StatsError::Json { line: 1, .. })));
@@ -293,10 +293,10 @@ fn charts_are_well_formed_svg_with_one_series_per_run() {
     assert_eq!(longest, 1499);
     assert!(svg.contains("mean of 2 consecutive blocks"));
     assert!(
-        render_svg(&larch_trace::stats::Chart {
+        render_svg(&larch_bench::stats::Chart {
             title: "empty".to_string(),
             x_label: "block".to_string(),
-            y_unit: larch_trace::stats::YUnit::Number,
+            y_unit: larch_bench::stats::YUnit::Number,
             series: vec![],
         })
         .contains("</svg>")
@@ -322,12 +322,13 @@ impl ContextRepo for CountingRepo {
         self.inner.commit(tree, parents, info)
     }
     fn stats(&self) -> BackendStats {
-        let mut stats = BackendStats::default();
-        stats.store_size_bytes = Some(1000 + 500 * self.commits);
-        stats.object_bytes_written = Some(400 * self.commits);
-        stats.cache_hits = Some(3 * self.commits);
-        stats.cache_misses = Some(self.commits);
-        stats
+        BackendStats {
+            store_size_bytes: Some(1000 + 500 * self.commits),
+            object_bytes_written: Some(400 * self.commits),
+            cache_hits: Some(3 * self.commits),
+            cache_misses: Some(self.commits),
+            ..BackendStats::default()
+        }
     }
 }
 
@@ -377,7 +378,7 @@ fn backend_stats_flow_from_the_repo_into_the_summary() {
     assert_eq!(summary.store_bytes_per_block, Some(500.0));
     assert_eq!(summary.object_bytes_written, Some(1600));
     assert_eq!(summary.cache_hit_ratio, Some(0.75));
-    let file = larch_trace::stats::read_stat_file(&out[..]).unwrap();
+    let file = larch_bench::stats::read_stat_file(&out[..]).unwrap();
     assert_eq!(file.header.initial.backend.store_size_bytes, Some(1000));
     let sizes: Vec<Option<u64>> = file.blocks.iter().map(|b| b.backend.store_size_bytes).collect();
     assert_eq!(sizes, [Some(1500), Some(2000), Some(2500), Some(3000)]);

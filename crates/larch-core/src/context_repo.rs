@@ -1,7 +1,8 @@
-//! The repository seam of the replayer and the recorder: what a context store must offer to run a
-//! trace. Implemented here for the in-memory repository; the pack store implements it too.
+//! The context-repository seam: what a versioned context store offers to the code that drives it
+//! (the trace recorder, the replayer, importers). Implemented here for the in-memory repository;
+//! the pack store (`larch-store`) implements it too.
 
-use larch_core::{CommitInfo, Hash, MemoryRepo, RepoError, Tree};
+use crate::{CommitInfo, Hash, MemoryRepo, RepoError, Tree};
 
 /// A versioned context store: check out a commit as a tree, commit a tree.
 pub trait ContextRepo {
@@ -27,8 +28,8 @@ pub trait ContextRepo {
 /// Counters a store reports to the replayer's statistics. Every field is optional: `None` means
 /// the store does not measure it. Counters are cumulative since the store was opened; sizes are
 /// current values.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BackendStats {
     /// Object reads served from a cache.
     pub cache_hits: Option<u64>,

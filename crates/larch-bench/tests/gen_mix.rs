@@ -4,7 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use larch_trace::{GenParams, GenReport, Generator, OpKind};
+use larch_bench::{GenParams, GenReport, Generator};
+use larch_trace::OpKind;
 
 fn medium(seed: u64) -> GenReport {
     let params = GenParams {

@@ -3,9 +3,9 @@
 //! errors naming block, op and operation.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+use larch_bench::replay::{ReplayError, ReplayOptions, Replayer, RunMeta, replay};
+use larch_bench::stats::{StatLine, read_stat_file, summarise};
 use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
-use larch_trace::replay::{ReplayError, ReplayOptions, Replayer, RunMeta, replay};
-use larch_trace::stats::{StatLine, read_stat_file, summarise};
 use larch_trace::{Op, OpKind, Scoped};
 use std::convert::Infallible;
 
@@ -132,7 +132,7 @@ fn ok_ops(ops: Vec<Op>) -> impl Iterator<Item = Result<Op, Infallible>> {
     ops.into_iter().map(Ok)
 }
 
-fn run(ops: Vec<Op>, options: ReplayOptions) -> Result<larch_trace::RunSummary, ReplayError> {
+fn run(ops: Vec<Op>, options: ReplayOptions) -> Result<larch_bench::RunSummary, ReplayError> {
     let mut repo = MemoryRepo::new();
     replay(&mut repo, ok_ops(ops), &options, &RunMeta::default(), None, &mut |_| {})
 }
@@ -378,6 +378,6 @@ fn stat_lines_parse_back_into_the_same_summary() {
     let table = summary.to_string();
     assert!(table.contains("checked 9 reads and 5 commits, all ok"), "{table}");
     let json = serde_json::to_string(&summary).unwrap();
-    let back: larch_trace::RunSummary = serde_json::from_str(&json).unwrap();
+    let back: larch_bench::RunSummary = serde_json::from_str(&json).unwrap();
     assert_eq!(back, summary);
 }

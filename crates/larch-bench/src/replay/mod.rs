@@ -14,15 +14,15 @@ mod exec;
 
 pub use error::{OpLocation, ReplayError, display_path};
 
-use crate::backend::ContextRepo;
-use crate::op::{ContextId, Op, OpKind};
 use crate::stats::probe::{IoCounters, ProcessSample, format_utc, hostname};
 use crate::stats::record::{
     BlockStats, HeaderOptions, InitialSample, OpTable, STATS_FORMAT, STATS_VERSION, StatEnd, StatHeader,
     StatLine, write_line,
 };
 use crate::stats::summary::{RunSummary, Summariser};
+use larch_core::ContextRepo;
 use larch_core::{Hash, Tree};
+use larch_trace::op::{ContextId, Op, OpKind};
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

@@ -5,8 +5,8 @@ use super::dist::SIZE_BUCKETS;
 use super::emit::Counts;
 use super::keys::{Model, child, data};
 use super::params::GenParams;
-use crate::op::OpKind;
 use larch_core::{Hash, Tree};
+use larch_trace::op::OpKind;
 use std::fmt;
 
 /// The report of one generated trace.

@@ -2,17 +2,19 @@
 //! commit hash checked, through the trace readers, into the in-memory repository.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+use larch_bench::replay::{ReplayError, ReplayOptions, RunMeta, replay};
+use larch_bench::stats::read_stat_file;
+use larch_bench::{GenParams, Generator};
 use larch_core::MemoryRepo;
+use larch_trace::Op;
 use larch_trace::format::{TraceFormat, create_trace, open_trace};
-use larch_trace::replay::{ReplayError, ReplayOptions, RunMeta, replay};
-use larch_trace::stats::read_stat_file;
-use larch_trace::{GenParams, Generator, Op};
 use std::convert::Infallible;
 use std::path::Path;
 
 #[test]
 fn irmin_fixture_replays_with_its_recorded_hash() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tezos_actions_1commit.repr");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../larch-trace/tests/data/tezos_actions_1commit.repr");
     let source = open_trace(&path).unwrap();
     let mut repo = MemoryRepo::new();
     let mut stats = Vec::new();

@@ -32,7 +32,7 @@
 //! `data/staking/current`; both hold here with the stake at `data/staking/current/<pkh>/…`.
 //!
 //! ```
-//! use larch_trace::{GenParams, Generator};
+//! use larch_bench::{GenParams, Generator};
 //!
 //! let params = GenParams { blocks: 3, accounts: 200, ops_per_block: 50, ..GenParams::default() };
 //! let mut ops = Vec::new();
@@ -44,7 +44,7 @@
 //!     &mut |_done, _total| {},
 //! )?;
 //! assert_eq!(report.blocks, 5);
-//! # Ok::<(), larch_trace::GenError>(())
+//! # Ok::<(), larch_bench::GenError>(())
 //! ```
 
 mod block;
@@ -61,13 +61,13 @@ pub use params::GenParams;
 pub use report::GenReport;
 pub use setup::{GENESIS_DATE, GENESIS_PROTOCOL};
 
-use crate::op::{Op, Scoped};
 use block::{Builder, Laws};
 use dist::Rng;
 use emit::Emitter;
 use keys::Model;
 use larch_core::schema::commit_hash;
 use larch_core::{CommitInfo, Hash, Tree, TreeError};
+use larch_trace::op::{Op, Scoped};
 
 /// Why generation failed.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use super::dist::{Rng, ValueKind, value_size};
 use super::emit::Emitter;
 use super::keys::{Model, child, data};
 use super::params::GenParams;
-use crate::op::Path;
+use larch_trace::op::Path;
 
 /// The mainnet genesis protocol hash (raw bytes of `Ps9mPmXaRzmzk35gbAYNCAw6UXdE2qoABTHbN2oEEc1qM7CwT9P`).
 pub const GENESIS_PROTOCOL: [u8; 32] = [
