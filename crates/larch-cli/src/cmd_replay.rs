@@ -9,8 +9,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use larch_bench::stats::plot_stat_files;
 use larch_bench::{GenParams, ReplayOptions, RunMeta, RunSummary};
-use larch_core::ContextRepo;
-use larch_core::MemoryRepo;
+use larch_core::{BackendStats, CommitInfo, ContextRepo, Hash, MemoryRepo, Tree};
 use larch_store::{Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
 use larch_trace::open_trace;
@@ -111,6 +110,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         Target::Memory => {
             let mut repo = MemoryRepo::new();
             run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks)
+                .map(|(summary, last)| (summary, last, None))
         }
         Target::Store { path, .. } => {
             let store_options = RepoOptions {
@@ -126,13 +126,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 bail!("store {} already holds commits: replay needs a fresh store", path.display());
             }
             let outcome =
-                run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks);
+                run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks)
+                    .map(|(summary, last)| (summary, last, repo.head()));
             let closed = repo.close().with_context(|| format!("closing store {}", path.display()));
             outcome.and_then(|summary| closed.map(|()| summary))
         }
     };
-    let summary = match outcome {
-        Ok(summary) => summary,
+    let (summary, last_commit, store_head) = match outcome {
+        Ok(outcome) => outcome,
         Err(err) => {
             if let Target::Store { path, created: true, _temp: None } = &target {
                 // A store left behind by a failed replay would look like a complete one.
@@ -143,10 +144,25 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             return Err(err);
         }
     };
+    let show = |hash: Option<Hash>| hash.map_or_else(|| "none".to_owned(), |hash| hash.to_string());
     if args.json {
-        emit_line(serde_json::to_string_pretty(&summary)?)?;
+        let mut value = serde_json::to_value(&summary)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("last_commit".into(), last_commit.map(|hash| hash.to_string()).into());
+            object.insert("store_head".into(), store_head.map(|hash| hash.to_string()).into());
+        }
+        emit_line(serde_json::to_string_pretty(&value)?)?;
     } else {
         emit(&summary)?;
+        match &target {
+            Target::Store { path, _temp: None, .. } => emit_line(format_args!(
+                "Last commit {} (head of the store {}: {})",
+                show(last_commit),
+                path.display(),
+                show(store_head)
+            ))?,
+            _ => emit_line(format_args!("Last commit {}", show(last_commit)))?,
+        }
     }
     if let Some(dir) = &args.report {
         write_report(dir, &summary, stats_path.as_deref())?;
@@ -201,7 +217,36 @@ fn prepare_target(args: &ReplayArgs) -> anyhow::Result<Target> {
     }
 }
 
-/// Replays `source` into `repo`, with a progress bar and an optional stat file.
+/// A [`ContextRepo`] that remembers the last commit it made.
+struct LastCommit<'a, R> {
+    inner: &'a mut R,
+    last: Option<Hash>,
+}
+
+impl<R: ContextRepo> ContextRepo for LastCommit<'_, R> {
+    type Error = R::Error;
+
+    fn empty_tree(&self) -> Tree {
+        self.inner.empty_tree()
+    }
+
+    fn checkout(&mut self, commit: &Hash) -> Result<Tree, R::Error> {
+        self.inner.checkout(commit)
+    }
+
+    fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash, R::Error> {
+        let hash = self.inner.commit(tree, parents, info)?;
+        self.last = Some(hash);
+        Ok(hash)
+    }
+
+    fn stats(&self) -> BackendStats {
+        self.inner.stats()
+    }
+}
+
+/// Replays `source` into `repo`, with a progress bar and an optional stat file; returns the
+/// summary and the last commit made.
 fn run_replay<R: ContextRepo>(
     repo: &mut R,
     mut source: BoxedSource,
@@ -209,7 +254,7 @@ fn run_replay<R: ContextRepo>(
     meta: &RunMeta,
     stats_path: Option<&Path>,
     expected_blocks: Option<u64>,
-) -> anyhow::Result<RunSummary> {
+) -> anyhow::Result<(RunSummary, Option<Hash>)> {
     let mut stats_file = match stats_path {
         Some(path) => {
             Some(BufWriter::new(File::create(path).with_context(|| format!("creating {}", path.display()))?))
@@ -217,8 +262,9 @@ fn run_replay<R: ContextRepo>(
         None => None,
     };
     let bar = blocks_bar("replay", expected_blocks);
+    let mut repo = LastCommit { inner: repo, last: None };
     let summary = larch_bench::replay(
-        repo,
+        &mut repo,
         &mut source,
         options,
         meta,
@@ -232,7 +278,7 @@ fn run_replay<R: ContextRepo>(
             "note: the trace ends inside a frame at offset {offset}; that frame was ignored, as Irmin does"
         );
     }
-    Ok(summary)
+    Ok((summary, repo.last))
 }
 
 /// Writes `summary.txt`, `summary.json` and the charts into `dir`.

@@ -1,10 +1,16 @@
 //! The `larch` command: the replay benchmark (its main job), trace tools, the store's integrity
 //! check, and reports that compare and plot runs.
 
+mod cmd_cat;
+mod cmd_diff;
 mod cmd_fsck;
+mod cmd_log;
+mod cmd_ls;
 mod cmd_replay;
 mod cmd_report;
+mod cmd_stats;
 mod cmd_trace;
+mod inspect;
 mod output;
 mod progress;
 mod size;
@@ -36,15 +42,30 @@ enum Command {
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
+    /// Show the commits of a store, newest first.
+    Log(cmd_log::LogArgs),
+    /// List the entries of a directory of a commit (kind, hash, size), paginated.
+    Ls(cmd_ls::LsArgs),
+    /// Print the bytes of a value of a commit.
+    Cat(cmd_cat::CatArgs),
+    /// Show the paths added, removed and changed between two commits.
+    Diff(cmd_diff::DiffArgs),
+    /// Sizes, commits, records and bytes by kind, patch chains: one pass, no full check.
+    Stats(cmd_stats::StatsArgs),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(join_sync_every(std::env::args_os()));
     let result = match cli.command {
         Command::Replay(args) => cmd_replay::run(args),
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Report(command) => cmd_report::run(command),
+        Command::Log(args) => cmd_log::run(args),
+        Command::Ls(args) => cmd_ls::run(args),
+        Command::Cat(args) => cmd_cat::run(args),
+        Command::Diff(args) => cmd_diff::run(args),
+        Command::Stats(args) => cmd_stats::run(args),
     };
     match result {
         Ok(code) => code,
@@ -56,6 +77,26 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Joins `--sync every N` (two words, as the README writes it) into `--sync every:N`, the one value
+/// clap hands to the sync policy's parser.
+fn join_sync_every(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        let after_sync = out.last().is_some_and(|last| last == "--sync");
+        if after_sync && arg == "every" {
+            if let Some(n) = args.next_if(|next| next.to_str().is_some_and(|n| n.parse::<u32>().is_ok())) {
+                let mut joined = std::ffi::OsString::from("every:");
+                joined.push(n);
+                out.push(joined);
+                continue;
+            }
+        }
+        out.push(arg);
+    }
+    out
 }
 
 /// The error and its causes joined by `: `, leaving out a cause whose text its parent already

@@ -264,3 +264,26 @@ fn replay_without_a_trace_generates_the_default_one_and_checks_it() {
     // The generator's report went to stderr, leaving stdout to the summary.
     assert!(stderr(&out).contains("final commit"), "{}", stderr(&out));
 }
+
+#[test]
+fn replay_accepts_sync_every_n_as_two_words_and_names_its_last_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = small_trace(dir.path(), "larch");
+    let store = dir.path().join("store");
+    let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--sync", "every", "5"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("(sync every 5)"), "{text}");
+    // The last commit named by the summary is the store's head, as `larch log` reads it.
+    let log = larch(&["log", path_str(&store), "-n", "1", "--json"]);
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+    let head = log[0]["hash"].as_str().unwrap();
+    assert!(text.contains(&format!("Last commit {head} (head of the store")), "{text}");
+    let json = larch(&["replay", path_str(&trace), "--in-memory", "--json", "--sync", "every", "3"]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let summary: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(summary["last_commit"], head, "the same trace gives the same last commit in memory");
+    // A policy that does not parse is still an error.
+    let out = larch(&["replay", path_str(&trace), "--in-memory", "--sync", "every", "zero"]);
+    assert_eq!(out.status.code(), Some(2));
+}

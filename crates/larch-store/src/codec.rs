@@ -116,6 +116,11 @@ impl<'a> Cursor<'a> {
         StoreError::corrupt(self.file, self.offset, reason)
     }
 
+    /// How many bytes were consumed.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     /// Whether every byte was consumed.
     pub fn at_end(&self) -> bool {
         self.pos == self.bytes.len()

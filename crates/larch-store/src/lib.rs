@@ -34,6 +34,7 @@ mod options;
 mod pack;
 mod patch;
 mod repo;
+mod scan;
 #[cfg(feature = "fault-injection")]
 pub mod storage;
 #[cfg(not(feature = "fault-injection"))]
@@ -46,4 +47,5 @@ pub use fsck::{FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::DEFAULT_CACHE_BYTES;
 pub use repo::{DEFAULT_BRANCH, Repo};
+pub use scan::ScanReport;
 pub use writer::WriteCounts;

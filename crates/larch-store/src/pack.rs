@@ -131,6 +131,11 @@ fn parse_head(head: &[u8], offset: u64) -> Result<(RecordKind, u64, usize)> {
 }
 
 impl PackReader {
+    /// Reads `buf.len()` raw bytes of the pack at `offset` (no cache, no checks).
+    pub fn read_raw(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.storage.read_at(offset, buf)
+    }
+
     /// A reader of `storage` whose published end is `end`, with a cache of `cache_bytes`.
     pub fn new(storage: Arc<dyn Storage>, end: u64, cache_bytes: u64) -> PackReader {
         let items = usize::try_from(cache_bytes / 512).unwrap_or(1 << 20).max(16);
