@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// Number of bytes in a [`Hash`].
+/// Number of bytes in a [`Hash`](struct@Hash).
 pub const HASH_LEN: usize = 32;
 
 /// The two version bytes Tezos prepends to a context hash before base58check encoding (`Co…`).
@@ -13,7 +13,7 @@ pub const CONTEXT_HASH_PREFIX: [u8; 2] = [0x4f, 0xc7];
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Hash(pub [u8; HASH_LEN]);
 
-/// Why a string or byte slice is not a valid [`Hash`].
+/// Why a string or byte slice is not a valid [`Hash`](struct@Hash).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HashParseError {

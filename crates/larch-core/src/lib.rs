@@ -1,5 +1,8 @@
 //! larch-core: Tezos context hashing (BLAKE2b-256, flat directories, 32-way inode tries, commits)
-//! and the persistent in-memory context tree, with lazy nodes loaded through an [`ObjectSource`].
+//! and the persistent in-memory context tree, with lazy nodes loaded through an [`ObjectSource`];
+//! the in-memory repository [`MemoryRepo`] and the [`ContextRepo`] seam (checkout, commit, counters)
+//! that every store implements and every driver (recorder, replayer, importers) uses. No files, no
+//! threads, no printing: the crates above it do those.
 //!
 //! ```
 //! use larch_core::{CommitInfo, MemoryRepo};

@@ -5,6 +5,11 @@
 //! readers; an integrity checker. The format is specified in `docs/format.md`, the commit protocol
 //! in `docs/store.md`.
 //!
+//! The public API is small: [`Repo`] (open, checkout, commit, branches, log, reload, stats, scan,
+//! fsck) with [`RepoOptions`] and [`SyncPolicy`], [`StoreError`], [`fsck`] and its report. The
+//! codec, patches, commit index, control file, cache and writer are private; the storage seam and
+//! the fault-injecting backend are public only with the `fault-injection` feature, for tests.
+//!
 //! ```
 //! use larch_core::CommitInfo;
 //! use larch_store::Repo;

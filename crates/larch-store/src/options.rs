@@ -57,7 +57,7 @@ pub struct RepoOptions {
     pub cache_bytes: u64,
     /// Create the store when absent (writers only).
     pub create: bool,
-    /// Read the pack through a memory map instead of positioned reads (see [`crate::FileStorage`]).
+    /// Read the pack through a memory map instead of positioned reads (docs/store.md: memory maps and page-cache RSS).
     pub mmap: bool,
     /// Write rewritten directories and inodes as patches of their previous version when smaller
     /// (docs/format.md §3.7). Readers always understand patches.
