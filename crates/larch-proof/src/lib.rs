@@ -1,0 +1,43 @@
+//! larch-proof: Merkle proofs of the Tezos context, as Irmin's `Tree.produce_proof` /
+//! `Tree.verify_proof` make and check them and Octez ships them (`Merkle_proof_encoding`).
+//!
+//! A verifier a light client can embed: `no_std` + `alloc`, depending only on BLAKE2b. It holds
+//! - the proof tree ([`Proof`], [`Tree`], [`InodeTree`]: `Tree32`, spec `merkle-proofs.md` §1);
+//! - [`verify()`]: rebuild the hashes bottom-up, check `before`, replay the [`Op`]s on the partial
+//!   tree (a blinded part they need is [`VerifyError::Blinded`]), check `after`;
+//! - Octez's [`encoding::v1`] and [`encoding::v2`] binary forms (read and write, strict);
+//! - [`produce()`]: the same replay over a [`Source`] that loads what the operations read, which
+//!   gives the proof in Irmin's shape (`larch-core` provides the source for its trees);
+//! - with the `json` feature (default, needs `std`): Irmin's repr JSON form ([`json`]).
+//!
+//! ```
+//! use larch_proof::{encoding, verify, Op};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let bytes = larch_proof::json::read(include_str!("../tests/data/small_find_one.json"))
+//! #     .map(|proof| encoding::v2::encode(&proof))??;
+//! let proof = encoding::v2::decode(&bytes)?;
+//! let verified = verify(&proof, &[Op::Find(vec![b"c".to_vec()])])?;
+//! assert_eq!(verified.results[0], larch_proof::OpResult::Value(Some(b"gamma".to_vec())));
+//! # Ok(()) }
+//! ```
+#![no_std]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod encoding;
+pub mod error;
+pub mod hash;
+#[cfg(feature = "json")]
+pub mod json;
+pub mod model;
+pub mod ops;
+pub mod types;
+pub mod verify;
+
+pub use error::{DecodeError, EncodeError, VerifyError};
+pub use hash::{Hash, Kind};
+pub use ops::{Op, OpResult, Path};
+pub use types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Stats, Tree};
+pub use verify::{Produced, Source, Verified, produce, verify};
