@@ -16,6 +16,7 @@
 
 pub mod hash;
 pub mod ocaml_hash;
+pub mod proof;
 pub mod repo;
 pub mod schema;
 pub mod tree;

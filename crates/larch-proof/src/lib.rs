@@ -40,4 +40,4 @@ pub use error::{DecodeError, EncodeError, VerifyError};
 pub use hash::{Hash, Kind};
 pub use ops::{Op, OpResult, Path};
 pub use types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Stats, Tree};
-pub use verify::{Produced, Source, Verified, produce, verify};
+pub use verify::{Context, Produced, Source, Verified, produce, produce_with, verify, verify_with};

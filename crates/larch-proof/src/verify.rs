@@ -26,17 +26,76 @@ pub struct Verified {
 /// `proof.before`, replays `ops` on the partial tree (a blinded part they need is an error), and
 /// checks the resulting hash against `proof.after`.
 pub fn verify(proof: &Proof, ops: &[Op]) -> Result<Verified, VerifyError> {
+    let (results, before, after) = verify_with(proof, |context| context.apply_all(ops))?;
+    Ok(Verified { before, results, after })
+}
+
+/// Verifies `proof` for the computation `f` (Irmin's `verify_proof p f`): checks `before`, runs
+/// `f` on the partial tree, checks `after`; returns `f`'s result and the two hashes.
+pub fn verify_with<T>(
+    proof: &Proof,
+    f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
+) -> Result<(T, KindedHash, KindedHash), VerifyError> {
     let mut root = model::load(&proof.state)?;
     let before = model::kinded_hash(&mut root, &mut Refuse)?;
     if before != proof.before {
         return Err(VerifyError::BeforeMismatch { expected: proof.before.hash, computed: before.hash });
     }
-    let results = ops::run(&mut root, ops, &mut Refuse)?;
-    let after = model::kinded_hash(&mut root, &mut Refuse)?;
+    let mut refuse = Refuse;
+    let mut context = Context { root, resolver: &mut refuse };
+    let value = f(&mut context)?;
+    let after = context.hash()?;
     if after != proof.after {
         return Err(VerifyError::AfterMismatch { expected: proof.after.hash, computed: after.hash });
     }
-    Ok(Verified { before, results, after })
+    Ok((value, before, after))
+}
+
+/// The tree a computation runs on while a proof is verified or produced: the partial tree, with
+/// what loads (production) or refuses (verification) its blinded parts.
+pub struct Context<'r> {
+    root: PNode,
+    resolver: &'r mut dyn Resolver,
+}
+
+impl Context<'_> {
+    /// Runs one operation.
+    pub fn apply(&mut self, op: &Op) -> Result<OpResult, VerifyError> {
+        let mut results = ops::run(&mut self.root, core::slice::from_ref(op), self.resolver)?;
+        results.pop().ok_or(VerifyError::Malformed("no result"))
+    }
+
+    /// Runs operations in order.
+    pub fn apply_all(&mut self, ops: &[Op]) -> Result<Vec<OpResult>, VerifyError> {
+        ops::run(&mut self.root, ops, self.resolver)
+    }
+
+    /// The value at `path` (Irmin `find`).
+    pub fn find(&mut self, path: &[&[u8]]) -> Result<Option<Vec<u8>>, VerifyError> {
+        match self.apply(&Op::Find(to_path(path)))? {
+            OpResult::Value(value) => Ok(value),
+            _ => Err(VerifyError::Malformed("find returned no value")),
+        }
+    }
+
+    /// Sets the value at `path` (Irmin `add`).
+    pub fn add(&mut self, path: &[&[u8]], value: &[u8]) -> Result<(), VerifyError> {
+        self.apply(&Op::Add(to_path(path), value.to_vec())).map(|_| ())
+    }
+
+    /// Removes `path` (Irmin `remove`).
+    pub fn remove(&mut self, path: &[&[u8]]) -> Result<(), VerifyError> {
+        self.apply(&Op::Remove(to_path(path))).map(|_| ())
+    }
+
+    /// The hash of the tree as it is now.
+    pub fn hash(&mut self) -> Result<KindedHash, VerifyError> {
+        model::kinded_hash(&mut self.root, self.resolver)
+    }
+}
+
+fn to_path(path: &[&[u8]]) -> ops::Path {
+    path.iter().map(|step| step.to_vec()).collect()
 }
 
 /// A store a proof is produced from: loads one object at a time by hash, children blinded.
@@ -130,9 +189,20 @@ pub struct Produced {
 /// are revealed too, so that such proofs verify (spec §2, vector `b257_remove`); everywhere else
 /// the shape is Irmin's.
 pub fn produce(source: &mut dyn Source, root: KindedHash, ops: &[Op]) -> Result<Produced, VerifyError> {
+    let (proof, results) = produce_with(source, root, |context| context.apply_all(ops))?;
+    Ok(Produced { proof, results })
+}
+
+/// Produces the proof of the computation `f` run on the tree `root` of `source` (Irmin's
+/// `produce_proof`); returns the proof and `f`'s result.
+pub fn produce_with<T>(
+    source: &mut dyn Source,
+    root: KindedHash,
+    f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
+) -> Result<(Proof, T), VerifyError> {
     let mut recorder =
         Recorder { source, nodes: BTreeMap::new(), inodes: BTreeMap::new(), contents: BTreeMap::new() };
-    let mut work = match root.kind {
+    let work = match root.kind {
         Kind::Node => {
             // The root of a proof is always opened.
             let node = recorder.node("produce", &root.hash)?;
@@ -140,12 +210,13 @@ pub fn produce(source: &mut dyn Source, root: KindedHash, ops: &[Op]) -> Result<
         }
         Kind::Contents => PNode::BlindedContents(root.hash),
     };
-    let results = ops::run(&mut work, ops, &mut recorder)?;
-    let after = model::kinded_hash(&mut work, &mut recorder)?;
+    let mut context = Context { root: work, resolver: &mut recorder };
+    let value = f(&mut context)?;
+    let after = context.hash()?;
     let blinded = match root.kind {
         Kind::Node => PNode::BlindedNode(root.hash),
         Kind::Contents => PNode::BlindedContents(root.hash),
     };
     let state = model::to_proof(&recorder.reveal(&blinded));
-    Ok(Produced { proof: Proof { version: 0, before: root, after, state }, results })
+    Ok((Proof { version: 0, before: root, after, state }, value))
 }
