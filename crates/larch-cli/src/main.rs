@@ -2,6 +2,7 @@
 //! check, and reports that compare and plot runs.
 
 mod cmd_fsck;
+mod cmd_proof;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_trace;
@@ -36,6 +37,9 @@ enum Command {
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
+    /// Produce and verify Merkle proofs of a store's context (Octez V1/V2, Irmin JSON).
+    #[command(subcommand)]
+    Proof(cmd_proof::ProofCommand),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Report(command) => cmd_report::run(command),
+        Command::Proof(command) => cmd_proof::run(command),
     };
     match result {
         Ok(code) => code,
