@@ -93,8 +93,10 @@ fn parse_ops(args: &OpsArgs) -> anyhow::Result<Vec<Op>> {
     let mut ops: Vec<Op> = args.find.iter().map(|path| Op::Find(parse_path(path))).collect();
     for update in &args.update {
         if let Some(rest) = update.strip_prefix("add:") {
-            let (path, value) = rest.split_once('=').with_context(|| format!("update {update:?}: expected add:PATH=HEX"))?;
-            let value = hex::decode(value).with_context(|| format!("update {update:?}: the value is not hex"))?;
+            let (path, value) =
+                rest.split_once('=').with_context(|| format!("update {update:?}: expected add:PATH=HEX"))?;
+            let value =
+                hex::decode(value).with_context(|| format!("update {update:?}: the value is not hex"))?;
             ops.push(Op::Add(parse_path(path), value));
         } else if let Some(path) = update.strip_prefix("remove:") {
             ops.push(Op::Remove(parse_path(path)));
@@ -109,11 +111,17 @@ fn show(hash: &larch_proof::Hash) -> String {
     Hash(hash.0).to_base58()
 }
 
-fn print_outcome(before: &larch_proof::KindedHash, ops: &[Op], results: &[OpResult], after: &larch_proof::KindedHash) {
+fn print_outcome(
+    before: &larch_proof::KindedHash,
+    ops: &[Op],
+    results: &[OpResult],
+    after: &larch_proof::KindedHash,
+) {
     println!("before {}", show(&before.hash));
     for (op, result) in ops.iter().zip(results) {
         if let (Op::Find(path), OpResult::Value(value)) = (op, result) {
-            let path: Vec<String> = path.iter().map(|step| String::from_utf8_lossy(step).into_owned()).collect();
+            let path: Vec<String> =
+                path.iter().map(|step| String::from_utf8_lossy(step).into_owned()).collect();
             let value = value.as_ref().map_or_else(|| "none".to_string(), hex::encode);
             println!("find {} {value}", path.join("/"));
         }
@@ -133,7 +141,9 @@ fn decode(bytes: &[u8], encoding: Encoding) -> anyhow::Result<Proof> {
     Ok(match encoding {
         Encoding::V1 => v1::decode(bytes)?,
         Encoding::V2 => v2::decode(bytes)?,
-        Encoding::Json => larch_proof::json::read(std::str::from_utf8(bytes).context("the JSON proof is not UTF-8")?)?,
+        Encoding::Json => {
+            larch_proof::json::read(std::str::from_utf8(bytes).context("the JSON proof is not UTF-8")?)?
+        }
     })
 }
 

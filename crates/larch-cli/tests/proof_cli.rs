@@ -34,7 +34,8 @@ fn tezos_like_store(dir: &Path) -> String {
     tree.add(&["test_chain"], vec![0]).unwrap();
     for i in 0u64..300 {
         let c = format!("{:042x}", i * 2_654_435_761);
-        tree.add(&["data", "contracts", "index", &c, "balance"], (1_000_000 + i).to_string().into_bytes()).unwrap();
+        tree.add(&["data", "contracts", "index", &c, "balance"], (1_000_000 + i).to_string().into_bytes())
+            .unwrap();
         tree.add(&["data", "contracts", "index", &c, "counter"], i.to_string().into_bytes()).unwrap();
     }
     let commit = repo.commit(&tree, &[], CommitInfo::tezos(0, "")).unwrap();
@@ -58,7 +59,11 @@ fn produce_and_verify_match_irmin_and_reject_tampering() {
     assert!(run.status.success(), "{}", text(&run.stderr));
     let before = one["proof"]["before"]["b58"].as_str().unwrap();
     assert!(text(&run.stdout).contains(&format!("before {before}")), "{}", text(&run.stdout));
-    assert!(text(&run.stdout).contains(&format!("find {key} {}", hex::encode("1000007"))), "{}", text(&run.stdout));
+    assert!(
+        text(&run.stdout).contains(&format!("find {key} {}", hex::encode("1000007"))),
+        "{}",
+        text(&run.stdout)
+    );
     let bytes = std::fs::read(&out).unwrap();
     assert_eq!(hex::encode(&bytes), one["proof"]["octez_encodings"]["v2_tree32_hex"].as_str().unwrap());
 

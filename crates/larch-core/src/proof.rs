@@ -82,7 +82,8 @@ impl TreeSource<'_> {
     }
 
     fn values(&mut self, depth: u8, entries: &Entries) -> PInode {
-        let entries = entries.iter().map(|(name, entry)| (name.as_bytes().to_vec(), self.blinded(entry))).collect();
+        let entries =
+            entries.iter().map(|(name, entry)| (name.as_bytes().to_vec(), self.blinded(entry))).collect();
         PInode::Values(PValues { depth, entries })
     }
 
@@ -144,7 +145,11 @@ impl larch_proof::Source for TreeSource<'_> {
                 }
                 Ok(PInode::Tree(PTree { depth, length: tree.length, children }))
             }
-            _ => Err(self.fail(larch_proof::Kind::Node, hash, TreeError::Malformed("inode of an unexpected shape"))),
+            _ => Err(self.fail(
+                larch_proof::Kind::Node,
+                hash,
+                TreeError::Malformed("inode of an unexpected shape"),
+            )),
         }
     }
 
@@ -152,11 +157,17 @@ impl larch_proof::Source for TreeSource<'_> {
         let contents = self.contents.get(&core_hash(hash)).cloned();
         match contents {
             Some(ContentsRef::Mem(contents)) => Ok(contents.as_bytes().to_vec()),
-            Some(ContentsRef::Stored { hash: stored, key }) => match self.source.load_contents(key, &stored) {
-                Ok(contents) => Ok(contents.as_bytes().to_vec()),
-                Err(error) => Err(self.fail(larch_proof::Kind::Contents, hash, error.into())),
-            },
-            None => Err(self.fail(larch_proof::Kind::Contents, hash, TreeError::Malformed("unknown contents hash"))),
+            Some(ContentsRef::Stored { hash: stored, key }) => {
+                match self.source.load_contents(key, &stored) {
+                    Ok(contents) => Ok(contents.as_bytes().to_vec()),
+                    Err(error) => Err(self.fail(larch_proof::Kind::Contents, hash, error.into())),
+                }
+            }
+            None => Err(self.fail(
+                larch_proof::Kind::Contents,
+                hash,
+                TreeError::Malformed("unknown contents hash"),
+            )),
         }
     }
 }
@@ -169,8 +180,12 @@ pub fn produce_with<T>(
     tree: &Tree,
     f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
 ) -> Result<(Proof, T), ProduceError> {
-    let mut source =
-        TreeSource { source: &**tree.source(), nodes: HashMap::new(), contents: HashMap::new(), failure: None };
+    let mut source = TreeSource {
+        source: &**tree.source(),
+        nodes: HashMap::new(),
+        contents: HashMap::new(),
+        failure: None,
+    };
     let root_hash = tree.hash();
     let root = KindedHash { kind: proof_kind(tree.kind()), hash: proof_hash(&root_hash) };
     match tree.root() {

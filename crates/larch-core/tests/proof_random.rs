@@ -29,8 +29,9 @@ fn proof_hashing_agrees_with_larch_core() {
         assert_eq!(larch_proof::hash::inode_index(seed as u8, &name), inode_index(seed as u8, &name));
         let value = random_bytes(&mut rng, 300);
         assert_eq!(larch_proof::hash::contents_hash(&value).0, schema::contents_hash(&value).0);
-        let mut entries: Vec<(Vec<u8>, Kind, [u8; 32])> =
-            (0..rng.random_range(0..40)).map(|_| (random_bytes(&mut rng, 12), Kind::Node, rng.random())).collect();
+        let mut entries: Vec<(Vec<u8>, Kind, [u8; 32])> = (0..rng.random_range(0..40))
+            .map(|_| (random_bytes(&mut rng, 12), Kind::Node, rng.random()))
+            .collect();
         for entry in &mut entries {
             if rng.random_bool(0.5) {
                 entry.1 = Kind::Contents;
@@ -39,15 +40,35 @@ fn proof_hashing_agrees_with_larch_core() {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.dedup_by(|a, b| a.0 == b.0);
         let core = entries.iter().map(|(n, k, h)| (n.as_slice(), *k, larch_core::Hash(*h)));
-        let kind = |k: Kind| if k == Kind::Node { larch_proof::Kind::Node } else { larch_proof::Kind::Contents };
+        let kind =
+            |k: Kind| if k == Kind::Node { larch_proof::Kind::Node } else { larch_proof::Kind::Contents };
         let ours = || entries.iter().map(|(n, k, h)| (n.as_slice(), kind(*k), larch_proof::Hash(*h)));
-        assert_eq!(schema::flat_node_hash(entries.len(), core.clone()).0, larch_proof::hash::flat_node_hash(entries.len(), ours()).0);
-        assert_eq!(schema::values_inode_hash(entries.len(), core).0, larch_proof::hash::values_inode_hash(entries.len(), ours()).0);
-        let pointers: Vec<(u8, [u8; 32])> = (0..rng.random_range(1..32u8)).map(|i| (i, rng.random())).collect();
+        assert_eq!(
+            schema::flat_node_hash(entries.len(), core.clone()).0,
+            larch_proof::hash::flat_node_hash(entries.len(), ours()).0
+        );
+        assert_eq!(
+            schema::values_inode_hash(entries.len(), core).0,
+            larch_proof::hash::values_inode_hash(entries.len(), ours()).0
+        );
+        let pointers: Vec<(u8, [u8; 32])> =
+            (0..rng.random_range(1..32u8)).map(|i| (i, rng.random())).collect();
         let (depth, length) = (rng.random_range(0..10u8), rng.random_range(0..100_000u64));
         assert_eq!(
-            schema::tree_inode_hash(depth, length, pointers.len(), pointers.iter().map(|(i, h)| (*i, larch_core::Hash(*h)))).0,
-            larch_proof::hash::tree_inode_hash(depth, length, pointers.len(), pointers.iter().map(|(i, h)| (*i, larch_proof::Hash(*h)))).0
+            schema::tree_inode_hash(
+                depth,
+                length,
+                pointers.len(),
+                pointers.iter().map(|(i, h)| (*i, larch_core::Hash(*h)))
+            )
+            .0,
+            larch_proof::hash::tree_inode_hash(
+                depth,
+                length,
+                pointers.len(),
+                pointers.iter().map(|(i, h)| (*i, larch_proof::Hash(*h)))
+            )
+            .0
         );
     }
 }
@@ -85,7 +106,11 @@ fn random_tree(rng: &mut TestRng, repo: &mut MemoryRepo) -> (Tree, Vec<Vec<Vec<u
 
 fn random_path(rng: &mut TestRng, paths: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
     // Half the time, a path of the same directory as the previous pick would be: the first one.
-    let pick = if rng.random_bool(0.3) { rng.random_range(0..paths.len().min(1300)) } else { rng.random_range(0..paths.len()) };
+    let pick = if rng.random_bool(0.3) {
+        rng.random_range(0..paths.len().min(1300))
+    } else {
+        rng.random_range(0..paths.len())
+    };
     let mut path = paths[pick].clone();
     match rng.random_range(0..8) {
         0 => path.truncate(1),
@@ -146,12 +171,13 @@ fn produced_proofs_verify_and_agree_with_larch_core() {
         let ops: Vec<Op> = (0..rng.random_range(1..25)).map(|_| random_op(&mut rng, &paths)).collect();
         let mut expected_tree = tree.clone();
         let expected: Vec<OpResult> = ops.iter().map(|op| apply_to_larch(&mut expected_tree, op)).collect();
-        let produced = proof::produce(&tree, &ops).unwrap_or_else(|e| panic!("round {round}: {e}; ops {ops:?}"));
+        let produced =
+            proof::produce(&tree, &ops).unwrap_or_else(|e| panic!("round {round}: {e}; ops {ops:?}"));
         assert_eq!(produced.results, expected, "round {round}: results; ops {ops:?}");
         assert_eq!(produced.proof.before.hash.0, tree.hash().0, "round {round}");
         assert_eq!(produced.proof.after.hash.0, expected_tree.hash().0, "round {round}: after; ops {ops:?}");
-        let verified =
-            verify(&produced.proof, &ops).unwrap_or_else(|e| panic!("round {round}: rejected: {e}; ops {ops:?}"));
+        let verified = verify(&produced.proof, &ops)
+            .unwrap_or_else(|e| panic!("round {round}: rejected: {e}; ops {ops:?}"));
         assert_eq!(verified.results, expected, "round {round}");
         let v1_bytes = v1::encode(&produced.proof).unwrap();
         assert_eq!(v1::decode(&v1_bytes).unwrap(), produced.proof);

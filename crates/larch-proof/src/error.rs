@@ -53,7 +53,10 @@ impl fmt::Display for VerifyError {
         match self {
             VerifyError::Malformed(why) => write!(f, "invalid proof: {why}"),
             VerifyError::BeforeMismatch { expected, computed } => {
-                write!(f, "invalid before hash: the proof tree hashes to {computed}, the proof claims {expected}")
+                write!(
+                    f,
+                    "invalid before hash: the proof tree hashes to {computed}, the proof claims {expected}"
+                )
             }
             VerifyError::AfterMismatch { expected, computed } => {
                 write!(f, "invalid after hash: the replay ends with {computed}, the proof claims {expected}")
@@ -62,8 +65,12 @@ impl fmt::Display for VerifyError {
                 write!(f, "{op} is trying to read through a blinded {what} ({hash})")
             }
             VerifyError::TooDeep { limit } => write!(f, "proof or path nested deeper than the limit {limit}"),
-            VerifyError::MaxDepth => f.write_str("inode trie deeper than Irmin's limit (more than 32 colliding names)"),
-            VerifyError::Source { what, hash } => write!(f, "the producer's source cannot load {what:?} {hash}"),
+            VerifyError::MaxDepth => {
+                f.write_str("inode trie deeper than Irmin's limit (more than 32 colliding names)")
+            }
+            VerifyError::Source { what, hash } => {
+                write!(f, "the producer's source cannot load {what:?} {hash}")
+            }
         }
     }
 }
@@ -114,7 +121,9 @@ pub enum DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DecodeError::Truncated { offset, what } => write!(f, "truncated input: {what} at offset {offset}"),
+            DecodeError::Truncated { offset, what } => {
+                write!(f, "truncated input: {what} at offset {offset}")
+            }
             DecodeError::BadTag { offset, tag, what } => {
                 write!(f, "bad tag 0x{tag:02x} for {what} at offset {offset}")
             }
@@ -160,7 +169,9 @@ pub enum EncodeError {
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EncodeError::StepTooLong { len } => write!(f, "a step of {len} bytes cannot be encoded (max 255)"),
+            EncodeError::StepTooLong { len } => {
+                write!(f, "a step of {len} bytes cannot be encoded (max 255)")
+            }
             EncodeError::BadSegments => f.write_str("extender segments cannot be encoded"),
             EncodeError::BadIndex { index } => write!(f, "inode index {index} cannot be encoded"),
             EncodeError::TooLarge { what } => write!(f, "{what} too large for the encoding"),

@@ -118,7 +118,12 @@ pub fn values_inode_hash<'a>(count: usize, entries: impl Iterator<Item = (&'a [u
 
 /// Hash of an inode `Tree` at `depth` with `length` entries below and its non-empty buckets by
 /// increasing index.
-pub fn tree_inode_hash(depth: u8, length: u64, count: usize, pointers: impl Iterator<Item = (u8, Hash)>) -> Hash {
+pub fn tree_inode_hash(
+    depth: u8,
+    length: u64,
+    count: usize,
+    pointers: impl Iterator<Item = (u8, Hash)>,
+) -> Hash {
     let mut out = Vec::with_capacity(8 + count * 33);
     out.push(0x01);
     write_leb128(&mut out, u64::from(depth));

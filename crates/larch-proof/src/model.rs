@@ -120,9 +120,10 @@ fn load_tree(tree: &Tree, nesting: usize) -> Result<PNode, VerifyError> {
         Tree::Contents(value) => PNode::Contents(value.clone()),
         Tree::BlindedContents(hash) => PNode::BlindedContents(*hash),
         Tree::BlindedNode(hash) => PNode::BlindedNode(*hash),
-        Tree::Node(entries) => {
-            PNode::Dir(Box::new(PInode::Values(PValues { depth: 0, entries: load_entries(entries, nesting)? })))
-        }
+        Tree::Node(entries) => PNode::Dir(Box::new(PInode::Values(PValues {
+            depth: 0,
+            entries: load_entries(entries, nesting)?,
+        }))),
         Tree::Inode(inode) => PNode::Dir(Box::new(load_tree_inode(0, inode, nesting)?.0)),
         Tree::Extender(ext) => PNode::Dir(Box::new(load_extender(0, ext, nesting)?.0)),
     })
@@ -387,9 +388,9 @@ pub fn to_proof(node: &PNode) -> Tree {
 fn inode_to_proof(inode: &PInode) -> InodeTree {
     match inode {
         PInode::Blinded(hash) => InodeTree::Blinded(*hash),
-        PInode::Values(values) => {
-            InodeTree::Values(values.entries.iter().map(|(name, child)| (name.clone(), to_proof(child))).collect())
-        }
+        PInode::Values(values) => InodeTree::Values(
+            values.entries.iter().map(|(name, child)| (name.clone(), to_proof(child))).collect(),
+        ),
         PInode::Tree(tree) => {
             // Follow the chain of single-pointer Trees.
             let mut segments = Vec::new();
@@ -415,7 +416,11 @@ fn inode_to_proof(inode: &PInode) -> InodeTree {
                 }),
                 _ => InodeTree::Tree(Inode {
                     length: tree.length,
-                    proofs: tree.children.iter().map(|(index, child)| (*index, inode_to_proof(child))).collect(),
+                    proofs: tree
+                        .children
+                        .iter()
+                        .map(|(index, child)| (*index, inode_to_proof(child)))
+                        .collect(),
                 }),
             }
         }

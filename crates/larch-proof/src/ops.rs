@@ -249,7 +249,9 @@ fn drain_entries(inode: PInode, out: &mut BTreeMap<Vec<u8>, PNode>) {
 fn visit_entries(inode: &PInode, out: &mut Vec<(Vec<u8>, Kind)>) {
     match inode {
         PInode::Blinded(_) => {}
-        PInode::Values(values) => out.extend(values.entries.iter().map(|(name, child)| (name.clone(), kind_of(child)))),
+        PInode::Values(values) => {
+            out.extend(values.entries.iter().map(|(name, child)| (name.clone(), kind_of(child))))
+        }
         PInode::Tree(tree) => tree.children.values().for_each(|child| visit_entries(child, out)),
     }
 }

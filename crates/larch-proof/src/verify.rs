@@ -162,12 +162,20 @@ impl Recorder<'_> {
             },
             PInode::Values(values) => PInode::Values(model::PValues {
                 depth: values.depth,
-                entries: values.entries.iter().map(|(name, child)| (name.clone(), self.reveal(child))).collect(),
+                entries: values
+                    .entries
+                    .iter()
+                    .map(|(name, child)| (name.clone(), self.reveal(child)))
+                    .collect(),
             }),
             PInode::Tree(tree) => PInode::Tree(model::PTree {
                 depth: tree.depth,
                 length: tree.length,
-                children: tree.children.iter().map(|(index, child)| (*index, self.reveal_inode(child))).collect(),
+                children: tree
+                    .children
+                    .iter()
+                    .map(|(index, child)| (*index, self.reveal_inode(child)))
+                    .collect(),
             }),
         }
     }

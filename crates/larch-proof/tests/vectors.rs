@@ -148,13 +148,17 @@ fn every_tampered_variant_is_rejected() {
                 assert_eq!(kind, "after_hash_flipped");
                 let proof = json::read(case["proof"]["irmin_repr_json"].as_str().unwrap()).unwrap();
                 let flipped = flip_after(&proof);
-                assert_eq!(flipped.after.hash, hex_hash(variant["modification"]["new"]["hex"].as_str().unwrap()));
+                assert_eq!(
+                    flipped.after.hash,
+                    hex_hash(variant["modification"]["new"]["hex"].as_str().unwrap())
+                );
                 vec![flipped]
             };
             for proof in proofs {
                 let outcome = verify(&proof, &ops);
                 assert!(outcome.is_err(), "{name}/{kind} accepted");
-                let expected_before = kind != "after_hash_flipped" && kind != "needed_contents_blinded_same_root_hash";
+                let expected_before =
+                    kind != "after_hash_flipped" && kind != "needed_contents_blinded_same_root_hash";
                 if expected_before {
                     assert!(
                         matches!(outcome, Err(VerifyError::BeforeMismatch { .. })),

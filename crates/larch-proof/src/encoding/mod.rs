@@ -115,7 +115,10 @@ impl<'a> Reader<'a> {
         self.end = stop;
         let out = f(self)?;
         if self.pos != stop {
-            return Err(DecodeError::Invalid { offset: self.pos, what: "list size does not match its elements" });
+            return Err(DecodeError::Invalid {
+                offset: self.pos,
+                what: "list size does not match its elements",
+            });
         }
         self.end = saved_end;
         Ok(out)
@@ -159,7 +162,10 @@ pub(crate) fn put_segments(out: &mut Vec<u8>, segments: &[u8]) -> Result<(), Enc
 
 /// A `Uint30` size for a list body or value.
 pub(crate) fn size_u32(len: usize) -> Result<u32, EncodeError> {
-    u32::try_from(len).ok().filter(|n| *n <= UINT30_MAX).ok_or(EncodeError::TooLarge { what: "list or value" })
+    u32::try_from(len)
+        .ok()
+        .filter(|n| *n <= UINT30_MAX)
+        .ok_or(EncodeError::TooLarge { what: "list or value" })
 }
 
 pub(crate) fn length_i64(length: u64) -> Result<i64, EncodeError> {
@@ -200,12 +206,9 @@ pub fn segments_unpack(bytes: &[u8]) -> Option<Vec<u8>> {
     if bits % 5 != 0 {
         return None;
     }
-    let bit = |position: usize| bytes.get(position / 8).is_some_and(|byte| byte & (0x80 >> (position % 8)) != 0);
-    Some(
-        (0..bits / 5)
-            .map(|k| (0..5).fold(0u8, |acc, b| (acc << 1) | u8::from(bit(k * 5 + b))))
-            .collect(),
-    )
+    let bit =
+        |position: usize| bytes.get(position / 8).is_some_and(|byte| byte & (0x80 >> (position % 8)) != 0);
+    Some((0..bits / 5).map(|k| (0..5).fold(0u8, |acc, b| (acc << 1) | u8::from(bit(k * 5 + b)))).collect())
 }
 
 #[cfg(test)]
@@ -216,7 +219,10 @@ mod tests {
     fn segments_examples_from_spec() {
         assert_eq!(segments_pack(&[5, 7]).ok(), Some(alloc::vec![0x29, 0xe0]));
         assert_eq!(segments_pack(&[0, 1, 0, 31]).ok(), Some(alloc::vec![0x00, 0x41, 0xf8]));
-        assert_eq!(segments_pack(&[1, 2, 3, 4, 5, 6, 7, 8]).ok(), Some(alloc::vec![0x08, 0x86, 0x42, 0x98, 0xe8, 0x80]));
+        assert_eq!(
+            segments_pack(&[1, 2, 3, 4, 5, 6, 7, 8]).ok(),
+            Some(alloc::vec![0x08, 0x86, 0x42, 0x98, 0xe8, 0x80])
+        );
         for segments in [&[][..], &[5, 7], &[0, 1, 0, 31], &[31; 40]] {
             let packed = segments_pack(segments).unwrap_or_default();
             assert_eq!(segments_unpack(&packed).as_deref(), Some(segments));

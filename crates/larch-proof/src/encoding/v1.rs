@@ -38,7 +38,10 @@ fn put_kh(out: &mut Vec<u8>, kh: &KindedHash) {
     out.extend_from_slice(&kh.hash.0);
 }
 
-fn put_sized(out: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>) -> Result<(), EncodeError> {
+fn put_sized(
+    out: &mut Vec<u8>,
+    f: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     f(out)?;
@@ -213,10 +216,13 @@ fn get_inode(r: &mut Reader<'_>, nesting: usize) -> Result<Inode, DecodeError> {
                 let mut proofs = Vec::new();
                 while !r.at_end() {
                     let index = r.u8("inode index")?;
-                    proofs.push((index, get_itree(r, nesting, false)?.ok_or(DecodeError::Invalid {
-                        offset: r.offset(),
-                        what: "empty slot in a sparse list",
-                    })?));
+                    proofs.push((
+                        index,
+                        get_itree(r, nesting, false)?.ok_or(DecodeError::Invalid {
+                            offset: r.offset(),
+                            what: "empty slot in a sparse list",
+                        })?,
+                    ));
                 }
                 Ok(proofs)
             })?
@@ -239,7 +245,8 @@ fn get_extender(r: &mut Reader<'_>, nesting: usize) -> Result<Extender, DecodeEr
     let length = r.length_i64("extender length")?;
     let segments = r.segments()?;
     let offset = r.offset();
-    let proof = get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag { offset, tag: 4, what: "inode tree" })?;
+    let proof =
+        get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag { offset, tag: 4, what: "inode tree" })?;
     Ok(Extender { length, segments, proof: Box::new(proof) })
 }
 

@@ -205,8 +205,11 @@ fn get_inode(r: &mut Reader<'_>, tag: u8, nesting: usize) -> Result<Inode, Decod
     let pointer = |r: &mut Reader<'_>| -> Result<(u8, InodeTree), DecodeError> {
         let index = r.u8("inode index")?;
         let offset = r.offset();
-        let child = get_itree(r, nesting, false)?
-            .ok_or(DecodeError::BadTag { offset, tag: 0xe0, what: "inode tree" })?;
+        let child = get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag {
+            offset,
+            tag: 0xe0,
+            what: "inode tree",
+        })?;
         Ok((index, child))
     };
     let proofs = match pointers {
@@ -245,7 +248,8 @@ fn get_extender(r: &mut Reader<'_>, tag: u8, nesting: usize) -> Result<Extender,
     let length = get_length(r, tag)?;
     let segments = r.segments()?;
     let offset = r.offset();
-    let proof = get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag { offset, tag: 0xe0, what: "inode tree" })?;
+    let proof =
+        get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag { offset, tag: 0xe0, what: "inode tree" })?;
     Ok(Extender { length, segments, proof: Box::new(proof) })
 }
 
