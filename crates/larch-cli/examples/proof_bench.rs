@@ -67,7 +67,9 @@ fn main() -> anyhow::Result<()> {
     let paths = all_paths(&tree)?;
     eprintln!("head {head}: {} values (listed in {:.1?})", paths.len(), start.elapsed());
     let mut rng = Rng(seed.max(1));
-    println!("| keys | raw values | V1 | V2 | repr JSON | V2 / raw | produce | verify (V2 decode + verify) |");
+    println!(
+        "| keys | raw values | V1 | V2 | repr JSON | V2 / raw | produce | verify (V2 decode + verify) |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for n in [1usize, 10, 100] {
         let ops: Vec<Op> = (0..n).map(|_| Op::Find(paths[rng.below(paths.len())].clone())).collect();
