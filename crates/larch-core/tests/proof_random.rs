@@ -193,3 +193,32 @@ fn produced_proofs_verify_and_agree_with_larch_core() {
         }
     }
 }
+
+#[test]
+fn proofs_of_uncommitted_in_memory_trees_and_of_contents_roots() {
+    let mut tree = Tree::empty();
+    for i in 0..300 {
+        tree.add(&["dir".to_string(), format!("k{i}")], format!("v{i}").into_bytes()).unwrap();
+    }
+    tree.add(&["file"], b"top".to_vec()).unwrap();
+    let ops = vec![
+        Op::Find(vec![b"dir".to_vec(), b"k7".to_vec()]),
+        Op::Remove(vec![b"dir".to_vec(), b"k8".to_vec()]),
+        Op::Add(vec![b"file".to_vec(), b"now-a-dir".to_vec()], b"x".to_vec()),
+    ];
+    let produced = proof::produce(&tree, &ops).unwrap();
+    let verified = verify(&produced.proof, &ops).unwrap();
+    assert_eq!(verified.results[0], OpResult::Value(Some(b"v7".to_vec())));
+    let mut expected = tree.clone();
+    expected.remove(&["dir", "k8"]).unwrap();
+    expected.add(&["file", "now-a-dir"], b"x".to_vec()).unwrap();
+    assert_eq!(verified.after.hash.0, expected.hash().0);
+    // The value `file` was replaced without being read: it stays blinded.
+    assert_eq!(produced.proof.state.stats().contents, 1);
+
+    let contents = Tree::of_contents(b"just a value".to_vec());
+    let produced = proof::produce(&contents, &[Op::Find(Vec::new())]).unwrap();
+    assert_eq!(produced.proof.state, larch_proof::Tree::Contents(b"just a value".to_vec()));
+    let verified = verify(&produced.proof, &[Op::Find(Vec::new())]).unwrap();
+    assert_eq!(verified.results, vec![OpResult::Value(Some(b"just a value".to_vec()))]);
+}

@@ -39,6 +39,9 @@ pub enum VerifyError {
     },
     /// More than 32 names share their buckets down to Irmin's inode depth limit.
     MaxDepth,
+    /// The proof's `version` is not 0 (Octez: bit 0 marks a stream proof, bit 1 a binary-tree
+    /// context; neither is a tree proof of the 32-ary context).
+    UnsupportedVersion(i16),
     /// A producer's source failed to load an object (production only).
     Source {
         /// What was being loaded.
@@ -67,6 +70,9 @@ impl fmt::Display for VerifyError {
             VerifyError::TooDeep { limit } => write!(f, "proof or path nested deeper than the limit {limit}"),
             VerifyError::MaxDepth => {
                 f.write_str("inode trie deeper than Irmin's limit (more than 32 colliding names)")
+            }
+            VerifyError::UnsupportedVersion(version) => {
+                write!(f, "proof version {version} is not a tree proof of the 32-ary context (version 0)")
             }
             VerifyError::Source { what, hash } => {
                 write!(f, "the producer's source cannot load {what:?} {hash}")

@@ -30,12 +30,16 @@ pub fn verify(proof: &Proof, ops: &[Op]) -> Result<Verified, VerifyError> {
     Ok(Verified { before, results, after })
 }
 
-/// Verifies `proof` for the computation `f` (Irmin's `verify_proof p f`): checks `before`, runs
+/// Verifies `proof` for the computation `f` (Irmin's `verify_proof p f`): checks that `version`
+/// is 0 (as Octez's protocol environment does for 32-ary tree proofs), checks `before`, runs
 /// `f` on the partial tree, checks `after`; returns `f`'s result and the two hashes.
 pub fn verify_with<T>(
     proof: &Proof,
     f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
 ) -> Result<(T, KindedHash, KindedHash), VerifyError> {
+    if proof.version != 0 {
+        return Err(VerifyError::UnsupportedVersion(proof.version));
+    }
     let mut root = model::load(&proof.state)?;
     let before = model::kinded_hash(&mut root, &mut Refuse)?;
     if before != proof.before {

@@ -237,6 +237,12 @@ fn malformed_proof_trees_are_rejected_with_typed_errors() {
     // Kinds are hashed: a contents hash presented as a node is a before mismatch.
     let text = include_str!("data/small_find_one.json");
     let mut proof = json::read(text).unwrap();
+    assert!(verify(&proof, &[]).is_ok());
+    // Versions other than 0 (stream proofs, binary-tree contexts) are refused, as Octez does.
+    for version in [1, 2, 3, -1] {
+        let other = Proof { version, ..proof.clone() };
+        assert_eq!(verify(&other, &[]), Err(VerifyError::UnsupportedVersion(version)));
+    }
     proof.before.kind = Kind::Contents;
     assert!(matches!(verify(&proof, &[]), Err(VerifyError::BeforeMismatch { .. })));
 }
