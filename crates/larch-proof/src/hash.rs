@@ -1,12 +1,12 @@
 //! The minimal Tezos context hashing a verifier needs (`spec/tezos-context-hash.md`): BLAKE2b-256
 //! of contents, flat directories, inode `Values` and `Tree` pre-images, and OCaml's seeded hash
 //! for inode buckets. A small copy of `larch-core`'s `schema.rs` and `ocaml_hash.rs` (checked equal
-//! by `larch-core/tests/proof_hash_agreement.rs`), kept here so that this crate stays `no_std`.
+//! by `larch-core/tests/proof_random.rs`), kept here so that this crate stays `no_std`.
 
 use alloc::vec::Vec;
 use core::fmt;
 
-/// Number of bytes in a [`Hash`].
+/// Number of bytes in a [`Hash`](struct@Hash).
 pub const HASH_LEN: usize = 32;
 /// A directory with at most this many entries is hashed flat; above, through its inode trie.
 pub const STABLE_HASH_MAX: usize = 256;

@@ -1,7 +1,7 @@
 //! Octez's binary encodings of tree proofs (`Merkle_proof_encoding`, `Tree32`, spec §5): V1 (plain
 //! `Data_encoding`) and V2 (`Data_encoding.Compact`). Decoding is strict: every size is checked
 //! against the bytes left before anything is allocated, nesting is bounded by
-//! [`MAX_NESTING`](crate::model::MAX_NESTING), and trailing bytes are an error.
+//! [`crate::model::MAX_NESTING`] levels, and trailing bytes are an error.
 
 pub mod v1;
 pub mod v2;
