@@ -85,7 +85,7 @@ fn main() -> anyhow::Result<()> {
         let v1_bytes = v1::encode(&produced.proof)?;
         let v2_bytes = v2::encode(&produced.proof)?;
         let json = larch_proof::json::write(&produced.proof);
-        let produce_time = min_time(5, || {
+        let produce_time = min_time(20, || {
             // A fresh checkout each time: the proof is built from the store's (cached) objects.
             let tree = repo.checkout(&head)?;
             larch_core::proof::produce(&tree, &ops)?;

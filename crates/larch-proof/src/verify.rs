@@ -46,7 +46,7 @@ pub fn verify_with<T>(
         return Err(VerifyError::BeforeMismatch { expected: proof.before.hash, computed: before.hash });
     }
     let mut refuse = Refuse;
-    let mut context = Context { root, resolver: &mut refuse };
+    let mut context = Context { root, resolver: &mut refuse, unchanged: Some(before) };
     let value = f(&mut context)?;
     let after = context.hash()?;
     if after != proof.after {
@@ -60,17 +60,21 @@ pub fn verify_with<T>(
 pub struct Context<'r> {
     root: PNode,
     resolver: &'r mut dyn Resolver,
+    /// The hash of the tree while no operation has modified it (then not recomputed).
+    unchanged: Option<KindedHash>,
 }
 
 impl Context<'_> {
     /// Runs one operation.
     pub fn apply(&mut self, op: &Op) -> Result<OpResult, VerifyError> {
+        self.note_modification(core::slice::from_ref(op));
         let mut results = ops::run(&mut self.root, core::slice::from_ref(op), self.resolver)?;
         results.pop().ok_or(VerifyError::Malformed("no result"))
     }
 
     /// Runs operations in order.
     pub fn apply_all(&mut self, ops: &[Op]) -> Result<Vec<OpResult>, VerifyError> {
+        self.note_modification(ops);
         ops::run(&mut self.root, ops, self.resolver)
     }
 
@@ -94,7 +98,16 @@ impl Context<'_> {
 
     /// The hash of the tree as it is now.
     pub fn hash(&mut self) -> Result<KindedHash, VerifyError> {
-        model::kinded_hash(&mut self.root, self.resolver)
+        match self.unchanged {
+            Some(hash) => Ok(hash),
+            None => model::kinded_hash(&mut self.root, self.resolver),
+        }
+    }
+
+    fn note_modification(&mut self, ops: &[Op]) {
+        if ops.iter().any(|op| matches!(op, Op::Add(..) | Op::Remove(_) | Op::Copy { .. })) {
+            self.unchanged = None;
+        }
     }
 }
 
@@ -222,7 +235,7 @@ pub fn produce_with<T>(
         }
         Kind::Contents => PNode::BlindedContents(root.hash),
     };
-    let mut context = Context { root: work, resolver: &mut recorder };
+    let mut context = Context { root: work, resolver: &mut recorder, unchanged: Some(root) };
     let value = f(&mut context)?;
     let after = context.hash()?;
     let blinded = match root.kind {
