@@ -11,13 +11,21 @@
 //! - with the `json` feature (default, needs `std`): Irmin's repr JSON form ([`json`]).
 //!
 //! ```
-//! use larch_proof::{encoding, verify, Op};
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let bytes = larch_proof::json::read(include_str!("../tests/data/small_find_one.json"))
-//! #     .map(|proof| encoding::v2::encode(&proof))??;
+//! use larch_proof::hash::{contents_hash, flat_node_hash};
+//! use larch_proof::{encoding, verify, Kind, KindedHash, Op, OpResult, Proof, Tree};
+//! # fn main() -> Result<(), Box<dyn core::error::Error>> {
+//! // The proof of `find ["c"]` in the directory {c -> "gamma", d -> "delta"}: `d` stays blinded.
+//! let d = contents_hash(b"delta");
+//! let root = flat_node_hash(2, [(&b"c"[..], Kind::Contents, contents_hash(b"gamma")), (&b"d"[..], Kind::Contents, d)].into_iter());
+//! let state = Tree::Node(vec![(b"c".to_vec(), Tree::Contents(b"gamma".to_vec())), (b"d".to_vec(), Tree::BlindedContents(d))]);
+//! let hash = KindedHash { kind: Kind::Node, hash: root };
+//! let bytes = encoding::v2::encode(&Proof { version: 0, before: hash, after: hash, state })?;
+//! // What a light client does with the bytes and the hash it trusts:
 //! let proof = encoding::v2::decode(&bytes)?;
+//! assert_eq!(proof.before.hash, root);
 //! let verified = verify(&proof, &[Op::Find(vec![b"c".to_vec()])])?;
-//! assert_eq!(verified.results[0], larch_proof::OpResult::Value(Some(b"gamma".to_vec())));
+//! assert_eq!(verified.results, vec![OpResult::Value(Some(b"gamma".to_vec()))]);
+//! assert!(verify(&proof, &[Op::Find(vec![b"d".to_vec()])]).is_err()); // blinded
 //! # Ok(()) }
 //! ```
 #![no_std]
