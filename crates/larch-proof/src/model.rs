@@ -124,9 +124,35 @@ fn load_tree(tree: &Tree, nesting: usize) -> Result<PNode, VerifyError> {
             depth: 0,
             entries: load_entries(entries, nesting)?,
         }))),
-        Tree::Inode(inode) => PNode::Dir(Box::new(load_tree_inode(0, inode, nesting)?.0)),
-        Tree::Extender(ext) => PNode::Dir(Box::new(load_extender(0, ext, nesting)?.0)),
+        Tree::Inode(inode) => PNode::Dir(Box::new(stable_root(load_tree_inode(0, inode, nesting)?.0)?)),
+        Tree::Extender(ext) => PNode::Dir(Box::new(stable_root(load_extender(0, ext, nesting)?.0)?)),
     })
+}
+
+/// A directory root given in inode form with at most 256 entries (Irmin never emits one) is
+/// hashed flat, so the placement of its entries in buckets is not authenticated: it is turned into
+/// a flat directory (every entry must be revealed, each name once), so that lookups go by name and
+/// a misplaced entry cannot be hidden from them.
+fn stable_root(root: PInode) -> Result<PInode, VerifyError> {
+    if dir_length(&root) > STABLE_HASH_MAX as u64 {
+        return Ok(root);
+    }
+    let mut entries = BTreeMap::new();
+    let mut stack = alloc::vec![root];
+    while let Some(inode) = stack.pop() {
+        match inode {
+            PInode::Blinded(hash) => return Err(VerifyError::Blinded { op: "hash", what: "inode", hash }),
+            PInode::Values(values) => {
+                for (name, child) in values.entries {
+                    if entries.insert(name, child).is_some() {
+                        return Err(malformed("a name appears twice in a directory"));
+                    }
+                }
+            }
+            PInode::Tree(tree) => stack.extend(tree.children.into_values()),
+        }
+    }
+    Ok(PInode::Values(PValues { depth: 0, entries }))
 }
 
 /// -> (inode, entries counted in revealed `Values` below, whether nothing below is blinded).

@@ -259,3 +259,27 @@ fn the_verifier_crate_is_no_std() {
     let workspace = include_str!("../../../Cargo.toml");
     assert!(workspace.contains("blake2b_simd = { version = \"1\", default-features = false }"));
 }
+
+/// A directory root in inode form with ≤ 256 entries is hashed flat, so the buckets its entries sit
+/// in are not authenticated: a prover must not be able to hide an entry by misplacing it.
+#[test]
+fn a_misplaced_entry_of_a_small_inode_directory_cannot_fake_an_absence() {
+    use larch_proof::hash::{contents_hash, flat_node_hash, inode_index};
+    let names: Vec<Vec<u8>> = (0..40).map(|i| format!("n{i}").into_bytes()).collect();
+    let mut sorted: Vec<(&[u8], Kind, Hash)> =
+        names.iter().map(|n| (n.as_slice(), Kind::Contents, contents_hash(n))).collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    let root = flat_node_hash(sorted.len(), sorted.iter().copied());
+    // Put every entry in bucket 0 (Values of ≤ 32) and bucket 1: wrong buckets for most names.
+    let leaf = |part: &[(&[u8], Kind, Hash)]| {
+        InodeTree::Values(part.iter().map(|(n, _, h)| (n.to_vec(), Tree::BlindedContents(*h))).collect())
+    };
+    let state =
+        Tree::Inode(Inode { length: 40, proofs: vec![(0, leaf(&sorted[..20])), (1, leaf(&sorted[20..]))] });
+    let key = KindedHash { kind: Kind::Node, hash: root };
+    let proof = Proof { version: 0, before: key, after: key, state };
+    let target = sorted.iter().find(|(n, _, _)| inode_index(0, n) > 1).unwrap().0.to_vec();
+    // The hash matches (flat), and the lookup finds the entry wherever it was put.
+    let verified = verify(&proof, &[Op::MemTree(vec![target])]).unwrap();
+    assert_eq!(verified.results, vec![larch_proof::OpResult::Bool(true)]);
+}
