@@ -6,6 +6,7 @@ mod cmd_diff;
 mod cmd_fsck;
 mod cmd_log;
 mod cmd_ls;
+mod cmd_proof;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_stats;
@@ -52,6 +53,9 @@ enum Command {
     Diff(cmd_diff::DiffArgs),
     /// Sizes, commits, records and bytes by kind, patch chains: one pass, no full check.
     Stats(cmd_stats::StatsArgs),
+    /// Produce and verify Merkle proofs of a store's context (Octez V1/V2, Irmin JSON).
+    #[command(subcommand)]
+    Proof(cmd_proof::ProofCommand),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         Command::Cat(args) => cmd_cat::run(args),
         Command::Diff(args) => cmd_diff::run(args),
         Command::Stats(args) => cmd_stats::run(args),
+        Command::Proof(command) => cmd_proof::run(command),
     };
     match result {
         Ok(code) => code,

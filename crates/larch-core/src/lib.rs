@@ -20,6 +20,7 @@
 pub mod context_repo;
 pub mod hash;
 pub mod ocaml_hash;
+pub mod proof;
 pub mod repo;
 pub mod schema;
 pub mod tree;

@@ -2,7 +2,7 @@
 //! performs (spec §6 semantics). Cloning is O(1); a modification copies only the path it touches
 //! (and nothing at all where the path is not shared).
 
-mod dir;
+pub(crate) mod dir;
 pub mod node;
 pub mod source;
 

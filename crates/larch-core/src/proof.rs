@@ -1,0 +1,211 @@
+//! Producing Merkle proofs of a context tree (Irmin's `Tree.produce_proof`, spec
+//! `merkle-proofs.md` §2): the operations run on `larch_proof`'s partial tree, which loads from
+//! this tree (in memory or in a store, through its [`ObjectSource`]) exactly the objects they read;
+//! the proof is the before tree restricted to those objects, in Irmin's shape.
+//!
+//! ```
+//! use larch_core::{CommitInfo, MemoryRepo, proof};
+//! use larch_proof::{Op, OpResult};
+//!
+//! let mut repo = MemoryRepo::new();
+//! let mut tree = repo.empty_tree();
+//! tree.add(&["a", "b"], b"value".to_vec())?;
+//! let commit = repo.commit(&tree, &[], CommitInfo::tezos(0, ""))?;
+//! let tree = repo.checkout(&commit)?;
+//! let produced = proof::produce(&tree, &[Op::Find(vec![b"a".to_vec(), b"b".to_vec()])])?;
+//! let verified = larch_proof::verify(&produced.proof, &[Op::Find(vec![b"a".to_vec(), b"b".to_vec()])])?;
+//! assert_eq!(verified.results, vec![OpResult::Value(Some(b"value".to_vec()))]);
+//! assert_eq!(verified.before.hash.0, *tree.hash().as_bytes());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::hash::Hash;
+use crate::schema::{Kind, STABLE_HASH_MAX};
+use crate::tree::node::{ContentsRef, Entries, Entry, NodeBody, NodeRef};
+use crate::tree::source::ObjectSource;
+use crate::tree::{Tree, TreeError, dir};
+use larch_proof::model::{PInode, PNode, PTree, PValues};
+use larch_proof::{Context, KindedHash, Op, Produced, Proof, VerifyError};
+use std::collections::{BTreeMap, HashMap};
+
+/// Why a proof could not be produced.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProduceError {
+    /// The tree could not be read (a load failed, or a malformed node).
+    #[error("reading the tree: {0}")]
+    Tree(#[from] TreeError),
+    /// The computation failed (its own error, or a limit of the proof model).
+    #[error("running the computation: {0}")]
+    Proof(VerifyError),
+}
+
+fn proof_hash(hash: &Hash) -> larch_proof::Hash {
+    larch_proof::Hash(*hash.as_bytes())
+}
+
+fn core_hash(hash: &larch_proof::Hash) -> Hash {
+    Hash(hash.0)
+}
+
+fn proof_kind(kind: Kind) -> larch_proof::Kind {
+    match kind {
+        Kind::Contents => larch_proof::Kind::Contents,
+        Kind::Node => larch_proof::Kind::Node,
+    }
+}
+
+/// A [`larch_proof::Source`] over a larch tree: knows the references of every object it has
+/// handed out (by hash) and loads them through the tree's object source.
+struct TreeSource<'a> {
+    source: &'a dyn ObjectSource,
+    nodes: HashMap<Hash, NodeRef>,
+    contents: HashMap<Hash, ContentsRef>,
+    /// The first load failure, reported instead of the proof model's summary of it.
+    failure: Option<TreeError>,
+}
+
+impl TreeSource<'_> {
+    fn blinded(&mut self, entry: &Entry) -> PNode {
+        match entry {
+            Entry::Contents(contents) => {
+                let hash = contents.hash();
+                self.contents.entry(hash).or_insert_with(|| contents.clone());
+                PNode::BlindedContents(proof_hash(&hash))
+            }
+            Entry::Node(node) => {
+                let hash = node.hash();
+                self.nodes.entry(hash).or_insert_with(|| node.clone());
+                PNode::BlindedNode(proof_hash(&hash))
+            }
+        }
+    }
+
+    fn values(&mut self, depth: u8, entries: &Entries) -> PInode {
+        let entries =
+            entries.iter().map(|(name, entry)| (name.as_bytes().to_vec(), self.blinded(entry))).collect();
+        PInode::Values(PValues { depth, entries })
+    }
+
+    fn fail(&mut self, what: larch_proof::Kind, hash: &larch_proof::Hash, error: TreeError) -> VerifyError {
+        if self.failure.is_none() {
+            self.failure = Some(error);
+        }
+        VerifyError::Source { what, hash: *hash }
+    }
+
+    fn load(&mut self, hash: &larch_proof::Hash) -> Result<std::sync::Arc<crate::Node>, VerifyError> {
+        let node = self.nodes.get(&core_hash(hash)).cloned();
+        let Some(node) = node else {
+            return Err(self.fail(larch_proof::Kind::Node, hash, TreeError::Malformed("unknown node hash")));
+        };
+        dir::load(&node, self.source).map_err(|error| self.fail(larch_proof::Kind::Node, hash, error))
+    }
+}
+
+impl larch_proof::Source for TreeSource<'_> {
+    fn load_node(&mut self, hash: &larch_proof::Hash) -> Result<PInode, VerifyError> {
+        let node = self.load(hash)?;
+        match node.body() {
+            NodeBody::Flat(entries) => Ok(self.values(0, entries)),
+            NodeBody::Tree(tree) if tree.length > STABLE_HASH_MAX as u64 => {
+                let mut children = BTreeMap::new();
+                for (index, child) in &tree.children {
+                    let child_hash = child.hash();
+                    self.nodes.entry(child_hash).or_insert_with(|| child.clone());
+                    children.insert(*index, PInode::Blinded(proof_hash(&child_hash)));
+                }
+                Ok(PInode::Tree(PTree { depth: 0, length: tree.length, children }))
+            }
+            NodeBody::Tree(_) => {
+                // A stable directory kept as an inode trie (as Irmin stores those of 33 to 256
+                // entries): its proof lists every entry, like a flat one.
+                let entries = dir::entries(&node, self.source)
+                    .map_err(|error| self.fail(larch_proof::Kind::Node, hash, error))?;
+                Ok(self.values(0, &entries))
+            }
+            NodeBody::Values(_) => Err(self.fail(
+                larch_proof::Kind::Node,
+                hash,
+                TreeError::Malformed("an inode leaf used as a directory"),
+            )),
+        }
+    }
+
+    fn load_inode(&mut self, hash: &larch_proof::Hash, depth: u8) -> Result<PInode, VerifyError> {
+        let node = self.load(hash)?;
+        match node.body() {
+            NodeBody::Values(entries) => Ok(self.values(depth, entries)),
+            NodeBody::Tree(tree) if tree.depth == depth => {
+                let mut children = BTreeMap::new();
+                for (index, child) in &tree.children {
+                    let child_hash = child.hash();
+                    self.nodes.entry(child_hash).or_insert_with(|| child.clone());
+                    children.insert(*index, PInode::Blinded(proof_hash(&child_hash)));
+                }
+                Ok(PInode::Tree(PTree { depth, length: tree.length, children }))
+            }
+            _ => Err(self.fail(
+                larch_proof::Kind::Node,
+                hash,
+                TreeError::Malformed("inode of an unexpected shape"),
+            )),
+        }
+    }
+
+    fn load_contents(&mut self, hash: &larch_proof::Hash) -> Result<Vec<u8>, VerifyError> {
+        let contents = self.contents.get(&core_hash(hash)).cloned();
+        match contents {
+            Some(ContentsRef::Mem(contents)) => Ok(contents.as_bytes().to_vec()),
+            Some(ContentsRef::Stored { hash: stored, key }) => {
+                match self.source.load_contents(key, &stored) {
+                    Ok(contents) => Ok(contents.as_bytes().to_vec()),
+                    Err(error) => Err(self.fail(larch_proof::Kind::Contents, hash, error.into())),
+                }
+            }
+            None => Err(self.fail(
+                larch_proof::Kind::Contents,
+                hash,
+                TreeError::Malformed("unknown contents hash"),
+            )),
+        }
+    }
+}
+
+/// Produces the proof of the computation `f` run on `tree` (Irmin's `produce_proof`): `f` works on
+/// a [`Context`] whose reads load from `tree`; the proof reveals exactly what they read (and, beyond
+/// Irmin 3.7.2, what hashing a directory that shrinks to 256 entries or fewer needs, so that such
+/// proofs verify). Returns the proof and `f`'s result.
+pub fn produce_with<T>(
+    tree: &Tree,
+    f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
+) -> Result<(Proof, T), ProduceError> {
+    let mut source = TreeSource {
+        source: &**tree.source(),
+        nodes: HashMap::new(),
+        contents: HashMap::new(),
+        failure: None,
+    };
+    let root_hash = tree.hash();
+    let root = KindedHash { kind: proof_kind(tree.kind()), hash: proof_hash(&root_hash) };
+    match tree.root() {
+        Entry::Node(node) => {
+            source.nodes.insert(root_hash, node.clone());
+        }
+        Entry::Contents(contents) => {
+            source.contents.insert(root_hash, contents.clone());
+        }
+    }
+    let outcome = larch_proof::produce_with(&mut source, root, f);
+    match (outcome, source.failure.take()) {
+        (Ok(done), _) => Ok(done),
+        (Err(_), Some(failure)) => Err(ProduceError::Tree(failure)),
+        (Err(error), None) => Err(ProduceError::Proof(error)),
+    }
+}
+
+/// Produces the proof of `ops` run on `tree`, with their results.
+pub fn produce(tree: &Tree, ops: &[Op]) -> Result<Produced, ProduceError> {
+    let (proof, results) = produce_with(tree, |context| context.apply_all(ops))?;
+    Ok(Produced { proof, results })
+}

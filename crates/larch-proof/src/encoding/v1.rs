@@ -1,0 +1,265 @@
+//! V1 (`Merkle_proof_encoding.V1.Tree32`, plain `Data_encoding`), spec §5.2.
+//!
+//! ```text
+//! tree_proof = i16 version ‖ KH before ‖ KH after ‖ TREE
+//! KH    = u8 (00 contents | 01 node) ‖ hash
+//! TREE  = 00 u32 n bytes | 01 hash | 02 u32 size (step TREE)* | 03 hash | 04 INODE | 05 EXT
+//! ITREE = 00 hash | 01 u32 size (step TREE)* | 02 INODE | 03 EXT | 04 (empty dense slot)
+//! INODE = i64 length ‖ (00 u32 size (u8 index ITREE)* | 01 ITREE×32)   dense at ≥ 16 pointers
+//! EXT   = i64 length ‖ u8 n segments(n bytes) ‖ ITREE
+//! ```
+
+use super::{Reader, deeper_decode, deeper_encode, length_i64, put_segments, put_step, size_u32};
+use crate::error::{DecodeError, EncodeError};
+use crate::hash::{INODE_BUCKETS, Kind};
+use crate::model::MAX_NESTING;
+use crate::types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Tree};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+/// Pointer count from which V1 writes an inode's pointers as a dense array of 32 slots.
+const DENSE_FROM: usize = 16;
+
+/// Encodes `proof` in V1.
+pub fn encode(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&proof.version.to_be_bytes());
+    put_kh(&mut out, &proof.before);
+    put_kh(&mut out, &proof.after);
+    put_tree(&mut out, &proof.state, MAX_NESTING)?;
+    Ok(out)
+}
+
+fn put_kh(out: &mut Vec<u8>, kh: &KindedHash) {
+    out.push(match kh.kind {
+        Kind::Contents => 0,
+        Kind::Node => 1,
+    });
+    out.extend_from_slice(&kh.hash.0);
+}
+
+fn put_sized(
+    out: &mut Vec<u8>,
+    f: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    f(out)?;
+    let size = size_u32(out.len() - at - 4)?;
+    if let Some(slot) = out.get_mut(at..at + 4) {
+        slot.copy_from_slice(&size.to_be_bytes());
+    }
+    Ok(())
+}
+
+fn put_entries(out: &mut Vec<u8>, entries: &Entries, nesting: usize) -> Result<(), EncodeError> {
+    put_sized(out, |out| {
+        for (step, tree) in entries {
+            put_step(out, step)?;
+            put_tree(out, tree, nesting)?;
+        }
+        Ok(())
+    })
+}
+
+fn put_tree(out: &mut Vec<u8>, tree: &Tree, nesting: usize) -> Result<(), EncodeError> {
+    let nesting = deeper_encode(nesting)?;
+    match tree {
+        Tree::Contents(value) => {
+            out.push(0);
+            out.extend_from_slice(&size_u32(value.len())?.to_be_bytes());
+            out.extend_from_slice(value);
+        }
+        Tree::BlindedContents(hash) => {
+            out.push(1);
+            out.extend_from_slice(&hash.0);
+        }
+        Tree::Node(entries) => {
+            out.push(2);
+            put_entries(out, entries, nesting)?;
+        }
+        Tree::BlindedNode(hash) => {
+            out.push(3);
+            out.extend_from_slice(&hash.0);
+        }
+        Tree::Inode(inode) => {
+            out.push(4);
+            put_inode(out, inode, nesting)?;
+        }
+        Tree::Extender(ext) => {
+            out.push(5);
+            put_extender(out, ext, nesting)?;
+        }
+    }
+    Ok(())
+}
+
+fn put_inode(out: &mut Vec<u8>, inode: &Inode, nesting: usize) -> Result<(), EncodeError> {
+    out.extend_from_slice(&length_i64(inode.length)?.to_be_bytes());
+    if inode.proofs.len() < DENSE_FROM {
+        out.push(0);
+        put_sized(out, |out| {
+            for (index, child) in &inode.proofs {
+                out.push(*index);
+                put_itree(out, child, nesting)?;
+            }
+            Ok(())
+        })
+    } else {
+        out.push(1);
+        let mut slot = 0u8;
+        for (index, child) in &inode.proofs {
+            if *index < slot || *index >= INODE_BUCKETS {
+                return Err(EncodeError::BadIndex { index: *index });
+            }
+            while slot < *index {
+                out.push(4);
+                slot += 1;
+            }
+            put_itree(out, child, nesting)?;
+            slot += 1;
+        }
+        while slot < INODE_BUCKETS {
+            out.push(4);
+            slot += 1;
+        }
+        Ok(())
+    }
+}
+
+fn put_extender(out: &mut Vec<u8>, ext: &Extender, nesting: usize) -> Result<(), EncodeError> {
+    out.extend_from_slice(&length_i64(ext.length)?.to_be_bytes());
+    put_segments(out, &ext.segments)?;
+    put_itree(out, &ext.proof, nesting)
+}
+
+fn put_itree(out: &mut Vec<u8>, tree: &InodeTree, nesting: usize) -> Result<(), EncodeError> {
+    let nesting = deeper_encode(nesting)?;
+    match tree {
+        InodeTree::Blinded(hash) => {
+            out.push(0);
+            out.extend_from_slice(&hash.0);
+            Ok(())
+        }
+        InodeTree::Values(entries) => {
+            out.push(1);
+            put_entries(out, entries, nesting)
+        }
+        InodeTree::Tree(inode) => {
+            out.push(2);
+            put_inode(out, inode, nesting)
+        }
+        InodeTree::Extender(ext) => {
+            out.push(3);
+            put_extender(out, ext, nesting)
+        }
+    }
+}
+
+/// Decodes a V1 proof; the whole input must be one proof.
+pub fn decode(bytes: &[u8]) -> Result<Proof, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let version = r.i16("version")?;
+    let before = get_kh(&mut r)?;
+    let after = get_kh(&mut r)?;
+    let state = get_tree(&mut r, MAX_NESTING)?;
+    r.finish()?;
+    Ok(Proof { version, before, after, state })
+}
+
+fn get_kh(r: &mut Reader<'_>) -> Result<KindedHash, DecodeError> {
+    let offset = r.offset();
+    let kind = match r.u8("kinded hash tag")? {
+        0 => Kind::Contents,
+        1 => Kind::Node,
+        tag => return Err(DecodeError::BadTag { offset, tag, what: "kinded hash" }),
+    };
+    Ok(KindedHash { kind, hash: r.hash()? })
+}
+
+fn get_entries(r: &mut Reader<'_>, nesting: usize) -> Result<Entries, DecodeError> {
+    let size = r.size("list size")?;
+    r.sub(size, "entry list", |r| {
+        let mut entries = Vec::new();
+        while !r.at_end() {
+            let step = r.step()?;
+            entries.push((step, get_tree(r, nesting)?));
+        }
+        Ok(entries)
+    })
+}
+
+fn get_tree(r: &mut Reader<'_>, nesting: usize) -> Result<Tree, DecodeError> {
+    let offset = r.offset();
+    let nesting = deeper_decode(nesting, offset)?;
+    Ok(match r.u8("tree tag")? {
+        0 => {
+            let n = r.size("value length")?;
+            Tree::Contents(r.take(n, "value")?.to_vec())
+        }
+        1 => Tree::BlindedContents(r.hash()?),
+        2 => Tree::Node(get_entries(r, nesting)?),
+        3 => Tree::BlindedNode(r.hash()?),
+        4 => Tree::Inode(get_inode(r, nesting)?),
+        5 => Tree::Extender(get_extender(r, nesting)?),
+        tag => return Err(DecodeError::BadTag { offset, tag, what: "tree" }),
+    })
+}
+
+fn get_inode(r: &mut Reader<'_>, nesting: usize) -> Result<Inode, DecodeError> {
+    let length = r.length_i64("inode length")?;
+    let offset = r.offset();
+    let proofs = match r.u8("inode proofs tag")? {
+        0 => {
+            let size = r.size("pointer list size")?;
+            r.sub(size, "pointer list", |r| {
+                let mut proofs = Vec::new();
+                while !r.at_end() {
+                    let index = r.u8("inode index")?;
+                    proofs.push((
+                        index,
+                        get_itree(r, nesting, false)?.ok_or(DecodeError::Invalid {
+                            offset: r.offset(),
+                            what: "empty slot in a sparse list",
+                        })?,
+                    ));
+                }
+                Ok(proofs)
+            })?
+        }
+        1 => {
+            let mut proofs = Vec::new();
+            for index in 0..INODE_BUCKETS {
+                if let Some(child) = get_itree(r, nesting, true)? {
+                    proofs.push((index, child));
+                }
+            }
+            proofs
+        }
+        tag => return Err(DecodeError::BadTag { offset, tag, what: "inode proofs" }),
+    };
+    Ok(Inode { length, proofs })
+}
+
+fn get_extender(r: &mut Reader<'_>, nesting: usize) -> Result<Extender, DecodeError> {
+    let length = r.length_i64("extender length")?;
+    let segments = r.segments()?;
+    let offset = r.offset();
+    let proof =
+        get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag { offset, tag: 4, what: "inode tree" })?;
+    Ok(Extender { length, segments, proof: Box::new(proof) })
+}
+
+/// `None` for the empty slot of a dense array (tag 04), accepted only when `slot` is set.
+fn get_itree(r: &mut Reader<'_>, nesting: usize, slot: bool) -> Result<Option<InodeTree>, DecodeError> {
+    let offset = r.offset();
+    let nesting = deeper_decode(nesting, offset)?;
+    Ok(Some(match r.u8("inode tree tag")? {
+        0 => InodeTree::Blinded(r.hash()?),
+        1 => InodeTree::Values(get_entries(r, nesting)?),
+        2 => InodeTree::Tree(get_inode(r, nesting)?),
+        3 => InodeTree::Extender(get_extender(r, nesting)?),
+        4 if slot => return Ok(None),
+        tag => return Err(DecodeError::BadTag { offset, tag, what: "inode tree" }),
+    }))
+}
