@@ -2,6 +2,7 @@
 //! check, and reports that compare and plot runs.
 
 mod cmd_fsck;
+mod cmd_import;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_trace;
@@ -33,6 +34,9 @@ enum Command {
     Trace(cmd_trace::TraceCommand),
     /// Check a store: every commit, every reachable object, every hash and offset.
     Fsck(cmd_fsck::FsckArgs),
+    /// Import commits from another store format into a new larch store.
+    #[command(subcommand)]
+    Import(cmd_import::ImportCommand),
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd_replay::run(args),
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
+        Command::Import(command) => cmd_import::run(command),
         Command::Report(command) => cmd_report::run(command),
     };
     match result {
