@@ -36,9 +36,9 @@ pub mod storage;
 mod writer;
 
 pub use error::{FileKind, Result, StoreError};
-pub use fsck::{FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::{DEFAULT_CACHE_BYTES, PackSource};
-pub use repo::{DEFAULT_BRANCH, Repo};
+pub use repo::{DEFAULT_BRANCH, History, Repo};
 pub use storage::{ControlFile, FileStorage, MemStorage, Storage, StoreFiles};
 pub use writer::WriteCounts;
