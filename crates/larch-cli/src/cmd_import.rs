@@ -189,15 +189,12 @@ fn convert(store: &IrminStore, commits: &[IrminCommit], dir: &Path) -> anyhow::R
     })
 }
 
-/// Commits `tree` as `commit`; its parents must be in the store.
+/// Commits `tree` as `commit`. Parents not imported (older history, or collected by Irmin's GC)
+/// are recorded as absent parents: the commit hash still covers them.
 fn commit_into(repo: &mut Repo, tree: &Tree, commit: &IrminCommit) -> anyhow::Result<Hash> {
-    if let Some(missing) = commit.parents.iter().find(|parent| !repo.contains(parent)) {
-        bail!(
-            "commit {} has parent {} which is not imported; import with --all, or name its ancestors too \
-             (committing with absent parents is not supported by this larch-store yet)",
-            commit.hash.to_base58(),
-            missing.to_base58()
-        );
+    if commit.parents.iter().all(|parent| repo.contains(parent)) {
+        Ok(repo.commit(tree, &commit.parents, commit.info.clone())?)
+    } else {
+        Ok(repo.commit_with_absent_parents(tree, &commit.parents, commit.info.clone())?)
     }
-    Ok(repo.commit(tree, &commit.parents, commit.info.clone())?)
 }
