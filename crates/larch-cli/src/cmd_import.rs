@@ -100,7 +100,8 @@ fn import_irmin(args: IrminArgs) -> anyhow::Result<ExitCode> {
     };
     if let Err(error) = std::fs::rename(&staging, &args.new_store) {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(error).with_context(|| format!("renaming {} to {}", staging.display(), args.new_store.display()));
+        return Err(error)
+            .with_context(|| format!("renaming {} to {}", staging.display(), args.new_store.display()));
     }
     let seconds = started.elapsed().as_secs_f64().max(1e-9);
     let read = store.stats();
@@ -144,8 +145,9 @@ fn bar(total: u64) -> ProgressBar {
     } else {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let style = ProgressStyle::with_template("{prefix:>10} [{elapsed_precise}] {wide_bar} {pos}/{len} commits {msg}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    let style =
+        ProgressStyle::with_template("{prefix:>10} [{elapsed_precise}] {wide_bar} {pos}/{len} commits {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
     bar.set_prefix("import");
     bar
@@ -173,7 +175,11 @@ fn convert(store: &IrminStore, commits: &[IrminCommit], dir: &Path) -> anyhow::R
         built.reused += stats.reused;
         let made = commit_into(&mut repo, &tree, commit)?;
         if made != commit.hash {
-            bail!("larch computes commit hash {} for Irmin commit {}", made.to_base58(), commit.hash.to_base58());
+            bail!(
+                "larch computes commit hash {} for Irmin commit {}",
+                made.to_base58(),
+                commit.hash.to_base58()
+            );
         }
         head = Some(made);
         progress.inc(1);

@@ -36,8 +36,10 @@ fn fsck_clean(store: &Path) {
 
 /// Nothing but `keep` in `dir`: a failed import leaves no store and no staging directory.
 fn only(dir: &Path, keep: &[&str]) {
-    let mut names: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     assert_eq!(names, keep.iter().map(|s| s.to_string()).collect::<Vec<_>>());
 }
@@ -88,7 +90,11 @@ fn the_lower_layer_serves_commits_the_gc_removed() {
     let failed = tmp.path().join("failed");
     let out = import(&fixtures().join("gced"), &failed, &["--commit", &first.to_base58()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("collected by Irmin's GC"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("collected by Irmin's GC"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     only(tmp.path(), &["old"]);
 }
 

@@ -55,7 +55,8 @@ pub struct Control {
 }
 
 fn version_of(data: &[u8], file: &Path) -> Result<u8> {
-    let raw = data.get(..8).ok_or_else(|| IrminError::corrupt(file, 0, "control file shorter than its version"))?;
+    let raw =
+        data.get(..8).ok_or_else(|| IrminError::corrupt(file, 0, "control file shorter than its version"))?;
     match raw {
         b"00000003" => Ok(3),
         b"00000004" => Ok(4),
@@ -83,7 +84,11 @@ impl Control {
     /// Decodes the bytes of `store.control` (named `file` in errors).
     pub fn decode(data: &[u8], file: &Path) -> Result<Control> {
         if data.len() as u64 > MAX_CONTROL_BYTES {
-            return Err(IrminError::corrupt(file, 0, format!("control file of {} bytes (max 4096)", data.len())));
+            return Err(IrminError::corrupt(
+                file,
+                0,
+                format!("control file of {} bytes (max 4096)", data.len()),
+            ));
         }
         let version = version_of(data, file)?;
         let mut cursor = Cursor::new(data, 0, file);
@@ -93,7 +98,9 @@ impl Control {
         if version == 3 {
             let tag_at = cursor.offset();
             let status = match cursor.varint("status tag")? {
-                0 => Status::FromV1V2 { entry_offset_at_upgrade_to_v3: cursor.int63("entry_offset_at_upgrade")? },
+                0 => Status::FromV1V2 {
+                    entry_offset_at_upgrade_to_v3: cursor.int63("entry_offset_at_upgrade")?,
+                },
                 1 => Status::NoGcYet,
                 2 => Status::UsedNonMinimalIndexing,
                 3 => {
@@ -173,13 +180,23 @@ impl Control {
         if chunk_num == 0 {
             return Err(IrminError::corrupt(file, 0, "chunk_num is 0"));
         }
-        Ok(Control { version, dict_end_poff, appendable_chunk_poff, chunk_start_idx, chunk_num, volume_num, status })
+        Ok(Control {
+            version,
+            dict_end_poff,
+            appendable_chunk_poff,
+            chunk_start_idx,
+            chunk_num,
+            volume_num,
+            status,
+        })
     }
 
     /// Where the suffix starts and how many dead bytes open its first chunk (0, 0 unless GCed).
     pub fn suffix_start(&self) -> (u64, u64) {
         match self.status {
-            Status::Gced { suffix_start_offset, suffix_dead_bytes, .. } => (suffix_start_offset, suffix_dead_bytes),
+            Status::Gced { suffix_start_offset, suffix_dead_bytes, .. } => {
+                (suffix_start_offset, suffix_dead_bytes)
+            }
             _ => (0, 0),
         }
     }
@@ -208,7 +225,10 @@ impl VolumeControl {
             return Err(IrminError::corrupt(file, 0, "volume control file larger than 4096 bytes"));
         }
         if version_of(data, file)? != 5 {
-            return Err(IrminError::UnsupportedVersion { file: file.to_path_buf(), version: "volume, not 00000005".into() });
+            return Err(IrminError::UnsupportedVersion {
+                file: file.to_path_buf(),
+                version: "volume, not 00000005".into(),
+            });
         }
         let mut cursor = Cursor::new(data, 0, file);
         cursor.raw(8, "version")?;

@@ -17,7 +17,11 @@ impl Dict {
     pub(crate) fn open(path: &Path, header: u64, valid: u64) -> Result<Dict> {
         let file = DataFile::open(path.to_path_buf())?;
         if header.checked_add(valid).is_none_or(|end| end > file.len) {
-            return Err(IrminError::corrupt(path, file.len, format!("dict_end_poff {valid} past the file's size {}", file.len)));
+            return Err(IrminError::corrupt(
+                path,
+                file.len,
+                format!("dict_end_poff {valid} past the file's size {}", file.len),
+            ));
         }
         let len = usize::try_from(valid).map_err(|_| IrminError::corrupt(path, 0, "dict too large"))?;
         let raw = file.read(header, len)?;
@@ -29,7 +33,11 @@ impl Dict {
             let n = cursor.int32("dict record length")?;
             let n = usize::try_from(n).map_err(|_| IrminError::corrupt(path, at, "dict record too long"))?;
             if n > cursor.remaining() {
-                return Err(IrminError::corrupt(path, at, format!("dict record of {n} bytes, {} left", cursor.remaining())));
+                return Err(IrminError::corrupt(
+                    path,
+                    at,
+                    format!("dict record of {n} bytes, {} left", cursor.remaining()),
+                ));
             }
             bytes.extend_from_slice(cursor.raw(n, "dict record")?);
             ends.push(bytes.len());

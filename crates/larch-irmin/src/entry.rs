@@ -121,10 +121,21 @@ pub(crate) fn decode(layout: &Layout, dict: &Dict, offset: u64, lower_only: bool
     let kind = cursor.byte("entry kind")?;
     let span = if has_length(kind) {
         let body = cursor.varint("entry length")?;
-        let total = (cursor.position() as u64).checked_add(body).filter(|total| *total <= head.available).ok_or_else(|| {
-            IrminError::corrupt(&path, head.file_offset, format!("entry length {body} runs past the end of its file range ({} bytes left)", head.available))
-        })?;
-        let total = usize::try_from(total).map_err(|_| IrminError::corrupt(&path, head.file_offset, "entry too large"))?;
+        let total = (cursor.position() as u64)
+            .checked_add(body)
+            .filter(|total| *total <= head.available)
+            .ok_or_else(|| {
+                IrminError::corrupt(
+                    &path,
+                    head.file_offset,
+                    format!(
+                        "entry length {body} runs past the end of its file range ({} bytes left)",
+                        head.available
+                    ),
+                )
+            })?;
+        let total = usize::try_from(total)
+            .map_err(|_| IrminError::corrupt(&path, head.file_offset, "entry too large"))?;
         if total <= head.bytes.len() { head } else { layout.read_in(offset, total, lower_only)? }
     } else {
         layout.read_in(offset, V1_WINDOW, lower_only)?
@@ -147,7 +158,7 @@ pub(crate) fn decode(layout: &Layout, dict: &Dict, offset: u64, lower_only: bool
         b'B' => Value::Contents(cursor.raw(cursor.remaining(), "contents")?.to_vec()),
         b'D' | b'P' => {
             let node = address(&mut cursor)?;
-            Value::Commit(commit_rest(&mut cursor, node, |c| address(c))?)
+            Value::Commit(commit_rest(&mut cursor, node, address)?)
         }
         b'C' => {
             let node = Address::Hash(cursor.hash("commit node")?);
@@ -163,7 +174,13 @@ pub(crate) fn decode(layout: &Layout, dict: &Dict, offset: u64, lower_only: bool
             };
             Value::Inode { root, value }
         }
-        other => return Err(IrminError::corrupt(&path, span.file_offset + 32, format!("unknown entry kind {other:#04x}"))),
+        other => {
+            return Err(IrminError::corrupt(
+                &path,
+                span.file_offset + 32,
+                format!("unknown entry kind {other:#04x}"),
+            ));
+        }
     };
     if has_length(kind) && cursor.remaining() != 0 {
         return Err(cursor.fail(format!("{} bytes left after the entry's value", cursor.remaining())));
@@ -203,7 +220,11 @@ fn inode_value(cursor: &mut Cursor<'_>, dict: &Dict) -> Result<InodeValue> {
                 let tag_at = cursor.offset();
                 let tag = cursor.varint("value tag")?;
                 if tag > 11 {
-                    return Err(IrminError::corrupt(cursor_path(cursor), tag_at, format!("unknown value tag {tag}")));
+                    return Err(IrminError::corrupt(
+                        cursor_path(cursor),
+                        tag_at,
+                        format!("unknown value tag {tag}"),
+                    ));
                 }
                 let target = if tag % 3 == 2 { Target::Node } else { Target::Contents };
                 let step = if tag < 6 {
@@ -235,7 +256,11 @@ fn inode_value(cursor: &mut Cursor<'_>, dict: &Dict) -> Result<InodeValue> {
             let depth_at = cursor.offset();
             let depth = cursor.varint("inode depth")?;
             if depth >= u64::from(INODE_MAX_DEPTH) {
-                return Err(IrminError::corrupt(cursor_path(cursor), depth_at, format!("inode depth {depth}")));
+                return Err(IrminError::corrupt(
+                    cursor_path(cursor),
+                    depth_at,
+                    format!("inode depth {depth}"),
+                ));
             }
             let length = cursor.varint("inode length")?;
             let count = cursor.varint_at_most(32, "pointer count")?;
@@ -243,12 +268,15 @@ fn inode_value(cursor: &mut Cursor<'_>, dict: &Dict) -> Result<InodeValue> {
             for _ in 0..count {
                 let index_at = cursor.offset();
                 let index = cursor.varint("bucket index")?;
-                let index = u8::try_from(index)
-                    .ok()
-                    .filter(|i| *i < 32)
-                    .ok_or_else(|| IrminError::corrupt(cursor_path(cursor), index_at, format!("bucket index {index}")))?;
+                let index = u8::try_from(index).ok().filter(|i| *i < 32).ok_or_else(|| {
+                    IrminError::corrupt(cursor_path(cursor), index_at, format!("bucket index {index}"))
+                })?;
                 if pointers.last().is_some_and(|(last, _): &(u8, Address)| *last >= index) {
-                    return Err(IrminError::corrupt(cursor_path(cursor), index_at, "bucket indexes not ascending"));
+                    return Err(IrminError::corrupt(
+                        cursor_path(cursor),
+                        index_at,
+                        "bucket indexes not ascending",
+                    ));
                 }
                 pointers.push((index, address(cursor)?));
             }

@@ -71,7 +71,9 @@ pub enum IrminError {
         computed: Hash,
     },
     /// A reference says an object has one hash, the object it points to has another.
-    #[error("reference to pack offset {offset} ({file}) expects hash {expected}, the object there has {found}")]
+    #[error(
+        "reference to pack offset {offset} ({file}) expects hash {expected}, the object there has {found}"
+    )]
     WrongTarget {
         /// The file holding the target.
         file: PathBuf,
@@ -86,7 +88,9 @@ pub enum IrminError {
     #[error("no commit {0} in the store's index")]
     UnknownCommit(Hash),
     /// The commit is listed in the index but its record was collected by Irmin's GC.
-    #[error("commit {hash} (pack offset {offset}) was collected by Irmin's GC: only commits from the last GC point on can be read")]
+    #[error(
+        "commit {hash} (pack offset {offset}) was collected by Irmin's GC: only commits from the last GC point on can be read"
+    )]
     CommitCollected {
         /// The commit.
         hash: Hash,
@@ -98,7 +102,9 @@ pub enum IrminError {
     Empty,
     /// A child is referenced by hash only; with minimal indexing Irmin does not index such
     /// objects, so it cannot be located.
-    #[error("{file}: object at pack offset {offset} references a child by hash only ({hash}); it cannot be located")]
+    #[error(
+        "{file}: object at pack offset {offset} references a child by hash only ({hash}); it cannot be located"
+    )]
     HashAddress {
         /// The file holding the referencing object.
         file: PathBuf,

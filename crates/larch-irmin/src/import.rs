@@ -99,9 +99,8 @@ impl Builder<'_> {
         let body = match loaded.body() {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 let base_entries = match (loaded.body(), base_node.as_ref().map(|n| n.body())) {
-                    (NodeBody::Flat(_), Some(NodeBody::Flat(list))) | (NodeBody::Values(_), Some(NodeBody::Values(list))) => {
-                        Some(list)
-                    }
+                    (NodeBody::Flat(_), Some(NodeBody::Flat(list)))
+                    | (NodeBody::Values(_), Some(NodeBody::Values(list))) => Some(list),
                     _ => None,
                 };
                 let mut out = Vec::with_capacity(entries.len());
@@ -116,7 +115,9 @@ impl Builder<'_> {
             }
             NodeBody::Tree(tree) => {
                 let base_children = match base_node.as_ref().map(|n| n.body()) {
-                    Some(NodeBody::Tree(base_tree)) if base_tree.depth == tree.depth => Some(&base_tree.children),
+                    Some(NodeBody::Tree(base_tree)) if base_tree.depth == tree.depth => {
+                        Some(&base_tree.children)
+                    }
                     _ => None,
                 };
                 let mut children = Vec::with_capacity(tree.children.len());
@@ -125,7 +126,9 @@ impl Builder<'_> {
                         return Err(IrminError::corrupt(self.store.dir(), offset, "inode child in memory"));
                     };
                     let base_child = base_children
-                        .and_then(|list| list.binary_search_by_key(bucket, |(b, _)| *b).ok().and_then(|i| list.get(i)))
+                        .and_then(|list| {
+                            list.binary_search_by_key(bucket, |(b, _)| *b).ok().and_then(|i| list.get(i))
+                        })
                         .map(|(_, child)| child);
                     children.push((*bucket, self.node(*key, hash, base_child, depth + 1)?));
                 }

@@ -55,12 +55,15 @@ fn open_index_file(path: &Path) -> Result<Option<IndexFile>> {
     }
     cursor.int63("index generation")?;
     let fan_size = cursor.int63("index fan size")?;
-    let start = HEADER_LEN
-        .checked_add(fan_size)
-        .filter(|start| *start <= file.len)
-        .ok_or_else(|| IrminError::corrupt(path, 24, format!("fan-out table of {fan_size} bytes past the end")))?;
+    let start = HEADER_LEN.checked_add(fan_size).filter(|start| *start <= file.len).ok_or_else(|| {
+        IrminError::corrupt(path, 24, format!("fan-out table of {fan_size} bytes past the end"))
+    })?;
     if valid % ENTRY_LEN != 0 || start.checked_add(valid).is_none_or(|end| end > file.len) {
-        return Err(IrminError::corrupt(path, 0, format!("index end offset {valid} does not fit the file ({} bytes)", file.len)));
+        return Err(IrminError::corrupt(
+            path,
+            0,
+            format!("index end offset {valid} does not fit the file ({} bytes)", file.len),
+        ));
     }
     Ok(Some(IndexFile { file, start, count: valid / ENTRY_LEN }))
 }
@@ -96,7 +99,10 @@ pub(crate) struct Index {
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index").field("recent", &self.recent.len()).field("data", &self.data.as_ref().map(|d| d.count)).finish()
+        f.debug_struct("Index")
+            .field("recent", &self.recent.len())
+            .field("data", &self.data.as_ref().map(|d| d.count))
+            .finish()
     }
 }
 

@@ -21,7 +21,12 @@ pub(crate) struct DataFile {
 
 impl DataFile {
     pub(crate) fn open(path: PathBuf) -> Result<DataFile> {
-        let file = File::open(&path).map_err(|source| IrminError::Io { file: path.clone(), offset: 0, op: "open", source })?;
+        let file = File::open(&path).map_err(|source| IrminError::Io {
+            file: path.clone(),
+            offset: 0,
+            op: "open",
+            source,
+        })?;
         let len = file
             .metadata()
             .map_err(|source| IrminError::Io { file: path.clone(), offset: 0, op: "metadata", source })?
@@ -32,18 +37,26 @@ impl DataFile {
     /// Reads exactly `len` bytes at `offset`, which the caller checked lie inside the file.
     pub(crate) fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         if offset.checked_add(len as u64).is_none_or(|end| end > self.len) {
-            return Err(IrminError::corrupt(&self.path, offset, format!("read of {len} bytes past the end ({})", self.len)));
+            return Err(IrminError::corrupt(
+                &self.path,
+                offset,
+                format!("read of {len} bytes past the end ({})", self.len),
+            ));
         }
         let mut buf = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|source| IrminError::Io { file: self.path.clone(), offset, op: "read", source })?;
+        self.file.read_exact_at(&mut buf, offset).map_err(|source| IrminError::Io {
+            file: self.path.clone(),
+            offset,
+            op: "read",
+            source,
+        })?;
         Ok(buf)
     }
 
     /// Reads the whole file (callers bound its size first).
     pub(crate) fn read_all(&self) -> Result<Vec<u8>> {
-        let len = usize::try_from(self.len).map_err(|_| IrminError::corrupt(&self.path, 0, "file too large"))?;
+        let len =
+            usize::try_from(self.len).map_err(|_| IrminError::corrupt(&self.path, 0, "file too large"))?;
         self.read(0, len)
     }
 }
@@ -83,15 +96,31 @@ pub(crate) struct Layout {
     pub(crate) bytes_read: AtomicU64,
 }
 
-fn read_mapping(file: &DataFile, valid: Option<u64>, data_index: usize, data_len: u64) -> Result<Vec<Segment>> {
+fn read_mapping(
+    file: &DataFile,
+    valid: Option<u64>,
+    data_index: usize,
+    data_len: u64,
+) -> Result<Vec<Segment>> {
     let len = valid.unwrap_or(file.len);
     if len > file.len {
-        return Err(IrminError::corrupt(&file.path, 0, format!("mapping end {len} past the file's size {}", file.len)));
+        return Err(IrminError::corrupt(
+            &file.path,
+            0,
+            format!("mapping end {len} past the file's size {}", file.len),
+        ));
     }
     if len % MAPPING_ENTRY as u64 != 0 {
-        return Err(IrminError::corrupt(&file.path, 0, format!("mapping size {len} is not a multiple of 24")));
+        return Err(IrminError::corrupt(
+            &file.path,
+            0,
+            format!("mapping size {len} is not a multiple of 24"),
+        ));
     }
-    let bytes = file.read(0, usize::try_from(len).map_err(|_| IrminError::corrupt(&file.path, 0, "mapping too large"))?)?;
+    let bytes = file.read(
+        0,
+        usize::try_from(len).map_err(|_| IrminError::corrupt(&file.path, 0, "mapping too large"))?,
+    )?;
     let mut segments: Vec<Segment> = Vec::with_capacity(bytes.len() / MAPPING_ENTRY);
     for (i, triple) in bytes.chunks_exact(MAPPING_ENTRY).enumerate() {
         let at = (i * MAPPING_ENTRY) as u64;
@@ -101,9 +130,15 @@ fn read_mapping(file: &DataFile, valid: Option<u64>, data_index: usize, data_len
             u64::from_le_bytes(raw)
         };
         let (start, file_offset, length) = (field(0), field(1), field(2));
-        let end = start.checked_add(length).ok_or_else(|| IrminError::corrupt(&file.path, at, "range overflows"))?;
+        let end = start
+            .checked_add(length)
+            .ok_or_else(|| IrminError::corrupt(&file.path, at, "range overflows"))?;
         if file_offset.checked_add(length).is_none_or(|e| e > data_len) {
-            return Err(IrminError::corrupt(&file.path, at, format!("range ({start}, {file_offset}, {length}) past the data file's end {data_len}")));
+            return Err(IrminError::corrupt(
+                &file.path,
+                at,
+                format!("range ({start}, {file_offset}, {length}) past the data file's end {data_len}"),
+            ));
         }
         if let Some(last) = segments.last()
             && last.end > start
@@ -126,19 +161,30 @@ impl Layout {
         let mut files = Vec::new();
         let (suffix_start, dead_bytes) = control.suffix_start();
         let mut suffix = Vec::new();
-        let mut global = suffix_start
-            .checked_sub(dead_bytes)
-            .ok_or_else(|| IrminError::corrupt(dir.join("store.control"), 0, "suffix dead bytes exceed its start offset"))?;
+        let mut global = suffix_start.checked_sub(dead_bytes).ok_or_else(|| {
+            IrminError::corrupt(dir.join("store.control"), 0, "suffix dead bytes exceed its start offset")
+        })?;
         let last = control.chunk_start_idx.saturating_add(control.chunk_num.saturating_sub(1));
         if control.chunk_num > 1 << 20 {
-            return Err(IrminError::corrupt(dir.join("store.control"), 0, format!("{} suffix chunks", control.chunk_num)));
+            return Err(IrminError::corrupt(
+                dir.join("store.control"),
+                0,
+                format!("{} suffix chunks", control.chunk_num),
+            ));
         }
         for index in control.chunk_start_idx..=last {
             let data = DataFile::open(dir.join(format!("store.{index}.suffix")))?;
             let header = if index == 0 && control.legacy_headers() { 16 } else { 0 };
             let length = if index == last {
                 if header + control.appendable_chunk_poff > data.len {
-                    return Err(IrminError::corrupt(&data.path, data.len, format!("appendable_chunk_poff {} past the chunk's size {}", control.appendable_chunk_poff, data.len)));
+                    return Err(IrminError::corrupt(
+                        &data.path,
+                        data.len,
+                        format!(
+                            "appendable_chunk_poff {} past the chunk's size {}",
+                            control.appendable_chunk_poff, data.len
+                        ),
+                    ));
                 }
                 control.appendable_chunk_poff
             } else {
@@ -148,7 +194,12 @@ impl Layout {
             // The first `dead_bytes` of the suffix are not readable.
             let skip = suffix_start.saturating_sub(global).min(length);
             if global + skip < end {
-                suffix.push(Segment { start: global + skip, end, file: files.len(), file_offset: header + skip });
+                suffix.push(Segment {
+                    start: global + skip,
+                    end,
+                    file: files.len(),
+                    file_offset: header + skip,
+                });
             }
             files.push(data);
             global = end;
@@ -166,13 +217,21 @@ impl Layout {
         }
         let mut volumes = Vec::new();
         if control.volume_num > 1 << 16 {
-            return Err(IrminError::corrupt(dir.join("store.control"), 0, format!("{} volumes", control.volume_num)));
+            return Err(IrminError::corrupt(
+                dir.join("store.control"),
+                0,
+                format!("{} volumes", control.volume_num),
+            ));
         }
         for n in 0..control.volume_num {
             let volume = lower_root.join(format!("volume.{n}"));
             let control_file = DataFile::open(volume.join("volume.control"))?;
             if control_file.len > crate::control::MAX_CONTROL_BYTES {
-                return Err(IrminError::corrupt(&control_file.path, 0, "volume control file larger than 4096 bytes"));
+                return Err(IrminError::corrupt(
+                    &control_file.path,
+                    0,
+                    "volume control file larger than 4096 bytes",
+                ));
             }
             let vc = VolumeControl::decode(&control_file.read_all()?, &control_file.path)?;
             let data = DataFile::open(volume.join("volume.data"))?;
@@ -181,7 +240,11 @@ impl Layout {
             if segments.first().is_some_and(|s| s.start < vc.start_offset)
                 || segments.last().is_some_and(|s| s.end > vc.end_offset)
             {
-                return Err(IrminError::corrupt(&mapping.path, 0, "mapping ranges outside the volume's range"));
+                return Err(IrminError::corrupt(
+                    &mapping.path,
+                    0,
+                    "mapping ranges outside the volume's range",
+                ));
             }
             files.push(data);
             files.push(mapping);
@@ -210,7 +273,11 @@ impl Layout {
         };
         found.copied().ok_or(IrminError::Unreadable {
             offset,
-            reason: if offset >= self.end() { "past the end of the pack" } else { "collected by GC and not in a lower volume" },
+            reason: if offset >= self.end() {
+                "past the end of the pack"
+            } else {
+                "collected by GC and not in a lower volume"
+            },
         })
     }
 
@@ -224,17 +291,19 @@ impl Layout {
     /// original of a commit the prefix keeps as a dangling parent).
     pub(crate) fn read_in(&self, offset: u64, max: usize, lower_only: bool) -> Result<Span> {
         let segment = if lower_only {
-            self.volumes.iter().find_map(|volume| find(volume, offset)).copied().ok_or(IrminError::Unreadable {
-                offset,
-                reason: "not in a lower volume",
-            })?
+            self.volumes
+                .iter()
+                .find_map(|volume| find(volume, offset))
+                .copied()
+                .ok_or(IrminError::Unreadable { offset, reason: "not in a lower volume" })?
         } else {
             self.locate(offset)?
         };
         let available = segment.end - offset;
         let len = usize::try_from(available.min(max as u64)).unwrap_or(max);
         let file_offset = segment.file_offset + (offset - segment.start);
-        let file = self.files.get(segment.file).ok_or(IrminError::Unreadable { offset, reason: "no file" })?;
+        let file =
+            self.files.get(segment.file).ok_or(IrminError::Unreadable { offset, reason: "no file" })?;
         let bytes = file.read(file_offset, len)?;
         self.bytes_read.fetch_add(len as u64, Ordering::Relaxed);
         Ok(Span { bytes, available, file: segment.file, file_offset })

@@ -72,14 +72,20 @@ impl IrminStore {
         let dir = dir.as_ref().to_path_buf();
         let control_file = DataFile::open(dir.join("store.control"))?;
         if control_file.len > crate::control::MAX_CONTROL_BYTES {
-            return Err(IrminError::corrupt(&control_file.path, 0, format!("control file of {} bytes (max 4096)", control_file.len)));
+            return Err(IrminError::corrupt(
+                &control_file.path,
+                0,
+                format!("control file of {} bytes (max 4096)", control_file.len),
+            ));
         }
         let control = Control::decode(&control_file.read_all()?, &control_file.path)?;
         let layout = Layout::open(&dir, &control, lower_root)?;
         let dict_header = if control.legacy_headers() { 16 } else { 0 };
         let dict = Dict::open(&dir.join("store.dict"), dict_header, control.dict_end_poff)?;
         let index = Index::open(&dir.join("index"))?;
-        Ok(IrminStore { inner: Arc::new(Inner { dir, control, layout, dict, index, objects: AtomicU64::new(0) }) })
+        Ok(IrminStore {
+            inner: Arc::new(Inner { dir, control, layout, dict, index, objects: AtomicU64::new(0) }),
+        })
     }
 
     /// The store's directory.
@@ -158,7 +164,13 @@ impl IrminStore {
             Address::Offset(offset) => offset,
             Address::Hash(hash) => match self.inner.index.find(&hash)? {
                 Some(entry) => entry.offset,
-                None => return Err(IrminError::HashAddress { file: from.file.clone(), offset: from.offset, hash }),
+                None => {
+                    return Err(IrminError::HashAddress {
+                        file: from.file.clone(),
+                        offset: from.offset,
+                        hash,
+                    });
+                }
             },
         };
         if offset >= from.offset {
@@ -195,10 +207,19 @@ impl IrminStore {
             Err(e) => return Err(e),
         };
         if decoded.hash != *expected {
-            return Err(IrminError::WrongTarget { file: decoded.file, offset, expected: *expected, found: decoded.hash });
+            return Err(IrminError::WrongTarget {
+                file: decoded.file,
+                offset,
+                expected: *expected,
+                found: decoded.hash,
+            });
         }
         let Value::Commit(raw) = &decoded.value else {
-            return Err(IrminError::corrupt(&decoded.file, offset, format!("entry kind {:?} is not a commit", decoded.kind as char)));
+            return Err(IrminError::corrupt(
+                &decoded.file,
+                offset,
+                format!("entry kind {:?} is not a commit", decoded.kind as char),
+            ));
         };
         if decoded.kind == b'P' {
             // A dangling parent kept by the GC: its tree is gone.
@@ -210,7 +231,11 @@ impl IrminStore {
             e => e,
         })?;
         if !matches!(tree_kind, b'R' | b'N' | b'I') {
-            return Err(IrminError::corrupt(&decoded.file, offset, format!("the commit's tree at {tree_offset} has kind {:?}", tree_kind as char)));
+            return Err(IrminError::corrupt(
+                &decoded.file,
+                offset,
+                format!("the commit's tree at {tree_offset} has kind {:?}", tree_kind as char),
+            ));
         }
         let mut parents = Vec::with_capacity(raw.parents.len());
         for parent in &raw.parents {
@@ -220,7 +245,11 @@ impl IrminStore {
                     let at = self.resolve(*parent, &decoded)?;
                     let (hash, kind, file) = self.header(at)?;
                     if !matches!(kind, b'D' | b'P' | b'C') {
-                        return Err(IrminError::corrupt(file, at, format!("parent of commit at {offset} has kind {:?}", kind as char)));
+                        return Err(IrminError::corrupt(
+                            file,
+                            at,
+                            format!("parent of commit at {offset} has kind {:?}", kind as char),
+                        ));
                     }
                     hash
                 }
@@ -228,13 +257,24 @@ impl IrminStore {
             parents.push(hash);
         }
         let text = |bytes: &[u8], what: &str| {
-            String::from_utf8(bytes.to_vec())
-                .map_err(|_| IrminError::corrupt(&decoded.file, offset, format!("commit {what} is not UTF-8")))
+            String::from_utf8(bytes.to_vec()).map_err(|_| {
+                IrminError::corrupt(&decoded.file, offset, format!("commit {what} is not UTF-8"))
+            })
         };
-        let info = CommitInfo { date: raw.date, author: text(&raw.author, "author")?, message: text(&raw.message, "message")? };
+        let info = CommitInfo {
+            date: raw.date,
+            author: text(&raw.author, "author")?,
+            message: text(&raw.message, "message")?,
+        };
         let computed = schema::commit_hash(&tree_hash, &parents, &info);
         if computed != decoded.hash {
-            return Err(IrminError::HashMismatch { what: "commit", file: decoded.file, offset, stored: decoded.hash, computed });
+            return Err(IrminError::HashMismatch {
+                what: "commit",
+                file: decoded.file,
+                offset,
+                stored: decoded.hash,
+                computed,
+            });
         }
         Ok(IrminCommit { hash: decoded.hash, offset, tree_hash, tree_offset, parents, info })
     }
@@ -243,15 +283,30 @@ impl IrminStore {
     pub fn load_contents(&self, offset: u64, expected: &Hash) -> Result<Contents> {
         let decoded = self.decode(offset)?;
         if decoded.hash != *expected {
-            return Err(IrminError::WrongTarget { file: decoded.file, offset, expected: *expected, found: decoded.hash });
+            return Err(IrminError::WrongTarget {
+                file: decoded.file,
+                offset,
+                expected: *expected,
+                found: decoded.hash,
+            });
         }
         let Value::Contents(bytes) = decoded.value else {
-            return Err(IrminError::corrupt(&decoded.file, offset, format!("entry kind {:?} is not contents", decoded.kind as char)));
+            return Err(IrminError::corrupt(
+                &decoded.file,
+                offset,
+                format!("entry kind {:?} is not contents", decoded.kind as char),
+            ));
         };
         let contents = Contents::new(bytes);
         let computed = contents.hash();
         if computed != decoded.hash {
-            return Err(IrminError::HashMismatch { what: "contents", file: decoded.file, offset, stored: decoded.hash, computed });
+            return Err(IrminError::HashMismatch {
+                what: "contents",
+                file: decoded.file,
+                offset,
+                stored: decoded.hash,
+                computed,
+            });
         }
         Ok(contents)
     }
@@ -263,23 +318,41 @@ impl IrminStore {
     pub fn load_node(&self, offset: u64, expected: &Hash) -> Result<Node> {
         let decoded = self.decode(offset)?;
         if decoded.hash != *expected {
-            return Err(IrminError::WrongTarget { file: decoded.file, offset, expected: *expected, found: decoded.hash });
+            return Err(IrminError::WrongTarget {
+                file: decoded.file,
+                offset,
+                expected: *expected,
+                found: decoded.hash,
+            });
         }
         let Value::Inode { root, value } = &decoded.value else {
-            return Err(IrminError::corrupt(&decoded.file, offset, format!("entry kind {:?} is not a node", decoded.kind as char)));
+            return Err(IrminError::corrupt(
+                &decoded.file,
+                offset,
+                format!("entry kind {:?} is not a node", decoded.kind as char),
+            ));
         };
         let (body, computed, what) = match (root, value) {
             (true, InodeValue::Values(list)) => {
                 if list.len() > STABLE_HASH_MAX {
-                    return Err(IrminError::corrupt(&decoded.file, offset, format!("root values inode of {} entries", list.len())));
+                    return Err(IrminError::corrupt(
+                        &decoded.file,
+                        offset,
+                        format!("root values inode of {} entries", list.len()),
+                    ));
                 }
-                let entries = self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &decoded, false)?;
+                let entries =
+                    self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &decoded, false)?;
                 let hash = flat_hash(&entries);
                 (NodeBody::Flat(entries), hash, "node")
             }
             (true, InodeValue::Tree { depth, length, pointers }) => {
                 if *depth != 0 {
-                    return Err(IrminError::corrupt(&decoded.file, offset, format!("root inode at depth {depth}")));
+                    return Err(IrminError::corrupt(
+                        &decoded.file,
+                        offset,
+                        format!("root inode at depth {depth}"),
+                    ));
                 }
                 if *length <= STABLE_HASH_MAX as u64 {
                     let entries = self.flatten(&decoded, *length)?;
@@ -292,7 +365,8 @@ impl IrminStore {
                 }
             }
             (false, InodeValue::Values(list)) => {
-                let entries = self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &decoded, false)?;
+                let entries =
+                    self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &decoded, false)?;
                 let hash = schema::values_inode_hash(
                     entries.len(),
                     entries.iter().map(|(name, entry)| (name.as_bytes(), entry.kind(), entry.hash())),
@@ -306,7 +380,13 @@ impl IrminStore {
             }
         };
         if computed != decoded.hash {
-            return Err(IrminError::HashMismatch { what, file: decoded.file, offset, stored: decoded.hash, computed });
+            return Err(IrminError::HashMismatch {
+                what,
+                file: decoded.file,
+                offset,
+                stored: decoded.hash,
+                computed,
+            });
         }
         Ok(Node::with_hash(body, computed))
     }
@@ -323,13 +403,22 @@ impl IrminStore {
             let offset = self.resolve(address, from)?;
             let (hash, kind, file) = self.header(offset)?;
             let entry = match target {
-                Target::Contents if kind == b'B' => Entry::Contents(ContentsRef::Stored { hash, key: offset }),
-                Target::Node if matches!(kind, b'R' | b'N' | b'I') => Entry::Node(NodeRef::Stored { hash, key: offset }),
+                Target::Contents if kind == b'B' => {
+                    Entry::Contents(ContentsRef::Stored { hash, key: offset })
+                }
+                Target::Node if matches!(kind, b'R' | b'N' | b'I') => {
+                    Entry::Node(NodeRef::Stored { hash, key: offset })
+                }
                 _ => {
                     return Err(IrminError::corrupt(
                         file,
                         offset,
-                        format!("entry {:?} of the node at {} points to kind {:?}", String::from_utf8_lossy(step), from.offset, kind as char),
+                        format!(
+                            "entry {:?} of the node at {} points to kind {:?}",
+                            String::from_utf8_lossy(step),
+                            from.offset,
+                            kind as char
+                        ),
                     ));
                 }
             };
@@ -339,19 +428,33 @@ impl IrminStore {
             out.sort_by(|a, b| a.0.cmp(&b.0));
         }
         if out.windows(2).any(|pair| pair.first().map(|p| &p.0) >= pair.get(1).map(|p| &p.0)) {
-            return Err(IrminError::corrupt(&from.file, from.offset, "directory entries not in strictly ascending order"));
+            return Err(IrminError::corrupt(
+                &from.file,
+                from.offset,
+                "directory entries not in strictly ascending order",
+            ));
         }
         Ok(out)
     }
 
     /// The inode tree of a large directory or of an inner inode, children as stored references.
-    fn inode_tree(&self, decoded: &Decoded, depth: u8, length: u64, pointers: &[(u8, Address)]) -> Result<InodeTree> {
+    fn inode_tree(
+        &self,
+        decoded: &Decoded,
+        depth: u8,
+        length: u64,
+        pointers: &[(u8, Address)],
+    ) -> Result<InodeTree> {
         let mut children = Vec::with_capacity(pointers.len());
         for (bucket, address) in pointers {
             let offset = self.resolve(*address, decoded)?;
             let (hash, kind, file) = self.header(offset)?;
             if !matches!(kind, b'O' | b'I' | b'N') {
-                return Err(IrminError::corrupt(file, offset, format!("inode child of the inode at {} has kind {:?}", decoded.offset, kind as char)));
+                return Err(IrminError::corrupt(
+                    file,
+                    offset,
+                    format!("inode child of the inode at {} has kind {:?}", decoded.offset, kind as char),
+                ));
             }
             children.push((*bucket, NodeRef::Stored { hash, key: offset }));
         }
@@ -367,30 +470,48 @@ impl IrminStore {
         while let Some(inode) = stack.pop() {
             visited += 1;
             if visited > MAX_FLATTEN_INODES {
-                return Err(IrminError::corrupt(&root.file, root.offset, "inode tree too large for its length"));
+                return Err(IrminError::corrupt(
+                    &root.file,
+                    root.offset,
+                    "inode tree too large for its length",
+                ));
             }
             let Value::Inode { value, root: is_root, .. } = &inode.value else {
                 return Err(IrminError::corrupt(&inode.file, inode.offset, "not an inode"));
             };
             if *is_root && inode.offset != root.offset {
-                return Err(IrminError::corrupt(&inode.file, inode.offset, "a root inode inside an inode tree"));
+                return Err(IrminError::corrupt(
+                    &inode.file,
+                    inode.offset,
+                    "a root inode inside an inode tree",
+                ));
             }
             match value {
                 InodeValue::Values(list) => {
-                    let part = self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &inode, false)?;
+                    let part =
+                        self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &inode, false)?;
                     out.extend(part);
                     if out.len() as u64 > length {
-                        return Err(IrminError::corrupt(&root.file, root.offset, format!("inode tree holds more than its length {length}")));
+                        return Err(IrminError::corrupt(
+                            &root.file,
+                            root.offset,
+                            format!("inode tree holds more than its length {length}"),
+                        ));
                     }
                 }
                 InodeValue::Tree { pointers, depth, .. } => {
                     for (_, address) in pointers {
                         let offset = self.resolve(*address, &inode)?;
                         let child = self.decode(offset)?;
-                        if let Value::Inode { value: InodeValue::Tree { depth: child_depth, .. }, .. } = &child.value
+                        if let Value::Inode { value: InodeValue::Tree { depth: child_depth, .. }, .. } =
+                            &child.value
                             && child_depth <= depth
                         {
-                            return Err(IrminError::corrupt(&child.file, offset, "inode depth does not increase"));
+                            return Err(IrminError::corrupt(
+                                &child.file,
+                                offset,
+                                "inode depth does not increase",
+                            ));
                         }
                         stack.push(child);
                     }
@@ -398,17 +519,31 @@ impl IrminStore {
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
-        if out.len() as u64 != length || out.windows(2).any(|pair| pair.first().map(|p| &p.0) == pair.get(1).map(|p| &p.0)) {
-            return Err(IrminError::corrupt(&root.file, root.offset, format!("inode tree of length {length} holds {} distinct entries", out.len())));
+        if out.len() as u64 != length
+            || out.windows(2).any(|pair| pair.first().map(|p| &p.0) == pair.get(1).map(|p| &p.0))
+        {
+            return Err(IrminError::corrupt(
+                &root.file,
+                root.offset,
+                format!("inode tree of length {length} holds {} distinct entries", out.len()),
+            ));
         }
         Ok(out)
     }
 }
 
 fn flat_hash(entries: &[(Name, Entry)]) -> Hash {
-    schema::flat_node_hash(entries.len(), entries.iter().map(|(name, entry)| (name.as_bytes(), entry.kind(), entry.hash())))
+    schema::flat_node_hash(
+        entries.len(),
+        entries.iter().map(|(name, entry)| (name.as_bytes(), entry.kind(), entry.hash())),
+    )
 }
 
 fn tree_hash(tree: &InodeTree) -> Hash {
-    schema::tree_inode_hash(tree.depth, tree.length, tree.children.len(), tree.children.iter().map(|(i, c)| (*i, c.hash())))
+    schema::tree_inode_hash(
+        tree.depth,
+        tree.length,
+        tree.children.len(),
+        tree.children.iter().map(|(i, c)| (*i, c.hash())),
+    )
 }

@@ -6,7 +6,8 @@ use larch_irmin::{Control, Status};
 use std::path::PathBuf;
 
 fn control(name: &str) -> Control {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pack").join(name).join("store.control");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pack").join(name).join("store.control");
     Control::decode(&std::fs::read(&path).unwrap(), &path).unwrap()
 }
 

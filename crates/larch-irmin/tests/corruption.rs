@@ -129,7 +129,9 @@ fn a_flipped_contents_byte_is_a_hash_mismatch_naming_file_and_offset() {
         let (key, hash) = entries
             .iter()
             .find_map(|(_, entry)| match entry {
-                larch_core::Entry::Contents(larch_core::ContentsRef::Stored { key, hash }) => Some((*key, *hash)),
+                larch_core::Entry::Contents(larch_core::ContentsRef::Stored { key, hash }) => {
+                    Some((*key, *hash))
+                }
                 _ => None,
             })
             .expect("a value at the root");
@@ -202,7 +204,11 @@ fn seeded_bit_flips_never_panic_and_never_yield_wrong_commits() {
         }
         let mut bytes = original.clone();
         // Half the flips hit the first 64 bytes (headers), where most structure lives.
-        let at = if rng.random_bool(0.5) { rng.random_range(0..bytes.len().min(64)) } else { rng.random_range(0..bytes.len()) };
+        let at = if rng.random_bool(0.5) {
+            rng.random_range(0..bytes.len().min(64))
+        } else {
+            rng.random_range(0..bytes.len())
+        };
         bytes[at] ^= 1 << rng.random_range(0..8);
         std::fs::write(file, &bytes).unwrap();
         let context = format!("seed {seed} round {round}: {} byte {at}", file.display());

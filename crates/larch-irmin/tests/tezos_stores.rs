@@ -58,7 +58,9 @@ fn leaves(tree: &larch_core::Tree, path: &mut Vec<Vec<u8>>, out: &mut Vec<(Vec<V
     for (name, sub) in tree.list(path, 0, None).unwrap() {
         path.push(name.as_bytes().to_vec());
         match sub.kind() {
-            larch_core::Kind::Contents => out.push((path.clone(), tree.find(path).unwrap().unwrap().to_vec())),
+            larch_core::Kind::Contents => {
+                out.push((path.clone(), tree.find(path).unwrap().unwrap().to_vec()))
+            }
             larch_core::Kind::Node => leaves(tree, path, out),
         }
         path.pop();
@@ -71,8 +73,8 @@ fn lazy_checkout_reads_the_same_values_as_the_rebuilt_tree() {
     let head = store.head().unwrap();
     let lazy = store.checkout(&head);
     assert_eq!(lazy.hash(), head.tree_hash);
-    let (built, stats) = build_tree(&store, &head, larch_core::MemoryRepo::new().source().clone(), None, &mut |_| {})
-        .unwrap();
+    let (built, stats) =
+        build_tree(&store, &head, larch_core::MemoryRepo::new().source().clone(), None, &mut |_| {}).unwrap();
     assert!(stats.nodes > 0 && stats.contents > 0);
     let (mut a, mut b) = (Vec::new(), Vec::new());
     leaves(&lazy, &mut Vec::new(), &mut a);
