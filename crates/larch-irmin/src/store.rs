@@ -57,7 +57,7 @@ pub struct IrminStore {
 }
 
 /// Guard against crafted stores: a root inode's flattening visits at most this many inodes.
-const MAX_FLATTEN_INODES: usize = 4096;
+const MAX_FLATTEN_INODES: usize = 1024;
 
 impl IrminStore {
     /// Opens the store in `dir`; the lower layer, if the control file names volumes, is read from
@@ -464,22 +464,24 @@ impl IrminStore {
     /// All entries of a root inode tree of at most 256 entries (hashed flat), read from its
     /// inner inodes.
     fn flatten(&self, root: &Decoded, length: u64) -> Result<Vec<(Name, Entry)>> {
-        let mut stack = vec![root.clone()];
-        let mut visited = 0usize;
         let mut out: Vec<(Name, Entry)> = Vec::new();
-        while let Some(inode) = stack.pop() {
-            visited += 1;
-            if visited > MAX_FLATTEN_INODES {
+        // Inodes still to read: (offset, depth of the parent); the root is `root` itself.
+        let mut stack: Vec<(u64, Option<u8>)> = vec![(root.offset, None)];
+        let mut decoded = 0usize;
+        while let Some((offset, parent_depth)) = stack.pop() {
+            decoded += 1;
+            if decoded > MAX_FLATTEN_INODES {
                 return Err(IrminError::corrupt(
                     &root.file,
                     root.offset,
                     "inode tree too large for its length",
                 ));
             }
+            let inode = if parent_depth.is_none() { root.clone() } else { self.decode(offset)? };
             let Value::Inode { value, root: is_root, .. } = &inode.value else {
                 return Err(IrminError::corrupt(&inode.file, inode.offset, "not an inode"));
             };
-            if *is_root && inode.offset != root.offset {
+            if *is_root != parent_depth.is_none() {
                 return Err(IrminError::corrupt(
                     &inode.file,
                     inode.offset,
@@ -488,32 +490,27 @@ impl IrminStore {
             }
             match value {
                 InodeValue::Values(list) => {
-                    let part =
-                        self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &inode, false)?;
-                    out.extend(part);
-                    if out.len() as u64 > length {
+                    if (out.len() + list.len()) as u64 > length {
                         return Err(IrminError::corrupt(
                             &root.file,
                             root.offset,
                             format!("inode tree holds more than its length {length}"),
                         ));
                     }
+                    let part =
+                        self.entries(list.iter().map(|(s, t, a)| (s.as_slice(), *t, *a)), &inode, false)?;
+                    out.extend(part);
                 }
                 InodeValue::Tree { pointers, depth, .. } => {
+                    if parent_depth.is_some_and(|parent| *depth <= parent) {
+                        return Err(IrminError::corrupt(
+                            &inode.file,
+                            offset,
+                            "inode depth does not increase",
+                        ));
+                    }
                     for (_, address) in pointers {
-                        let offset = self.resolve(*address, &inode)?;
-                        let child = self.decode(offset)?;
-                        if let Value::Inode { value: InodeValue::Tree { depth: child_depth, .. }, .. } =
-                            &child.value
-                            && child_depth <= depth
-                        {
-                            return Err(IrminError::corrupt(
-                                &child.file,
-                                offset,
-                                "inode depth does not increase",
-                            ));
-                        }
-                        stack.push(child);
+                        stack.push((self.resolve(*address, &inode)?, Some(*depth)));
                     }
                 }
             }
