@@ -143,12 +143,12 @@ pub(crate) fn decode(layout: &Layout, dict: &Dict, offset: u64, lower_only: bool
     let mut cursor = Cursor::new(&span.bytes, span.file_offset, &path);
     cursor.raw(HASH_AND_KIND, "entry prefix")?;
     let end = if has_length(kind) {
-        let body = cursor.varint("entry length")? as usize;
-        cursor.position() + body
+        let body = usize::try_from(cursor.varint("entry length")?).unwrap_or(usize::MAX);
+        cursor.position().saturating_add(body)
     } else {
         span.bytes.len()
     };
-    let bytes = span.bytes.get(..end).unwrap_or_default();
+    let bytes = span.bytes.get(..end.min(span.bytes.len())).unwrap_or_default();
     let mut cursor = Cursor::new(bytes, span.file_offset, &path);
     cursor.raw(HASH_AND_KIND, "entry prefix")?;
     if has_length(kind) {

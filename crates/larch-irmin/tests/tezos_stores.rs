@@ -91,7 +91,7 @@ fn gced_store_reads_commits_from_the_gc_point_on() {
     assert_eq!(want.len(), 25);
     assert_eq!(store.commits().unwrap(), want);
     assert_eq!(store.head().unwrap().hash.to_base58(), HEAD);
-    let mut repo = MemoryRepo::new();
+    let repo = MemoryRepo::new();
     for hash in &want {
         let commit = store.find_commit(hash).unwrap();
         let (tree, _) = build_tree(&store, &commit, repo.source().clone(), None, &mut |_| {}).unwrap();
@@ -99,7 +99,6 @@ fn gced_store_reads_commits_from_the_gc_point_on() {
         // The larch hash of the rebuilt commit is Irmin's (parents need not be present in memory).
         assert_eq!(larch_core::schema::commit_hash(&tree.hash(), &commit.parents, &commit.info), *hash);
     }
-    let _ = &mut repo;
     // The GC commit's parent survives only as a dangling record; older ones are collected.
     let dangling = expected("gced_dangling");
     assert!(want[0] != dangling[0]);
