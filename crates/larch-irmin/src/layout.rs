@@ -70,6 +70,15 @@ struct Segment {
     file_offset: u64,
 }
 
+/// A non-empty lower volume: the range of global offsets routed to it, and its runs.
+#[derive(Debug)]
+struct Volume {
+    start: u64,
+    end: u64,
+    /// Sorted, disjoint runs of `volume.data`.
+    segments: Vec<Segment>,
+}
+
 /// Bytes of the pack read from one segment.
 pub(crate) struct Span {
     /// The bytes (at most what was asked, cut at the segment's end).
@@ -91,8 +100,8 @@ pub(crate) struct Layout {
     suffix: Vec<Segment>,
     /// Sorted, disjoint runs of the prefix (after a GC).
     prefix: Vec<Segment>,
-    /// Lower volumes' runs, each list sorted and disjoint, in volume order.
-    volumes: Vec<Vec<Segment>>,
+    /// Lower volumes (non-empty ones), in volume order.
+    volumes: Vec<Volume>,
     pub(crate) bytes_read: AtomicU64,
 }
 
@@ -225,6 +234,13 @@ impl Layout {
         }
         for n in 0..control.volume_num {
             let volume = lower_root.join(format!("volume.{n}"));
+            if !volume.is_dir() {
+                return Err(IrminError::corrupt(&volume, 0, "lower volume missing"));
+            }
+            // A volume without a control file is empty (added, nothing archived in it yet).
+            if !volume.join("volume.control").exists() {
+                continue;
+            }
             let control_file = DataFile::open(volume.join("volume.control"))?;
             if control_file.len > crate::control::MAX_CONTROL_BYTES {
                 return Err(IrminError::corrupt(
@@ -236,19 +252,12 @@ impl Layout {
             let vc = VolumeControl::decode(&control_file.read_all()?, &control_file.path)?;
             let data = DataFile::open(volume.join("volume.data"))?;
             let mapping = DataFile::open(volume.join("volume.mapping"))?;
+            // The mapping may also cover offsets below `start_offset`: a volume other than the
+            // first begins with a copy of the upper prefix of its time.
             let segments = read_mapping(&mapping, Some(vc.mapping_end_poff), files.len(), data.len)?;
-            if segments.first().is_some_and(|s| s.start < vc.start_offset)
-                || segments.last().is_some_and(|s| s.end > vc.end_offset)
-            {
-                return Err(IrminError::corrupt(
-                    &mapping.path,
-                    0,
-                    "mapping ranges outside the volume's range",
-                ));
-            }
             files.push(data);
             files.push(mapping);
-            volumes.push(segments);
+            volumes.push(Volume { start: vc.start_offset, end: vc.end_offset, segments });
         }
         Ok(Layout { files, suffix_start, suffix, prefix, volumes, bytes_read: AtomicU64::new(0) })
     }
@@ -269,7 +278,7 @@ impl Layout {
         let found = if offset >= self.suffix_start {
             find(&self.suffix, offset)
         } else {
-            find(&self.prefix, offset).or_else(|| self.volumes.iter().find_map(|volume| find(volume, offset)))
+            find(&self.prefix, offset).or_else(|| self.lower(offset))
         };
         found.copied().ok_or(IrminError::Unreadable {
             offset,
@@ -279,6 +288,16 @@ impl Layout {
                 "collected by GC and not in a lower volume"
             },
         })
+    }
+
+    /// The lower run holding `offset`: in the volume whose `[start, end)` contains it (Irmin's
+    /// routing, `lower.ml` `find_volume`), else in any volume whose mapping covers it (a later
+    /// volume's copy of an old prefix; Irmin reaches those through the volume a key came from).
+    fn lower(&self, offset: u64) -> Option<&Segment> {
+        let routed = self.volumes.iter().find(|volume| volume.start <= offset && offset < volume.end);
+        routed
+            .and_then(|volume| find(&volume.segments, offset))
+            .or_else(|| self.volumes.iter().find_map(|volume| find(&volume.segments, offset)))
     }
 
     /// Reads up to `max` bytes of the pack at global `offset`, stopping at the end of the run
@@ -291,9 +310,7 @@ impl Layout {
     /// original of a commit the prefix keeps as a dangling parent).
     pub(crate) fn read_in(&self, offset: u64, max: usize, lower_only: bool) -> Result<Span> {
         let segment = if lower_only {
-            self.volumes
-                .iter()
-                .find_map(|volume| find(volume, offset))
+            self.lower(offset)
                 .copied()
                 .ok_or(IrminError::Unreadable { offset, reason: "not in a lower volume" })?
         } else {

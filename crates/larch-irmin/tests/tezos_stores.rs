@@ -170,3 +170,53 @@ fn commits_are_found_in_a_merged_index_data_file() {
     }
     assert!(matches!(store.find_commit(&Hash::of_bytes(b"x")), Err(IrminError::UnknownCommit(_))));
 }
+
+fn adler32(bytes: &[u8]) -> u32 {
+    let (mut a, mut b) = (1u32, 0u32);
+    for byte in bytes {
+        a = (a + u32::from(*byte)) % 65521;
+        b = (b + a) % 65521;
+    }
+    (b << 16) | a
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::write(to.join(entry.file_name()), std::fs::read(entry.path()).unwrap()).unwrap();
+        }
+    }
+}
+
+/// A second, still empty volume (added by Irmin's `add_volume`, nothing archived yet: no
+/// `volume.control`) is accepted; a volume the control file counts but that is missing is an error.
+#[test]
+fn an_empty_appendable_volume_is_accepted_and_a_missing_one_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&data("tezos-stores/lower"), tmp.path());
+    let control_path = tmp.path().join("store.control");
+    let mut control = std::fs::read(&control_path).unwrap();
+    // V5 payload: dict end, appendable poff, upgraded_from (1 byte), checksum (8), chunk start,
+    // chunk count, volume count.
+    assert_eq!(control[35], 1, "volume_num of the fixture");
+    control[35] = 2;
+    control[25..33].fill(0);
+    let checksum = adler32(&control[8..]);
+    control[25..33].copy_from_slice(&u64::from(checksum).to_be_bytes());
+    std::fs::write(&control_path, &control).unwrap();
+    match IrminStore::open(tmp.path()) {
+        Err(IrminError::Corrupt { file, .. }) => assert!(file.ends_with("lower/volume.1"), "{file:?}"),
+        other => panic!("{other:?}"),
+    }
+    let volume = tmp.path().join("lower/volume.1");
+    std::fs::create_dir(&volume).unwrap();
+    std::fs::write(volume.join("volume.data"), b"").unwrap();
+    std::fs::write(volume.join("volume.mapping"), b"").unwrap();
+    let store = IrminStore::open(tmp.path()).unwrap();
+    assert_eq!(store.control().volume_num, 2);
+    assert_eq!(store.commits().unwrap(), expected("plain"));
+}
