@@ -137,9 +137,13 @@ impl IrminStore {
         Ok(out)
     }
 
-    /// The newest commit: the indexed commit with the highest pack offset.
+    /// The newest commit: the indexed commit with the highest pack offset below the pack's end.
     pub fn head(&self) -> Result<IrminCommit> {
-        let newest = self.indexed_commits()?.into_iter().next_back().ok_or(IrminError::Empty)?;
+        // An index entry past the published end of the pack (a writer interrupted between its
+        // index and control-file writes) does not count.
+        let end = self.pack_end();
+        let newest =
+            self.indexed_commits()?.into_iter().rfind(|entry| entry.offset < end).ok_or(IrminError::Empty)?;
         self.find_commit(&newest.hash)
     }
 
