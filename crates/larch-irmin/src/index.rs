@@ -74,8 +74,9 @@ impl IndexFile {
         decode_entry(&self.file.read(at, ENTRY_LEN as usize)?, at, &self.file.path)
     }
 
-    fn all(&self) -> Result<Vec<IndexEntry>> {
-        let mut out = Vec::new();
+    /// Calls `visit` on every entry in file order, reading 4,096 entries at a time; stops early
+    /// and returns the entry `visit` accepts.
+    fn scan(&self, mut visit: impl FnMut(&IndexEntry) -> bool) -> Result<Option<IndexEntry>> {
         const BATCH: u64 = 4096;
         let mut i = 0;
         while i < self.count {
@@ -83,24 +84,36 @@ impl IndexFile {
             let at = self.start + i * ENTRY_LEN;
             let raw = self.file.read(at, (n * ENTRY_LEN) as usize)?;
             for (k, chunk) in raw.chunks_exact(ENTRY_LEN as usize).enumerate() {
-                out.push(decode_entry(chunk, at + k as u64 * ENTRY_LEN, &self.file.path)?);
+                let entry = decode_entry(chunk, at + k as u64 * ENTRY_LEN, &self.file.path)?;
+                if visit(&entry) {
+                    return Ok(Some(entry));
+                }
             }
             i += n;
         }
-        Ok(out)
+        Ok(None)
     }
 }
 
-/// The index of a store: the logs in memory, the sorted data file searched on disk.
+fn is_commit(entry: &IndexEntry) -> bool {
+    matches!(entry.kind, b'D' | b'C')
+}
+
+/// The index of a store. Only the commits of the logs are held in memory (a store indexing every
+/// object, Irmin's `always` strategy, may have millions of log entries); other objects are found
+/// by scanning, which only references by hash need.
 pub(crate) struct Index {
-    recent: HashMap<Hash, IndexEntry>,
+    commits: HashMap<Hash, IndexEntry>,
+    /// `log` then `log_async` (newer), scanned for non-commit entries when they hold any.
+    logs: Vec<IndexFile>,
+    logs_hold_others: bool,
     data: Option<IndexFile>,
 }
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Index")
-            .field("recent", &self.recent.len())
+            .field("commits", &self.commits.len())
             .field("data", &self.data.as_ref().map(|d| d.count))
             .finish()
     }
@@ -113,23 +126,39 @@ fn key_hash(hash: &Hash) -> u32 {
 
 impl Index {
     pub(crate) fn open(dir: &Path) -> Result<Index> {
-        let mut recent = HashMap::new();
+        let mut commits = HashMap::new();
+        let mut logs = Vec::new();
+        let mut logs_hold_others = false;
         // `log_async` holds writes made during a merge: newer than `log`.
         for name in ["log", "log_async"] {
             if let Some(file) = open_index_file(&dir.join(name))? {
-                for entry in file.all()? {
-                    recent.insert(entry.hash, entry);
-                }
+                file.scan(|entry| {
+                    if is_commit(entry) {
+                        commits.insert(entry.hash, *entry);
+                    } else {
+                        logs_hold_others = true;
+                    }
+                    false
+                })?;
+                logs.push(file);
             }
         }
         let data = open_index_file(&dir.join("data"))?;
-        Ok(Index { recent, data })
+        Ok(Index { commits, logs, logs_hold_others, data })
     }
 
     /// The entry for `hash`, if indexed.
     pub(crate) fn find(&self, hash: &Hash) -> Result<Option<IndexEntry>> {
-        if let Some(entry) = self.recent.get(hash) {
+        if let Some(entry) = self.commits.get(hash) {
             return Ok(Some(*entry));
+        }
+        if self.logs_hold_others {
+            // The newest log first.
+            for log in self.logs.iter().rev() {
+                if let Some(entry) = log.scan(|entry| entry.hash == *hash)? {
+                    return Ok(Some(entry));
+                }
+            }
         }
         let Some(data) = &self.data else { return Ok(None) };
         // Entries are sorted by key_hash: binary search, then scan the equal run.
@@ -156,16 +185,69 @@ impl Index {
         }
         // The data file's order (by mirage/index's 30-bit key hash) was not verified on an
         // Irmin-written file: if the search misses, scan it before answering "absent".
-        Ok(data.all()?.into_iter().find(|entry| entry.hash == *hash))
+        data.scan(|entry| entry.hash == *hash)
     }
 
-    /// Every entry (data and logs; a log entry replaces a data entry of the same hash).
-    pub(crate) fn all(&self) -> Result<Vec<IndexEntry>> {
-        let mut out: Vec<IndexEntry> = match &self.data {
-            Some(data) => data.all()?.into_iter().filter(|e| !self.recent.contains_key(&e.hash)).collect(),
-            None => Vec::new(),
-        };
-        out.extend(self.recent.values().copied());
+    /// Every indexed commit (data and logs; a log entry replaces a data entry of the same hash).
+    pub(crate) fn commits(&self) -> Result<Vec<IndexEntry>> {
+        let mut out: Vec<IndexEntry> = Vec::new();
+        if let Some(data) = &self.data {
+            data.scan(|entry| {
+                if is_commit(entry) && !self.commits.contains_key(&entry.hash) {
+                    out.push(*entry);
+                }
+                false
+            })?;
+        }
+        out.extend(self.commits.values().copied());
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn entry_bytes(hash: &Hash, offset: u64, length: u32, kind: u8) -> Vec<u8> {
+        let mut out = hash.as_bytes().to_vec();
+        out.extend_from_slice(&offset.to_be_bytes());
+        out.extend_from_slice(&length.to_be_bytes());
+        out.push(kind);
+        out
+    }
+
+    fn index_file(entries: &[Vec<u8>]) -> Vec<u8> {
+        let body: Vec<u8> = entries.concat();
+        let mut out = (body.len() as u64).to_be_bytes().to_vec();
+        out.extend_from_slice(b"00000001");
+        out.extend_from_slice(&[0u8; 16]);
+        out.extend_from_slice(&body);
+        out
+    }
+
+    #[test]
+    fn logs_keep_commits_in_memory_and_find_other_objects_by_scanning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (commit, blob, newer) = (Hash::of_bytes(b"c"), Hash::of_bytes(b"b"), Hash::of_bytes(b"n"));
+        let log = index_file(&[entry_bytes(&commit, 100, 40, b'D'), entry_bytes(&blob, 10, 20, b'B')]);
+        std::fs::write(dir.path().join("log"), log).unwrap();
+        // log_async is newer: its entry for the commit wins.
+        let log_async = index_file(&[entry_bytes(&commit, 200, 40, b'D'), entry_bytes(&newer, 300, 9, b'R')]);
+        std::fs::write(dir.path().join("log_async"), log_async).unwrap();
+        let index = Index::open(dir.path()).unwrap();
+        assert_eq!(index.commits.len(), 1);
+        assert_eq!(index.find(&commit).unwrap().map(|e| e.offset), Some(200));
+        assert_eq!(index.find(&blob).unwrap().map(|e| (e.offset, e.kind)), Some((10, b'B')));
+        assert_eq!(index.find(&newer).unwrap().map(|e| e.offset), Some(300));
+        assert_eq!(index.find(&Hash::of_bytes(b"x")).unwrap(), None);
+        let commits = index.commits().unwrap();
+        assert_eq!(commits.len(), 1);
+        assert_eq!(commits[0].hash, commit);
+        // A valid-bytes field that is not a whole number of entries is refused.
+        let mut bad = index_file(&[entry_bytes(&commit, 1, 1, b'D')]);
+        bad[7] = 44;
+        std::fs::write(dir.path().join("log"), bad).unwrap();
+        assert!(matches!(Index::open(dir.path()), Err(IrminError::Corrupt { offset: 0, .. })));
     }
 }

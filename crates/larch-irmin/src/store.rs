@@ -113,8 +113,7 @@ impl IrminStore {
 
     /// The commits the index lists (collected ones included), by increasing pack offset.
     pub fn indexed_commits(&self) -> Result<Vec<IndexEntry>> {
-        let mut commits: Vec<IndexEntry> =
-            self.inner.index.all()?.into_iter().filter(|e| matches!(e.kind, b'D' | b'C')).collect();
+        let mut commits = self.inner.index.commits()?;
         commits.sort_unstable_by_key(|e| e.offset);
         Ok(commits)
     }
