@@ -300,7 +300,8 @@ impl IrminStore {
                 format!("entry kind {:?} is not contents", decoded.kind as char),
             ));
         };
-        let contents = Contents::new(bytes);
+        // Small values are held inside the `Contents` (no allocation), as larch's store does.
+        let contents = if bytes.len() <= 22 { Contents::from_slice(&bytes) } else { Contents::new(bytes) };
         let computed = contents.hash();
         if computed != decoded.hash {
             return Err(IrminError::HashMismatch {
@@ -401,7 +402,11 @@ impl IrminStore {
         from: &Decoded,
         sort: bool,
     ) -> Result<Vec<(Name, Entry)>> {
-        let mut out: Vec<(Name, Entry)> = Vec::new();
+        // The names of one node share one buffer (one allocation per node, as larch's own store
+        // decodes them).
+        let mut buffer: Vec<u8> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
+        let mut targets: Vec<Entry> = Vec::new();
         for (step, target, address) in list {
             let offset = self.resolve(address, from)?;
             let (hash, kind, file) = self.header(offset)?;
@@ -425,8 +430,13 @@ impl IrminStore {
                     ));
                 }
             };
-            out.push((Name::new(step), entry));
+            buffer.extend_from_slice(step);
+            ends.push(buffer.len());
+            targets.push(entry);
         }
+        let names = Name::split(&buffer, &ends)
+            .ok_or_else(|| IrminError::corrupt(&from.file, from.offset, "directory names too long"))?;
+        let mut out: Vec<(Name, Entry)> = names.into_iter().zip(targets).collect();
         if sort {
             out.sort_by(|a, b| a.0.cmp(&b.0));
         }
