@@ -46,3 +46,18 @@ fn version_3_gced_upgrades_like_irmin() {
     );
     assert_eq!(gced.suffix_start(), (122, 0));
 }
+
+/// These stores use 20-byte SHA-1 hashes: opening them as Tezos stores fails with a typed error
+/// (their index entries are 33 bytes, not 45), not with garbage or a panic.
+#[test]
+fn sha1_stores_are_refused_with_a_typed_error() {
+    for name in ["version_3_minimal", "version_3_always", "version_3_minimal_gced"] {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pack").join(name);
+        match larch_irmin::IrminStore::open(&dir) {
+            Err(larch_irmin::IrminError::Corrupt { file, .. }) => {
+                assert!(file.ends_with("index/log"), "{file:?}")
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
