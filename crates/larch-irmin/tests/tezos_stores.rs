@@ -220,3 +220,132 @@ fn an_empty_appendable_volume_is_accepted_and_a_missing_one_is_an_error() {
     assert_eq!(store.control().volume_num, 2);
     assert_eq!(store.commits().unwrap(), expected("plain"));
 }
+
+fn write_control(path: &std::path::Path, mut bytes: Vec<u8>, checksum_at: Option<usize>) {
+    if let Some(at) = checksum_at {
+        bytes[at..at + 8].fill(0);
+        let checksum = adler32(&bytes[8..]);
+        bytes[at..at + 8].copy_from_slice(&u64::from(checksum).to_be_bytes());
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Irmin's bytes under the older control-file versions and a chunked suffix: the plain store's
+/// control file rewritten as version 3 and 4, and its suffix split into three chunks at entry
+/// boundaries (as Irmin's `split` leaves them), read back identically.
+#[test]
+fn control_versions_3_and_4_and_a_chunked_suffix_read_the_same_store() {
+    let plain = data("tezos-stores/plain");
+    let original = IrminStore::open(&plain).unwrap();
+    let (dict_end, suffix_end) = (original.control().dict_end_poff, original.control().appendable_chunk_poff);
+    let want = expected("plain");
+    let tmp = tempfile::tempdir().unwrap();
+
+    let v3 = tmp.path().join("v3");
+    copy_tree(&plain, &v3);
+    let mut bytes = b"00000003".to_vec();
+    bytes.extend_from_slice(&dict_end.to_be_bytes());
+    bytes.extend_from_slice(&suffix_end.to_be_bytes());
+    bytes.push(1); // From_v3_no_gc_yet
+    write_control(&v3.join("store.control"), bytes, None);
+    let store = IrminStore::open(&v3).unwrap();
+    assert_eq!(store.control().version, 3);
+    assert_eq!(store.commits().unwrap(), want);
+
+    let v4 = tmp.path().join("v4");
+    copy_tree(&plain, &v4);
+    let mut bytes = b"00000004".to_vec();
+    bytes.extend_from_slice(&dict_end.to_be_bytes());
+    bytes.extend_from_slice(&suffix_end.to_be_bytes());
+    bytes.push(0); // upgraded_from_v3_to_v4: false
+    bytes.extend_from_slice(&[0; 8]);
+    bytes.extend_from_slice(&[0, 1, 1]); // chunk_start_idx 0, chunk_num 1, No_gc_yet
+    write_control(&v4.join("store.control"), bytes.clone(), Some(25));
+    let store = IrminStore::open(&v4).unwrap();
+    assert_eq!(store.control().version, 4);
+    assert_eq!(store.commits().unwrap(), want);
+    // The V4 checksum is checked too.
+    let mut damaged = bytes;
+    damaged[30] ^= 1;
+    std::fs::write(v4.join("store.control"), damaged).unwrap();
+    assert!(matches!(IrminStore::open(&v4), Err(IrminError::Checksum { .. })));
+
+    // Three chunks, cut after the 10th and the 25th commit entries.
+    let chunked = tmp.path().join("chunked");
+    copy_tree(&plain, &chunked);
+    let suffix = std::fs::read(plain.join("store.0.suffix")).unwrap();
+    let commits = original.indexed_commits().unwrap();
+    let cut = |i: usize| (commits[i].offset + u64::from(commits[i].length)) as usize;
+    let (a, b) = (cut(9), cut(24));
+    std::fs::write(chunked.join("store.0.suffix"), &suffix[..a]).unwrap();
+    std::fs::write(chunked.join("store.1.suffix"), &suffix[a..b]).unwrap();
+    // The last chunk has bytes past its valid end (an append not yet published).
+    let mut last = suffix[b..suffix_end as usize].to_vec();
+    last.extend_from_slice(&[0xAB; 100]);
+    std::fs::write(chunked.join("store.2.suffix"), &last).unwrap();
+    let mut bytes = b"00000005".to_vec();
+    bytes.extend_from_slice(&dict_end.to_be_bytes());
+    bytes.extend_from_slice(&(suffix_end - b as u64).to_be_bytes());
+    bytes.push(0); // upgraded_from: None
+    bytes.extend_from_slice(&[0; 8]);
+    bytes.extend_from_slice(&[0, 3, 0, 1]); // chunk_start_idx 0, 3 chunks, no volume, No_gc_yet
+    write_control(&chunked.join("store.control"), bytes, Some(25));
+    let store = IrminStore::open(&chunked).unwrap();
+    assert_eq!(store.control().chunk_num, 3);
+    assert_eq!(store.commits().unwrap(), want);
+    let mut repo = MemoryRepo::new();
+    let mut previous: Option<larch_core::Tree> = None;
+    for hash in &want {
+        let commit = store.find_commit(hash).unwrap();
+        let (tree, _) =
+            build_tree(&store, &commit, repo.source().clone(), previous.as_ref(), &mut |_| {}).unwrap();
+        assert_eq!(repo.commit(&tree, &commit.parents, commit.info.clone()).unwrap(), *hash);
+        previous = Some(repo.checkout(hash).unwrap());
+    }
+}
+
+/// A GCed layout with dead bytes, built from the plain store's bytes: the first part of the pack
+/// in `store.1.prefix` (one mapping range), the rest in a suffix chunk that starts 100 bytes
+/// before the suffix start offset (dead bytes, unreadable). Every commit reads back.
+#[test]
+fn gced_layout_with_suffix_dead_bytes() {
+    let plain = data("tezos-stores/plain");
+    let original = IrminStore::open(&plain).unwrap();
+    let (dict_end, suffix_end) = (original.control().dict_end_poff, original.control().appendable_chunk_poff);
+    let commits = original.indexed_commits().unwrap();
+    let start = commits[9].offset + u64::from(commits[9].length);
+    let dead = 100u64;
+    let suffix = std::fs::read(plain.join("store.0.suffix")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_tree(&plain, dir);
+    std::fs::remove_file(dir.join("store.0.suffix")).unwrap();
+    std::fs::write(dir.join("store.1.prefix"), &suffix[..start as usize]).unwrap();
+    let mapping: Vec<u8> = [0u64, 0, start].iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(dir.join("store.1.mapping"), &mapping).unwrap();
+    std::fs::write(dir.join("store.1.suffix"), &suffix[(start - dead) as usize..suffix_end as usize])
+        .unwrap();
+    let mut bytes = b"00000005".to_vec();
+    bytes.extend_from_slice(&dict_end.to_be_bytes());
+    bytes.extend_from_slice(&(suffix_end - start + dead).to_be_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(&[0; 8]);
+    bytes.extend_from_slice(&[1, 1, 0, 3]); // chunk_start_idx 1, 1 chunk, no volume, Gced:
+    bytes.extend_from_slice(&start.to_be_bytes()); // suffix_start_offset
+    bytes.push(1); // generation
+    bytes.extend_from_slice(&commits[9].offset.to_be_bytes()); // latest_gc_target_offset
+    bytes.extend_from_slice(&dead.to_be_bytes()); // suffix_dead_bytes
+    bytes.push(0xff); // mapping_end_poff: Some
+    bytes.extend_from_slice(&(mapping.len() as u64).to_be_bytes());
+    write_control(&dir.join("store.control"), bytes, Some(25));
+    let store = IrminStore::open(dir).unwrap();
+    assert_eq!(store.control().suffix_start(), (start, dead));
+    let want = expected("plain");
+    assert_eq!(store.commits().unwrap(), want);
+    for hash in [want[0], want[10], want[41]] {
+        let commit = store.find_commit(&hash).unwrap();
+        let (tree, _) =
+            build_tree(&store, &commit, MemoryRepo::new().source().clone(), None, &mut |_| {}).unwrap();
+        assert_eq!(tree.hash(), commit.tree_hash);
+    }
+}
