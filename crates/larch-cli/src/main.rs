@@ -4,6 +4,7 @@
 mod cmd_fsck;
 mod cmd_replay;
 mod cmd_report;
+mod cmd_snapshot;
 mod cmd_trace;
 mod output;
 mod progress;
@@ -36,6 +37,9 @@ enum Command {
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
+    /// Export one commit to a portable snapshot file, import one into a new store, verify one.
+    #[command(subcommand)]
+    Snapshot(cmd_snapshot::SnapshotCommand),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Report(command) => cmd_report::run(command),
+        Command::Snapshot(command) => cmd_snapshot::run(command),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,52 @@
+//! Record tags and limits of the record stream (`docs/snapshot-format.md` §4), shared by the
+//! exporter and the importer.
+
+/// A contents value of more than [`INLINE_MAX`] bytes (numbered).
+pub const TAG_CONTENTS: u8 = 1;
+/// A flat directory (numbered).
+pub const TAG_FLAT: u8 = 2;
+/// An inode `Values` leaf (numbered).
+pub const TAG_VALUES: u8 = 3;
+/// An inode `Tree` (numbered).
+pub const TAG_TREE: u8 = 4;
+/// The commit (once, last before the end).
+pub const TAG_COMMIT: u8 = 5;
+/// The end of the stream.
+pub const TAG_END: u8 = 6;
+
+/// Entry target: a sub-directory, by reference.
+pub const ENTRY_NODE: u8 = 0;
+/// Entry target: contents inline.
+pub const ENTRY_INLINE: u8 = 1;
+/// Entry target: a contents record, by reference.
+pub const ENTRY_CONTENTS: u8 = 2;
+
+/// The exporter writes a value of at most this many bytes inline (a reader accepts both forms).
+pub const INLINE_MAX: usize = 32;
+/// The longest name accepted.
+pub const NAME_MAX: u64 = 1 << 16;
+/// The longest contents value accepted (inline or a record).
+pub const CONTENTS_MAX: u64 = 64 << 20;
+/// The longest commit author or message accepted.
+pub const TEXT_MAX: u64 = 1 << 20;
+/// The most parents a commit may have.
+pub const PARENTS_MAX: u64 = 1024;
+/// The most objects an importer keeps on its stack (unconsumed children): bounds memory against
+/// a pathologically deep tree.
+pub const STACK_MAX: usize = 1 << 20;
+
+/// A short name of a record tag, for errors.
+pub fn tag_name(tag: u8) -> &'static str {
+    match tag {
+        TAG_CONTENTS => "contents",
+        TAG_FLAT => "directory",
+        TAG_VALUES => "inode-values",
+        TAG_TREE => "inode-tree",
+        TAG_COMMIT => "commit",
+        TAG_END => "end",
+        _ => "record",
+    }
+}
+
+/// Appends `value` as unsigned LEB128.
+pub use larch_core::schema::write_leb128;
