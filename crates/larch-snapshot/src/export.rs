@@ -236,9 +236,15 @@ impl<W: Write> Exporter<'_, W> {
                         (Entry::Node(_), _) => ENTRY_NODE,
                         (Entry::Contents(_), _) => ENTRY_CONTENTS,
                     };
-                    self.record.push(tag);
-                    write_leb128(&mut self.record, name.len() as u64);
-                    self.record.extend_from_slice(name);
+                    if is_hex_name(name) {
+                        self.record.push(tag | ENTRY_HEX);
+                        write_leb128(&mut self.record, name.len() as u64 / 2);
+                        pack_hex(name, &mut self.record);
+                    } else {
+                        self.record.push(tag);
+                        write_leb128(&mut self.record, name.len() as u64);
+                        self.record.extend_from_slice(name);
+                    }
                     self.counts.name_bytes += name.len() as u64;
                     if let Plan::Inline(contents) = plan {
                         write_leb128(&mut self.record, contents.len() as u64);

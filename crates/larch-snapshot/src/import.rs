@@ -294,9 +294,23 @@ impl<R: Read> Decoder<'_, R> {
     fn read_entries(&mut self, n: u64, k: usize) -> Result<()> {
         self.entries.clear();
         for _ in 0..n {
-            let tag = self.u8()?;
+            let byte = self.u8()?;
+            let tag = byte & !ENTRY_HEX;
             let name_len = self.bounded(NAME_MAX, "name length")?;
-            let name = self.take(name_len)?;
+            let name = if byte & ENTRY_HEX != 0 {
+                if name_len == 0 {
+                    return self.invalid("an empty hex-packed name");
+                }
+                let packed = self.take(name_len)?;
+                let start = self.scratch.len();
+                let mut scratch = std::mem::take(&mut self.scratch);
+                let bytes = scratch.get(packed).unwrap_or_default().to_vec();
+                unpack_hex(&bytes, &mut scratch);
+                self.scratch = scratch;
+                start..self.scratch.len()
+            } else {
+                self.take(name_len)?
+            };
             let target = match tag {
                 ENTRY_NODE | ENTRY_CONTENTS => {
                     let item = self.reference(k)?;
@@ -316,7 +330,7 @@ impl<R: Read> Decoder<'_, R> {
                 }
                 other => return self.invalid(format!("unknown entry tag {other}")),
             };
-            self.counts.name_bytes += name_len;
+            self.counts.name_bytes += name.len() as u64;
             self.entries.push(ParsedEntry { tag, name, target });
         }
         let scratch = &self.scratch;

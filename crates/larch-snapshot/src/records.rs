@@ -20,6 +20,29 @@ pub const ENTRY_NODE: u8 = 0;
 pub const ENTRY_INLINE: u8 = 1;
 /// Entry target: a contents record, by reference.
 pub const ENTRY_CONTENTS: u8 = 2;
+/// Entry tag flag: the name is stored hex-packed (see [`is_hex_name`]).
+pub const ENTRY_HEX: u8 = 4;
+
+/// Whether a name is written hex-packed: an even number ≥ 2 of lowercase hex digits (Tezos
+/// contract ids, key and script hashes), written as the bytes they spell, half the size.
+pub fn is_hex_name(name: &[u8]) -> bool {
+    name.len() >= 2 && name.len() % 2 == 0 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Appends the bytes the hex name `name` spells (two digits per byte).
+pub fn pack_hex(name: &[u8], out: &mut Vec<u8>) {
+    let digit = |b: u8| if b <= b'9' { b.wrapping_sub(b'0') } else { b.wrapping_sub(b'a' - 10) };
+    out.extend(name.chunks_exact(2).map(|pair| (digit(pair[0]) << 4) | digit(pair[1])));
+}
+
+/// Appends the lowercase hex digits of `bytes`.
+pub fn unpack_hex(bytes: &[u8], out: &mut Vec<u8>) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)]);
+        out.push(DIGITS[usize::from(byte & 15)]);
+    }
+}
 
 /// The exporter writes a value of at most this many bytes inline (a reader accepts both forms).
 pub const INLINE_MAX: usize = 32;
