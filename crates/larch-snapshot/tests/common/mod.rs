@@ -12,9 +12,9 @@ pub fn info(n: i64) -> CommitInfo {
     CommitInfo::tezos(1530374852 + 30 * n, format!("lvl {n}"))
 }
 
-fn fill(tree: &mut Tree, level: u32) {
+fn fill(tree: &mut Tree, level: u32, contracts: u32) {
     // A large directory (an inode tree two levels deep), with hex names (packed) and others.
-    for i in 0..1500u32 {
+    for i in 0..contracts {
         let key = format!("{:040x}", u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         tree.add(&["contracts", "index", &key, "balance"], (i * 7 + level).to_le_bytes().to_vec()).unwrap();
         if i % 5 == 0 {
@@ -41,11 +41,16 @@ fn fill(tree: &mut Tree, level: u32) {
 
 /// A store of three commits; returns their hashes (the last is the head).
 pub fn build_store(dir: &Path) -> Vec<Hash> {
+    build_store_sized(dir, 1500)
+}
+
+/// [`build_store`] with `contracts` entries in the large directory.
+pub fn build_store_sized(dir: &Path, contracts: u32) -> Vec<Hash> {
     let mut repo = Repo::open(dir).unwrap();
     let mut hashes: Vec<Hash> = Vec::new();
     let mut tree = repo.empty_tree();
     for level in 0..3u32 {
-        fill(&mut tree, level);
+        fill(&mut tree, level, contracts);
         let parents: Vec<Hash> = hashes.last().copied().into_iter().collect();
         hashes.push(repo.commit(&tree, &parents, info(i64::from(level))).unwrap());
         tree = repo.checkout(hashes.last().unwrap()).unwrap();
