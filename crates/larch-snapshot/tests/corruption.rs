@@ -97,7 +97,8 @@ fn a_flipped_bit_in_any_frame_region_is_named_with_the_frame_offset() {
 fn a_truncated_snapshot_says_where_it_ends() {
     let fixture = fixture(Some(1));
     let frames = frames(&fixture.file);
-    let mut cuts = vec![0, 3, 8, 13, HEADER_LEN, HEADER_LEN + 4, fixture.file.len() - 1, fixture.file.len() - 4];
+    let mut cuts =
+        vec![0, 3, 8, 13, HEADER_LEN, HEADER_LEN + 4, fixture.file.len() - 1, fixture.file.len() - 4];
     for frame in &frames[1..] {
         cuts.push(frame.offset);
         cuts.push(frame.offset + 5);

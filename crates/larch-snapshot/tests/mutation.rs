@@ -58,7 +58,9 @@ fn mutated_snapshots_never_panic_and_never_verify_as_another_commit() {
             }
             let forged = reframe(&mutated, window);
             match larch_snapshot::verify(&forged[..], &mut |_| {}) {
-                Ok(decoded) => assert_eq!(decoded.commit, hashes[2], "round {index}/{round} verified another commit"),
+                Ok(decoded) => {
+                    assert_eq!(decoded.commit, hashes[2], "round {index}/{round} verified another commit")
+                }
                 Err(error) => {
                     let kind = match error {
                         SnapshotError::Invalid { .. } => "invalid",
