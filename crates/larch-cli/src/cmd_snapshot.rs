@@ -207,8 +207,8 @@ fn import(file: &Path, store: &Path) -> anyhow::Result<ExitCode> {
         counts.inline
     ))?;
     emit_line(format_args!(
-        "  bytes       {} read ({} of records), {} written to the store",
-        summary.file_bytes, summary.stream_bytes, summary.store_bytes
+        "  bytes       {} read ({} of records), {} hashed, {} written to the store",
+        summary.file_bytes, summary.stream_bytes, counts.hashed_bytes, summary.store_bytes
     ))?;
     emit_line(format_args!(
         "  time        {seconds:.2} s ({}, {:.0} objects/s)",

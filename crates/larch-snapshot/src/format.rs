@@ -22,7 +22,7 @@ pub const CODEC_STORED: u8 = 0;
 /// Frame codec: raw DEFLATE (RFC 1951, no zlib header).
 pub const CODEC_DEFLATE: u8 = 1;
 /// The largest back-reference window a reader accepts (objects).
-pub const WINDOW_MAX: u32 = 1 << 22;
+pub const WINDOW_MAX: u32 = 1 << 20;
 /// The window the exporter uses by default (objects): see `docs/snapshot-format.md` §5.
 pub const DEFAULT_WINDOW: u32 = 1 << 18;
 

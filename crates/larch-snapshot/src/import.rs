@@ -281,6 +281,7 @@ impl<R: Read> Decoder<'_, R> {
 
     fn contents(&mut self, sink: &mut dyn Sink) -> Result<()> {
         let len = self.bounded(CONTENTS_MAX, "contents length")?;
+        self.counts.hashed_bytes += 8 + len;
         let range = self.take(len)?;
         let bytes = self.scratch.get(range).unwrap_or_default();
         let hash = schema::contents_hash(bytes);
@@ -321,9 +322,10 @@ impl<R: Read> Decoder<'_, R> {
                     Target::Item(item)
                 }
                 ENTRY_INLINE => {
-                    let len = self.bounded(CONTENTS_MAX, "inline contents length")?;
+                    let len = self.bounded(INLINE_ACCEPTED_MAX, "inline contents length")?;
                     let range = self.take(len)?;
                     let hash = schema::contents_hash(self.scratch.get(range.clone()).unwrap_or_default());
+                    self.counts.hashed_bytes += 8 + len;
                     self.counts.inline += 1;
                     self.counts.value_bytes += len;
                     Target::Inline(range, hash)
@@ -342,7 +344,12 @@ impl<R: Read> Decoder<'_, R> {
     }
 
     /// The schema's view of the parsed entries, and the store's.
-    fn entries_hash(&self, values: bool) -> Hash {
+    fn entries_hash(&mut self, values: bool) -> Hash {
+        let names: u64 =
+            self.entries.iter().map(|entry| leb_len(entry.name.len() as u64) + entry.name.len() as u64).sum();
+        let count = self.entries.len() as u64;
+        self.counts.hashed_bytes +=
+            if values { 1 + leb_len(count) + names + 33 * count } else { 8 + names + 48 * count };
         let scratch = &self.scratch;
         let refs = self.entries.iter().map(|entry| {
             let name = scratch.get(entry.name.clone()).unwrap_or_default();
@@ -483,6 +490,7 @@ impl<R: Read> Decoder<'_, R> {
         for slot in own_path.iter_mut().skip(level) {
             *slot = 0;
         }
+        self.counts.hashed_bytes += 3 + leb_len(length) + 33 * children.len() as u64;
         let hash =
             schema::tree_inode_hash(depth, length, children.len(), children.iter().map(|(b, h, _)| (*b, *h)));
         self.check(claimed, hash)?;
@@ -521,6 +529,8 @@ impl<R: Read> Decoder<'_, R> {
         let author = self.text()?;
         let message = self.text()?;
         let info = CommitInfo { date, author, message };
+        self.counts.hashed_bytes +=
+            8 + 32 + 8 + 40 * parents.len() as u64 + 8 + 16 + (info.author.len() + info.message.len()) as u64;
         let hash = schema::commit_hash(&root.hash, &parents, &info);
         self.check(claimed, hash)?;
         Ok((hash, root, parents, info))
@@ -589,6 +599,11 @@ impl<R: Read> Decoder<'_, R> {
             frames: self.reader.frames,
         })
     }
+}
+
+/// Bytes of the LEB128 encoding of `value`.
+fn leb_len(value: u64) -> u64 {
+    u64::from((64 - (value | 1).leading_zeros()).div_ceil(7))
 }
 
 /// Decodes and verifies the snapshot read from `input`, handing every verified object to `sink`.

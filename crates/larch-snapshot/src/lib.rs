@@ -71,6 +71,8 @@ pub struct Counts {
     pub value_bytes: u64,
     /// Bytes of entry names.
     pub name_bytes: u64,
+    /// Bytes of the pre-images hashed (import and verify only: the BLAKE2b work of checking).
+    pub hashed_bytes: u64,
 }
 
 impl Counts {

@@ -46,9 +46,12 @@ pub fn unpack_hex(bytes: &[u8], out: &mut Vec<u8>) {
 
 /// The exporter writes a value of at most this many bytes inline (a reader accepts both forms).
 pub const INLINE_MAX: usize = 32;
-/// The longest name accepted.
-pub const NAME_MAX: u64 = 1 << 16;
-/// The longest contents value accepted (inline or a record).
+/// The longest name accepted (Tezos names are at most a few dozen bytes).
+pub const NAME_MAX: u64 = 4096;
+/// The longest inline value accepted (the exporter writes at most [`INLINE_MAX`] inline): with
+/// [`NAME_MAX`], bounds one directory record to 256 × 8 KiB in memory.
+pub const INLINE_ACCEPTED_MAX: u64 = 4096;
+/// The longest contents record accepted.
 pub const CONTENTS_MAX: u64 = 64 << 20;
 /// The longest commit author or message accepted.
 pub const TEXT_MAX: u64 = 1 << 20;

@@ -42,6 +42,18 @@ fn the_python_reader_recomputes_every_hash_of_an_exported_snapshot() {
         );
         assert!(stdout.contains(&format!("parent {}", hashes[1])), "{stdout}");
         assert!(stdout.contains("message lvl 2"), "{stdout}");
+        // The same objects and the same BLAKE2b work as the Rust decoder.
+        let decoded = larch_snapshot::verify(&std::fs::read(&file).unwrap()[..], &mut |_| {}).unwrap();
+        let counts = format!(
+            "objects {} records {} frames {} stream-bytes {} file-bytes {} hashed-bytes {}",
+            decoded.counts.objects(),
+            decoded.counts.records,
+            decoded.frames,
+            decoded.stream_bytes,
+            decoded.file_bytes,
+            decoded.counts.hashed_bytes
+        );
+        assert!(stdout.contains(&counts), "{stdout} vs {counts}");
     }
 }
 
