@@ -29,6 +29,11 @@ pub enum SnapshotCommand {
         /// Deflate level of the frames, 0 (store them) to 9.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=9))]
         level: u32,
+        /// Back-reference window in objects (1 to 2^20): a repeated object further back is
+        /// written again; bounds the memory of export and import.
+        #[arg(long, default_value_t = larch_snapshot::format::DEFAULT_WINDOW,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(larch_snapshot::format::WINDOW_MAX)))]
+        window: u32,
     },
     /// Build a new store from a snapshot (`-` for stdin); its head is the snapshot's commit, with
     /// the same hash. Every hash is checked before anything is published; on failure the new store
@@ -84,17 +89,27 @@ fn rate(bytes: u64, seconds: f64) -> String {
 /// Runs a `snapshot` subcommand.
 pub fn run(command: SnapshotCommand) -> anyhow::Result<ExitCode> {
     match command {
-        SnapshotCommand::Export { store, out, commit, level } => export(&store, &out, commit, level),
+        SnapshotCommand::Export { store, out, commit, level, window } => {
+            export(&store, &out, commit, level, window)
+        }
         SnapshotCommand::Import { file, store } => import(&file, &store),
         SnapshotCommand::Verify { file } => verify(&file),
     }
 }
 
-fn export(store: &Path, out: &Path, commit: Option<Hash>, level: u32) -> anyhow::Result<ExitCode> {
-    // A small cache: the walk reads each record once (patch bases are the only re-reads).
+fn export(
+    store: &Path,
+    out: &Path,
+    commit: Option<Hash>,
+    level: u32,
+    window: u32,
+) -> anyhow::Result<ExitCode> {
+    // A small cache: the walk reads each record once (patch bases are the only re-reads). Reads
+    // are `pread`s: a memory map saves 0.3-0.5 s of system time but counts the pack's pages in the
+    // RSS (460 MB on the default trace's store).
     let repo = Repo::open_read_only_with(store, 32 << 20)
         .with_context(|| format!("opening store {}", store.display()))?;
-    let options = ExportOptions { compression: (level > 0).then_some(level), ..ExportOptions::default() };
+    let options = ExportOptions { compression: (level > 0).then_some(level), window };
     let bar = bar("export", None);
     let started = Instant::now();
     let mut on_progress = |progress: Progress| update(&bar, progress);

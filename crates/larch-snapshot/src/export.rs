@@ -45,10 +45,26 @@ pub struct ExportSummary {
     pub frames: u64,
 }
 
+/// A hasher for keys that are BLAKE2b hashes: their first 8 bytes are already uniform.
+#[derive(Default, Clone, Copy)]
+struct PrefixHasher(u64);
+
+impl std::hash::Hasher for PrefixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for (i, byte) in bytes.iter().take(8).enumerate() {
+            self.0 ^= u64::from(*byte) << (8 * i);
+        }
+    }
+    fn write_usize(&mut self, _: usize) {}
+}
+
 /// The objects numbered in the last `window` records: hash → number, oldest first for eviction.
 struct Window {
     size: u64,
-    map: HashMap<Hash, u64>,
+    map: HashMap<Hash, u64, std::hash::BuildHasherDefault<PrefixHasher>>,
     order: VecDeque<Hash>,
     /// Objects numbered so far.
     count: u64,
@@ -56,7 +72,13 @@ struct Window {
 
 impl Window {
     fn new(size: u32) -> Window {
-        Window { size: u64::from(size), map: HashMap::new(), order: VecDeque::new(), count: 0 }
+        let capacity = (size as usize).min(1 << 16);
+        Window {
+            size: u64::from(size),
+            map: HashMap::with_capacity_and_hasher(capacity, Default::default()),
+            order: VecDeque::with_capacity(capacity),
+            count: 0,
+        }
     }
 
     /// The number of `hash` if it can still be referred to.

@@ -24,7 +24,7 @@ pub const CODEC_DEFLATE: u8 = 1;
 /// The largest back-reference window a reader accepts (objects).
 pub const WINDOW_MAX: u32 = 1 << 20;
 /// The window the exporter uses by default (objects): see `docs/snapshot-format.md` §5.
-pub const DEFAULT_WINDOW: u32 = 1 << 18;
+pub const DEFAULT_WINDOW: u32 = 1 << 20;
 
 /// Encodes the file header for a back-reference window of `window` objects.
 pub fn encode_header(window: u32) -> [u8; HEADER_LEN] {
