@@ -104,10 +104,12 @@ fn export(
     level: u32,
     window: u32,
 ) -> anyhow::Result<ExitCode> {
-    // A small cache: the walk reads each record once (patch bases are the only re-reads). Reads
+    // A small cache: the walk reads each record once; patch bases are the only re-reads, and the
+    // last versions suffice (4 MiB: 1.1 s CPU and 80 MB RSS on the default trace's head, against
+    // 1.3 s and 120 MB with 32 MiB, 250 MB with 128 MiB). Reads
     // are `pread`s: a memory map saves 0.3-0.5 s of system time but counts the pack's pages in the
     // RSS (460 MB on the default trace's store).
-    let repo = Repo::open_read_only_with(store, 32 << 20)
+    let repo = Repo::open_read_only_with(store, 4 << 20)
         .with_context(|| format!("opening store {}", store.display()))?;
     let options = ExportOptions { compression: (level > 0).then_some(level), window };
     let bar = bar("export", None);
