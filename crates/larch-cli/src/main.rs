@@ -5,6 +5,7 @@ mod cmd_fsck;
 mod cmd_import;
 mod cmd_replay;
 mod cmd_report;
+mod cmd_snapshot;
 mod cmd_trace;
 mod output;
 mod progress;
@@ -40,6 +41,9 @@ enum Command {
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
+    /// Export one commit to a portable snapshot file, import one into a new store, verify one.
+    #[command(subcommand)]
+    Snapshot(cmd_snapshot::SnapshotCommand),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Import(command) => cmd_import::run(command),
         Command::Report(command) => cmd_report::run(command),
+        Command::Snapshot(command) => cmd_snapshot::run(command),
     };
     match result {
         Ok(code) => code,

@@ -22,6 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bulk;
 pub mod codec;
 pub mod control;
 pub mod error;
@@ -35,6 +36,7 @@ mod repo;
 pub mod storage;
 mod writer;
 
+pub use bulk::{BulkTarget, BulkWriter};
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};

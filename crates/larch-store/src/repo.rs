@@ -670,6 +670,43 @@ impl Repo {
         self.last_write
     }
 
+    /// For a bulk writer (`bulk.rs`): the published pack end, where its records start, and the pack.
+    pub(crate) fn bulk_start(&self) -> Result<(u64, Arc<dyn Storage>)> {
+        self.check_writable()?;
+        Ok((self.state.pack_end, self.files.pack.clone()))
+    }
+
+    /// For a bulk writer: appends the last `tail` bytes of its records (after `flushed` bytes
+    /// already written past the published end) and the commit's index entry, then publishes the
+    /// commit, moving `branch`, exactly as steps 4–7 of a commit.
+    pub(crate) fn bulk_finish(
+        &mut self,
+        branch: Option<&str>,
+        flushed: u64,
+        tail: &[u8],
+        hash: Hash,
+        commit_offset: u64,
+        counts: WriteCounts,
+    ) -> Result<()> {
+        self.check_writable()?;
+        if let Some(name) = branch {
+            check_branch_name(name)?;
+        }
+        let index_len = self.append(flushed, tail, &hash, commit_offset)?;
+        let pack_len = flushed + tail.len() as u64;
+        let mut state = self.state.clone();
+        if let Some(name) = branch {
+            state.branches.insert(name.to_string(), (hash, commit_offset));
+        }
+        self.publish(state, pack_len, index_len)?;
+        self.commits.insert(hash, commit_offset);
+        self.stats.bytes_written += pack_len + index_len;
+        self.stats.objects_written += counts.objects();
+        self.stats.commits_written += 1;
+        self.last_write = counts;
+        Ok(())
+    }
+
     pub(crate) fn commit_offset_of(&self, hash: &Hash) -> Option<u64> {
         self.commits.get(hash).copied()
     }
