@@ -6,8 +6,11 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use larch_core::{Hash, Tree};
-use larch_irmin::{BuildStats, IrminCommit, IrminStore, build_tree};
-use larch_store::{Repo, RepoOptions, SyncPolicy};
+use larch_irmin::{
+    BuildStats, IrminCommit, IrminStore, SinkError, SinkTarget, StreamStats, TreeSink, build_tree,
+    stream_tree,
+};
+use larch_store::{BulkTarget, BulkWriter, DEFAULT_BRANCH, Repo, RepoOptions, SyncPolicy};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -114,7 +117,7 @@ fn import_irmin(args: IrminArgs) -> anyhow::Result<ExitCode> {
         seconds
     ))?;
     emit_line(format_args!(
-        "  read from irmin: {} objects ({} nodes, {} contents, {} reused from the parent), {:.1} MB: {:.0} objects/s, {:.1} MB/s",
+        "  read from irmin: {} objects ({} nodes, {} contents; {} references reused: shared, or unchanged since the parent), {:.1} MB: {:.0} objects/s, {:.1} MB/s",
         read.objects,
         summary.built.nodes,
         summary.built.contents,
@@ -160,20 +163,43 @@ fn convert(store: &IrminStore, commits: &[IrminCommit], dir: &Path) -> anyhow::R
     let mut built = BuildStats::default();
     let mut head = None;
     for commit in commits {
+        let mut tick = |_: &StreamStats| {
+            let read = store.stats();
+            progress.set_message(format!("{} objects, {:.1} MB read", read.objects, read.bytes as f64 / 1e6));
+        };
         let base: Option<Tree> = match commit.parents.first() {
             Some(parent) if repo.contains(parent) => Some(repo.checkout(parent)?),
             _ => None,
         };
-        let mut tick = |_: &BuildStats| {
-            let read = store.stats();
-            progress.set_message(format!("{} objects, {:.1} MB read", read.objects, read.bytes as f64 / 1e6));
+        let made = match base {
+            // No parent in the store: stream the whole tree into the store, object by object, in
+            // bounded memory.
+            None => {
+                let mut writer = repo.bulk_writer()?;
+                let (tree_hash, tree_key, stats) =
+                    stream_tree(store, commit, &mut BulkSink(&mut writer), &mut tick)
+                        .with_context(|| format!("converting commit {}", commit.hash.to_base58()))?;
+                built.nodes += stats.nodes;
+                built.contents += stats.contents;
+                built.reused += stats.shared;
+                writer.commit(
+                    Some(DEFAULT_BRANCH),
+                    (tree_hash, tree_key),
+                    &commit.parents,
+                    commit.info.clone(),
+                )?
+            }
+            // On top of its imported parent: only what changed is read and written.
+            Some(base) => {
+                let mut tick = |_: &BuildStats| tick(&StreamStats::default());
+                let (tree, stats) = build_tree(store, commit, repo.source(), Some(&base), &mut tick)
+                    .with_context(|| format!("converting commit {}", commit.hash.to_base58()))?;
+                built.nodes += stats.nodes;
+                built.contents += stats.contents;
+                built.reused += stats.reused;
+                commit_into(&mut repo, &tree, commit)?
+            }
         };
-        let (tree, stats) = build_tree(store, commit, repo.source(), base.as_ref(), &mut tick)
-            .with_context(|| format!("converting commit {}", commit.hash.to_base58()))?;
-        built.nodes += stats.nodes;
-        built.contents += stats.contents;
-        built.reused += stats.reused;
-        let made = commit_into(&mut repo, &tree, commit)?;
         if made != commit.hash {
             bail!(
                 "larch computes commit hash {} for Irmin commit {}",
@@ -202,5 +228,48 @@ fn commit_into(repo: &mut Repo, tree: &Tree, commit: &IrminCommit) -> anyhow::Re
         Ok(repo.commit(tree, &commit.parents, commit.info.clone())?)
     } else {
         Ok(repo.commit_with_absent_parents(tree, &commit.parents, commit.info.clone())?)
+    }
+}
+
+/// Values of at most this many bytes are stored inside their directory's record (as the store's
+/// own writer does, `docs/format.md`).
+const INLINE_MAX: usize = 32;
+
+/// The store's bulk writer as the sink of a streamed Irmin tree.
+struct BulkSink<'a, 'r>(&'a mut BulkWriter<'r>);
+
+fn bulk_targets<'a>(entries: &'a [(&'a [u8], SinkTarget<'a>)]) -> Vec<(&'a [u8], BulkTarget<'a>)> {
+    entries
+        .iter()
+        .map(|(name, target)| {
+            let target = match *target {
+                SinkTarget::Node { hash, key } => BulkTarget::Node { hash, key },
+                SinkTarget::Contents { hash, key } => BulkTarget::Contents { hash, key },
+                SinkTarget::Inline(bytes) => BulkTarget::Inline(bytes),
+            };
+            (*name, target)
+        })
+        .collect()
+}
+
+impl TreeSink for BulkSink<'_, '_> {
+    fn inline_max(&self) -> usize {
+        INLINE_MAX
+    }
+
+    fn contents(&mut self, bytes: &[u8]) -> Result<u64, SinkError> {
+        Ok(self.0.contents(bytes)?)
+    }
+
+    fn flat(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError> {
+        Ok(self.0.flat(&bulk_targets(entries))?)
+    }
+
+    fn values(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError> {
+        Ok(self.0.values(&bulk_targets(entries))?)
+    }
+
+    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, u64)]) -> Result<u64, SinkError> {
+        Ok(self.0.tree(depth, length, children)?)
     }
 }

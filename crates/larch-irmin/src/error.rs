@@ -113,6 +113,14 @@ pub enum IrminError {
         /// The referenced hash.
         hash: Hash,
     },
+    /// The sink a tree was streamed into refused an object.
+    #[error("writing the object read at pack offset {offset}: {source}")]
+    Sink {
+        /// The Irmin offset of the object being written.
+        offset: u64,
+        /// The sink's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Directories nested deeper than the reader accepts (a guard against crafted stores).
     #[error("directories nested deeper than {limit} levels below pack offset {offset}")]
     TooDeep {

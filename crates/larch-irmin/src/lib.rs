@@ -26,6 +26,7 @@ pub mod index;
 mod layout;
 mod source;
 mod store;
+pub mod stream;
 
 pub use control::{Control, Status};
 pub use error::{IrminError, Result};
@@ -33,3 +34,4 @@ pub use import::{BuildStats, MAX_NESTING, build_tree};
 pub use index::IndexEntry;
 pub use source::IrminSource;
 pub use store::{IrminCommit, IrminStore, ReadStats};
+pub use stream::{SinkError, SinkTarget, StreamStats, TreeSink, stream_tree};

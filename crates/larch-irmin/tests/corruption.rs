@@ -3,8 +3,10 @@
 //! back is verified to be exactly what Irmin wrote.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use larch_core::{Hash, MemoryRepo, Tree};
-use larch_irmin::{IrminError, IrminStore, build_tree};
+use larch_irmin::{IrminError, IrminStore, build_tree, stream_tree};
 use larch_testkit::seed::seeded_rng;
 use rand::Rng;
 use std::path::{Path, PathBuf};
@@ -61,7 +63,10 @@ fn read_everything(dir: &Path) -> Result<Vec<Hash>, IrminError> {
         assert_eq!(tree.hash(), commit.tree_hash);
         previous = Some(tree);
     }
-    store.head()?;
+    // The head once more, streamed children first (the import's way for a commit without parent).
+    let head = store.head()?;
+    let (root, _, _) = stream_tree(&store, &head, &mut common::HashingSink::default(), &mut |_| {})?;
+    assert_eq!(root, head.tree_hash);
     Ok(commits)
 }
 
