@@ -157,7 +157,9 @@ fn bar(total: u64) -> ProgressBar {
 }
 
 fn convert(store: &IrminStore, commits: &[IrminCommit], dir: &Path) -> anyhow::Result<Summary> {
-    let options = RepoOptions { sync: SyncPolicy::Never, ..RepoOptions::default() };
+    // A smaller cache than a replay's: an import reads each parent tree once, along the changes.
+    let options =
+        RepoOptions { sync: SyncPolicy::Never, cache_bytes: IMPORT_CACHE_BYTES, ..RepoOptions::default() };
     let mut repo = Repo::open_with(dir, options).with_context(|| format!("creating {}", dir.display()))?;
     let progress = bar(commits.len() as u64);
     let mut built = BuildStats::default();
@@ -273,3 +275,6 @@ impl TreeSink for BulkSink<'_, '_> {
         Ok(self.0.tree(depth, length, children)?)
     }
 }
+
+/// The store's cache of decoded objects during an import (the replay's default is 152 MiB).
+const IMPORT_CACHE_BYTES: u64 = 64 << 20;
