@@ -4,11 +4,13 @@
 mod cmd_cat;
 mod cmd_diff;
 mod cmd_fsck;
+mod cmd_import;
 mod cmd_log;
 mod cmd_ls;
 mod cmd_proof;
 mod cmd_replay;
 mod cmd_report;
+mod cmd_snapshot;
 mod cmd_stats;
 mod cmd_trace;
 mod inspect;
@@ -40,6 +42,9 @@ enum Command {
     Trace(cmd_trace::TraceCommand),
     /// Check a store: every commit, every reachable object, every hash and offset.
     Fsck(cmd_fsck::FsckArgs),
+    /// Import commits from another store format into a new larch store.
+    #[command(subcommand)]
+    Import(cmd_import::ImportCommand),
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
@@ -56,6 +61,9 @@ enum Command {
     /// Produce and verify Merkle proofs of a store's context (Octez V1/V2, Irmin JSON).
     #[command(subcommand)]
     Proof(cmd_proof::ProofCommand),
+    /// Export one commit to a portable snapshot file, import one into a new store, verify one.
+    #[command(subcommand)]
+    Snapshot(cmd_snapshot::SnapshotCommand),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +72,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd_replay::run(args),
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
+        Command::Import(command) => cmd_import::run(command),
         Command::Report(command) => cmd_report::run(command),
         Command::Log(args) => cmd_log::run(args),
         Command::Ls(args) => cmd_ls::run(args),
@@ -71,6 +80,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd_diff::run(args),
         Command::Stats(args) => cmd_stats::run(args),
         Command::Proof(command) => cmd_proof::run(command),
+        Command::Snapshot(command) => cmd_snapshot::run(command),
     };
     match result {
         Ok(code) => code,

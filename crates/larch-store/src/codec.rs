@@ -190,6 +190,20 @@ impl<'a> Cursor<'a> {
             _ => Err(self.error(format!("child pointer back {back} leaves the pack"))),
         }
     }
+
+    /// A commit's parent pointer: like [`Cursor::pointer`], but `back` = 0 marks an absent parent
+    /// (a commit not in this store), decoded as `None`.
+    pub fn parent_pointer(&mut self) -> Result<(Hash, Option<u64>)> {
+        let hash = self.hash()?;
+        let back = self.leb()?;
+        if back == 0 {
+            return Ok((hash, None));
+        }
+        match self.offset.checked_sub(back) {
+            Some(child) if child >= PACK_HEADER_LEN => Ok((hash, Some(child))),
+            _ => Err(self.error(format!("parent pointer back {back} leaves the pack"))),
+        }
+    }
 }
 
 /// Whether a name is stored hex-packed: an even number ≥ 2 of lowercase hex digits.
@@ -451,8 +465,10 @@ pub struct CommitData {
     pub tree_hash: Hash,
     /// Offset of the root directory record.
     pub tree_offset: u64,
-    /// Parents: hash and commit record offset, in commit order.
-    pub parents: Vec<(Hash, u64)>,
+    /// Parents: hash and commit record offset, in commit order. The offset is `None` for an
+    /// *absent* parent: a commit that is not in this store (the commit was imported from a
+    /// snapshot or another store without its history; docs/format.md §3.6).
+    pub parents: Vec<(Hash, Option<u64>)>,
     /// Date, author, message.
     pub info: CommitInfo,
 }
@@ -461,6 +477,11 @@ impl CommitData {
     /// The parents' hashes.
     pub fn parent_hashes(&self) -> Vec<Hash> {
         self.parents.iter().map(|(hash, _)| *hash).collect()
+    }
+
+    /// The hashes of the parents that are absent from the store (recorded without an offset).
+    pub fn absent_parents(&self) -> Vec<Hash> {
+        self.parents.iter().filter(|(_, offset)| offset.is_none()).map(|(hash, _)| *hash).collect()
     }
 
     /// The commit hash this record describes.
@@ -474,7 +495,14 @@ pub fn encode_commit(out: &mut Vec<u8>, self_offset: u64, commit: &CommitData) {
     write_pointer(out, self_offset, &commit.tree_hash, commit.tree_offset);
     write_leb128(out, commit.parents.len() as u64);
     for (hash, offset) in &commit.parents {
-        write_pointer(out, self_offset, hash, *offset);
+        match offset {
+            Some(offset) => write_pointer(out, self_offset, hash, *offset),
+            None => {
+                // An absent parent: its hash and `back` = 0, which no real pointer uses.
+                out.extend_from_slice(hash.as_bytes());
+                write_leb128(out, 0);
+            }
+        }
     }
     out.extend_from_slice(&commit.info.date.to_le_bytes());
     write_leb128(out, commit.info.author.len() as u64);
@@ -491,7 +519,7 @@ pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
     if count > 1024 {
         return Err(cursor.error(format!("{count} parents")));
     }
-    let parents = (0..count).map(|_| cursor.pointer()).collect::<Result<Vec<_>>>()?;
+    let parents = (0..count).map(|_| cursor.parent_pointer()).collect::<Result<Vec<_>>>()?;
     let date = cursor.u64()? as i64;
     let text = |cursor: &mut Cursor<'_>| -> Result<String> {
         let len = cursor.length()?;
@@ -571,12 +599,32 @@ mod tests {
         let commit = CommitData {
             tree_hash: Hash([1; 32]),
             tree_offset: 20,
-            parents: vec![(Hash([2; 32]), 16)],
+            parents: vec![(Hash([2; 32]), Some(16))],
             info: CommitInfo::tezos(-5, "lvl 3"),
         };
         let mut out = Vec::new();
         encode_commit(&mut out, 1000, &commit);
         assert_eq!(decode_commit(&out, 1000).unwrap(), commit);
         assert!(decode_commit(&out[..out.len() - 1], 1000).is_err());
+    }
+
+    #[test]
+    fn absent_parents_round_trip() {
+        let commit = CommitData {
+            tree_hash: Hash([1; 32]),
+            tree_offset: 20,
+            parents: vec![(Hash([2; 32]), None), (Hash([3; 32]), Some(16))],
+            info: CommitInfo::tezos(7, "imported"),
+        };
+        let mut out = Vec::new();
+        encode_commit(&mut out, 1000, &commit);
+        // Tree pointer (32-byte hash, back 980 in two bytes), parent count 2, then the absent
+        // parent: its hash followed by `back` = 0.
+        assert_eq!(out[34], 2);
+        assert_eq!(&out[35..67], &[2; 32]);
+        assert_eq!(out[67], 0);
+        let decoded = decode_commit(&out, 1000).unwrap();
+        assert_eq!(decoded, commit);
+        assert_eq!(decoded.absent_parents(), vec![Hash([2; 32])]);
     }
 }

@@ -121,6 +121,10 @@ pub enum StoreError {
         /// The object's hash.
         hash: Hash,
     },
+    /// An object given to a [`BulkWriter`](crate::BulkWriter) breaks the format's rules (entries
+    /// not sorted, too many, a key that is not an earlier record); nothing was written for it.
+    #[error("invalid object for the bulk writer: {0}")]
+    BulkInput(String),
     /// A tree operation (often a lazy load) failed.
     #[error(transparent)]
     Tree(#[from] TreeError),

@@ -70,11 +70,25 @@ pub struct FsckStats {
     pub unreachable_bytes: u64,
 }
 
+/// A parent recorded as absent from the store (by hash only: the commit was imported without its
+/// history). Not a problem: the store never held that commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AbsentParent {
+    /// The commit that names the parent.
+    pub commit: Hash,
+    /// Offset of that commit's record in the pack.
+    pub offset: u64,
+    /// The absent parent's hash.
+    pub parent: Hash,
+}
+
 /// The result of an integrity check.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FsckReport {
     /// Every problem found.
     pub problems: Vec<Problem>,
+    /// Parents recorded as absent (not problems), in commit offset order.
+    pub absent_parents: Vec<AbsentParent>,
     /// What was walked.
     pub stats: FsckStats,
 }
@@ -108,6 +122,13 @@ impl fmt::Display for FsckReport {
         let largest: Vec<String> =
             stats.largest_directories.iter().map(|(len, offset)| format!("{len} @ {offset}")).collect();
         writeln!(f, "largest directories: {}", largest.join(", "))?;
+        for absent in &self.absent_parents {
+            writeln!(
+                f,
+                "absent parent: commit {} (pack @ {}) has parent {}, not in this store (imported history)",
+                absent.commit, absent.offset, absent.parent
+            )?;
+        }
         if self.is_clean() {
             writeln!(f, "no problems found")
         } else {
@@ -334,6 +355,10 @@ impl Checker<'_> {
             self.problem(offset, Some(hash), None, format!("commit record hashes to {actual}"));
         }
         for (parent, parent_offset) in &data.parents {
+            let Some(parent_offset) = parent_offset else {
+                self.report.absent_parents.push(AbsentParent { commit: hash, offset, parent: *parent });
+                continue;
+            };
             if self.repo.commit_offset_of(parent) != Some(*parent_offset) {
                 self.problem(
                     *parent_offset,

@@ -27,6 +27,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bulk;
 mod codec;
 mod context_repo;
 mod control;
@@ -46,11 +47,12 @@ pub mod storage;
 mod storage;
 mod writer;
 
+pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
-pub use fsck::{FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::DEFAULT_CACHE_BYTES;
-pub use repo::{DEFAULT_BRANCH, Repo};
+pub use repo::{DEFAULT_BRANCH, History, Repo};
 pub use scan::ScanReport;
 pub use writer::WriteCounts;

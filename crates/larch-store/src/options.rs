@@ -119,6 +119,8 @@ pub struct CommitDetails {
     pub tree_hash: Hash,
     /// Parent commits, in commit order.
     pub parents: Vec<Hash>,
+    /// The parents absent from this store (recorded by hash only), a subset of `parents`.
+    pub absent_parents: Vec<Hash>,
     /// Date, author, message.
     pub info: CommitInfo,
 }

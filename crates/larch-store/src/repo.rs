@@ -363,6 +363,7 @@ impl Repo {
             offset,
             tree_hash: data.tree_hash,
             parents: data.parent_hashes(),
+            absent_parents: data.absent_parents(),
             info: data.info,
         })
     }
@@ -389,6 +390,42 @@ impl Repo {
         parents: &[Hash],
         info: CommitInfo,
     ) -> Result<Hash> {
+        self.commit_inner(branch, tree, parents, info, false)
+    }
+
+    /// Commits `tree` whose parents may be *absent* from this store (a commit imported from a
+    /// snapshot or another store without its history), moving the branch `main` to it. Each parent
+    /// in the store is linked as by [`Repo::commit`]; each other one is recorded by its hash only
+    /// (`docs/format.md` §3.6). The commit hash is the same as with the parents present. `fsck`
+    /// reports such parents as absent (not as corruption), [`Repo::history`] stops at them.
+    pub fn commit_with_absent_parents(
+        &mut self,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+    ) -> Result<Hash> {
+        self.commit_inner(Some(DEFAULT_BRANCH), tree, parents, info, true)
+    }
+
+    /// [`Repo::commit_with_absent_parents`] moving `branch` (if any) instead of `main`.
+    pub fn commit_on_with_absent_parents(
+        &mut self,
+        branch: Option<&str>,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+    ) -> Result<Hash> {
+        self.commit_inner(branch, tree, parents, info, true)
+    }
+
+    fn commit_inner(
+        &mut self,
+        branch: Option<&str>,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+        allow_absent: bool,
+    ) -> Result<Hash> {
         self.check_writable()?;
         if let Some(name) = branch {
             check_branch_name(name)?;
@@ -398,8 +435,10 @@ impl Repo {
         };
         let parent_offsets = parents
             .iter()
-            .map(|parent| {
-                Ok((*parent, self.commits.get(parent).copied().ok_or(StoreError::UnknownParent(*parent))?))
+            .map(|parent| match self.commits.get(parent).copied() {
+                Some(offset) => Ok((*parent, Some(offset))),
+                None if allow_absent => Ok((*parent, None)),
+                None => Err(StoreError::UnknownParent(*parent)),
             })
             .collect::<Result<Vec<_>>>()?;
         let tree_hash = tree.hash();
@@ -421,7 +460,7 @@ impl Repo {
         // Rewritten nodes may be written as patches of their versions in the first parent's tree.
         let reader = (self.options.patches && foreign.is_none()).then_some(&self.source.reader);
         let root_base = match (reader, parent_offsets.first()) {
-            (Some(reader), Some((_, offset))) => {
+            (Some(reader), Some((_, Some(offset)))) => {
                 reader.commit(*offset).ok().map(|parent| (parent.tree_hash, parent.tree_offset))
             }
             _ => None,
@@ -576,18 +615,34 @@ impl Repo {
         self.publish(state, 0, 0)
     }
 
-    /// The ancestors of `hash`, itself first, each once, in depth-first order of parents.
+    /// The ancestors of `hash` in this store, itself first, each once, in depth-first order of
+    /// parents. It stops at absent parents (see [`Repo::history`], which names them).
     pub fn log(&self, hash: &Hash) -> Result<Vec<Hash>> {
+        Ok(self.history(hash)?.commits)
+    }
+
+    /// The ancestors of `hash` in this store, as [`Repo::log`], and the absent parents where the
+    /// walk stopped (commits recorded as parents but not in this store).
+    pub fn history(&self, hash: &Hash) -> Result<History> {
         let mut seen = std::collections::HashSet::new();
-        let mut out = Vec::new();
+        let mut out = History::default();
         let mut stack = vec![*hash];
         while let Some(next) = stack.pop() {
             if !seen.insert(next) {
                 continue;
             }
             let data = self.source.reader.commit(self.commit_offset(&next)?)?;
-            out.push(next);
-            stack.extend(data.parents.iter().rev().map(|(parent, _)| *parent));
+            out.commits.push(next);
+            for (parent, offset) in data.parents.iter().rev() {
+                match offset {
+                    Some(_) => stack.push(*parent),
+                    None => {
+                        if !out.absent_parents.contains(&(next, *parent)) {
+                            out.absent_parents.push((next, *parent));
+                        }
+                    }
+                }
+            }
         }
         Ok(out)
     }
@@ -617,6 +672,43 @@ impl Repo {
         self.last_write
     }
 
+    /// For a bulk writer (`bulk.rs`): the published pack end, where its records start, and the pack.
+    pub(crate) fn bulk_start(&self) -> Result<(u64, Arc<dyn Storage>)> {
+        self.check_writable()?;
+        Ok((self.state.pack_end, self.files.pack.clone()))
+    }
+
+    /// For a bulk writer: appends the last `tail` bytes of its records (after `flushed` bytes
+    /// already written past the published end) and the commit's index entry, then publishes the
+    /// commit, moving `branch`, exactly as steps 4–7 of a commit.
+    pub(crate) fn bulk_finish(
+        &mut self,
+        branch: Option<&str>,
+        flushed: u64,
+        tail: &[u8],
+        hash: Hash,
+        commit_offset: u64,
+        counts: WriteCounts,
+    ) -> Result<()> {
+        self.check_writable()?;
+        if let Some(name) = branch {
+            check_branch_name(name)?;
+        }
+        let index_len = self.append(flushed, tail, &hash, commit_offset)?;
+        let pack_len = flushed + tail.len() as u64;
+        let mut state = self.state.clone();
+        if let Some(name) = branch {
+            state.branches.insert(name.to_string(), (hash, commit_offset));
+        }
+        self.publish(state, pack_len, index_len)?;
+        self.commits.insert(hash, commit_offset);
+        self.stats.bytes_written += pack_len + index_len;
+        self.stats.objects_written += counts.objects();
+        self.stats.commits_written += 1;
+        self.last_write = counts;
+        Ok(())
+    }
+
     pub(crate) fn commit_offset_of(&self, hash: &Hash) -> Option<u64> {
         self.commits.get(hash).copied()
     }
@@ -628,6 +720,15 @@ impl Repo {
     pub(crate) fn control_state(&self) -> &ControlState {
         &self.state
     }
+}
+
+/// The result of [`Repo::history`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    /// The commits reached, the starting one first, each once, in depth-first order of parents.
+    pub commits: Vec<Hash>,
+    /// Where the walk stopped: (commit, its parent absent from the store), in walk order.
+    pub absent_parents: Vec<(Hash, Hash)>,
 }
 
 fn check_branch_name(name: &str) -> Result<()> {

@@ -1,0 +1,89 @@
+//! The bulk writer: one commit written object by object (the way in for imports) gives the same
+//! commit as `Repo::commit`, checks the shape of what it is given, and publishes nothing until its
+//! commit.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use larch_core::{CommitInfo, Hash, Kind, MemoryRepo, schema};
+use larch_store::{BulkTarget, Repo, StoreError};
+
+fn info() -> CommitInfo {
+    CommitInfo::tezos(1530374852, "bulk")
+}
+
+#[test]
+fn a_bulk_commit_equals_the_same_tree_committed_normally() {
+    let long = vec![7u8; 100];
+    // The reference: {a: "x", b/c: long, d: long}, committed in memory.
+    let mut memory = MemoryRepo::new();
+    let mut tree = memory.empty_tree();
+    tree.add(&["a"], b"x".to_vec()).unwrap();
+    tree.add(&["b", "c"], long.clone()).unwrap();
+    tree.add(&["d"], long.clone()).unwrap();
+    let expected = memory.commit(&tree, &[], info()).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut writer = repo.bulk_writer().unwrap();
+    let long_hash = schema::contents_hash(&long);
+    let long_key = writer.contents(&long).unwrap();
+    let b_hash = schema::flat_node_hash(1, [(&b"c"[..], Kind::Contents, long_hash)].into_iter());
+    let b_key = writer.flat(&[(b"c", BulkTarget::Contents { hash: long_hash, key: long_key })]).unwrap();
+    let x_hash = schema::contents_hash(b"x");
+    let root_hash = schema::flat_node_hash(
+        3,
+        [(&b"a"[..], Kind::Contents, x_hash), (b"b", Kind::Node, b_hash), (b"d", Kind::Contents, long_hash)]
+            .into_iter(),
+    );
+    let root_key = writer
+        .flat(&[
+            (b"a", BulkTarget::Inline(b"x")),
+            (b"b", BulkTarget::Node { hash: b_hash, key: b_key }),
+            (b"d", BulkTarget::Contents { hash: long_hash, key: long_key }),
+        ])
+        .unwrap();
+    assert_eq!(writer.counts().objects(), 3);
+    let commit = writer.commit(Some("main"), (root_hash, root_key), &[], info()).unwrap();
+    assert_eq!(commit, expected);
+    repo.close().unwrap();
+
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    assert_eq!(repo.head(), Some(expected));
+    let tree = repo.checkout(&expected).unwrap();
+    assert_eq!(tree.find(&["b", "c"]).unwrap().unwrap().as_bytes(), &long[..]);
+    let report = repo.fsck();
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn bad_objects_are_refused_and_an_abandoned_writer_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    {
+        let mut writer = repo.bulk_writer().unwrap();
+        let key = writer.contents(&[1; 40]).unwrap();
+        let hash = Hash([1; 32]);
+        let unsorted = [(&b"b"[..], BulkTarget::Inline(b"1")), (b"a", BulkTarget::Inline(b"2"))];
+        assert!(matches!(writer.flat(&unsorted), Err(StoreError::BulkInput(_))));
+        let twice = [(&b"a"[..], BulkTarget::Inline(b"1")), (b"a", BulkTarget::Inline(b"2"))];
+        assert!(matches!(writer.flat(&twice), Err(StoreError::BulkInput(_))));
+        let later = [(&b"a"[..], BulkTarget::Contents { hash, key: key + 1000 })];
+        assert!(matches!(writer.flat(&later), Err(StoreError::BulkInput(_))));
+        assert!(matches!(writer.values(&[]), Err(StoreError::BulkInput(_))));
+        assert!(matches!(writer.tree(10, 40, &[(0, hash, key)]), Err(StoreError::BulkInput(_))));
+        assert!(matches!(
+            writer.tree(1, 40, &[(3, hash, key), (3, hash, key)]),
+            Err(StoreError::BulkInput(_))
+        ));
+        // Dropped without a commit.
+    }
+    assert_eq!(repo.commit_count(), 0);
+    assert_eq!(repo.head(), None);
+    let mut tree = repo.empty_tree();
+    tree.add(&["k"], b"v".to_vec()).unwrap();
+    let commit = repo.commit(&tree, &[], info()).unwrap();
+    repo.close().unwrap();
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    assert_eq!(repo.head(), Some(commit));
+    let report = repo.fsck();
+    assert!(report.is_clean(), "{report}");
+}
