@@ -398,6 +398,12 @@ pub fn export<W: Write>(
         None => repo.head().ok_or(SnapshotError::NoHead)?,
     };
     let details = repo.commit_details(&commit)?;
+    let recorded = schema::commit_hash(&details.tree_hash, &details.parents, &details.info);
+    if recorded != commit {
+        return Err(SnapshotError::CorruptStore(format!(
+            "the record of commit {commit} hashes to {recorded}"
+        )));
+    }
     let window = options.window.clamp(1, WINDOW_MAX);
     let tree = repo.checkout(&commit)?;
     let Entry::Node(root) = tree.root().clone() else {
@@ -428,7 +434,6 @@ pub fn export<W: Write>(
         write_leb128(&mut exporter.record, text.len() as u64);
         exporter.record.extend_from_slice(text.as_bytes());
     }
-    debug_assert_eq!(schema::commit_hash(&details.tree_hash, &details.parents, info), commit);
     exporter.emit()?;
     exporter.record.push(TAG_END);
     write_leb128(&mut exporter.record, exporter.window.count);
