@@ -2,7 +2,7 @@
 //! back-reference window), streaming the records through a [`FrameWriter`].
 
 use crate::error::{Result, SnapshotError};
-use crate::format::{DEFAULT_WINDOW, FrameWriter, WINDOW_MAX};
+use crate::format::{DEFAULT_WINDOW, FRAME_MAX, FrameWriter, WINDOW_MAX};
 use crate::records::*;
 use crate::{Counts, Progress};
 use larch_core::{Contents, ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, ObjectSource, schema};
@@ -10,6 +10,76 @@ use larch_store::Repo;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+
+/// Cuts the record stream into frames and hands them to the thread that deflates and writes them,
+/// so that the walk and the compression run on two cores.
+struct FrameSender<'a> {
+    raw: Vec<u8>,
+    tx: SyncSender<Vec<u8>>,
+    /// Buffers the writer thread is done with, to reuse.
+    spare: Receiver<Vec<u8>>,
+    stream_bytes: u64,
+    file_bytes: &'a AtomicU64,
+}
+
+fn writer_gone() -> SnapshotError {
+    SnapshotError::Io {
+        op: "writing",
+        path: "the snapshot".into(),
+        source: std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the snapshot writer stopped"),
+    }
+}
+
+impl FrameSender<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.raw.extend_from_slice(bytes);
+        self.stream_bytes += bytes.len() as u64;
+        let mut start = 0;
+        while self.raw.len() - start >= FRAME_MAX {
+            self.send(start, start + FRAME_MAX)?;
+            start += FRAME_MAX;
+        }
+        if start > 0 {
+            self.raw.drain(..start);
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, start: usize, end: usize) -> Result<()> {
+        let mut frame = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(FRAME_MAX));
+        frame.clear();
+        frame.extend_from_slice(self.raw.get(start..end).unwrap_or_default());
+        self.tx.send(frame).map_err(|_| writer_gone())
+    }
+
+    /// Sends the last, partial frame.
+    fn finish(mut self) -> Result<()> {
+        if !self.raw.is_empty() {
+            self.send(0, self.raw.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// The writer thread: frames every chunk it receives, returns the output, file bytes and frames.
+fn write_frames<W: Write>(
+    out: W,
+    window: u32,
+    level: Option<u32>,
+    rx: Receiver<Vec<u8>>,
+    spare: std::sync::mpsc::Sender<Vec<u8>>,
+    file_bytes: &AtomicU64,
+) -> Result<(W, u64, u64)> {
+    let mut writer = FrameWriter::new(out, window, level)?;
+    for raw in rx {
+        writer.write_frame(&raw)?;
+        file_bytes.store(writer.file_bytes, Ordering::Relaxed);
+        let _ = spare.send(raw);
+    }
+    writer.finish()
+}
 
 /// How to export.
 #[derive(Clone, Copy, Debug)]
@@ -154,9 +224,9 @@ fn child_at(node: &Node, index: usize) -> Option<Child<'_>> {
     }
 }
 
-struct Exporter<'a, W: Write> {
+struct Exporter<'a> {
     source: Arc<dyn ObjectSource>,
-    out: FrameWriter<W>,
+    out: FrameSender<'a>,
     window: Window,
     record: Vec<u8>,
     counts: Counts,
@@ -170,7 +240,7 @@ fn load_node(source: &dyn ObjectSource, node: &NodeRef) -> Result<Arc<Node>> {
     }
 }
 
-impl<W: Write> Exporter<'_, W> {
+impl Exporter<'_> {
     fn emit(&mut self) -> Result<()> {
         let record = std::mem::take(&mut self.record);
         let result = self.out.write(&record);
@@ -181,7 +251,7 @@ impl<W: Write> Exporter<'_, W> {
             (self.progress)(Progress {
                 objects: self.window.count,
                 stream_bytes: self.out.stream_bytes,
-                file_bytes: self.out.file_bytes,
+                file_bytes: self.out.file_bytes.load(Ordering::Relaxed),
             });
         }
         result
@@ -386,7 +456,7 @@ impl<W: Write> Exporter<'_, W> {
 
 /// Exports commit `commit` of `repo` (its head when `None`) to `out`; `progress` is called every
 /// few thousand records.
-pub fn export<W: Write>(
+pub fn export<W: Write + Send>(
     repo: &Repo,
     commit: Option<Hash>,
     out: W,
@@ -409,15 +479,62 @@ pub fn export<W: Write>(
     let Entry::Node(root) = tree.root().clone() else {
         return Err(SnapshotError::TooLarge("the commit's root is not a directory".into()));
     };
+    let file_bytes = AtomicU64::new(0);
+    // The walk runs here; framing, deflating and writing on a second thread, a few frames behind.
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(8);
+        let (spare_tx, spare_rx) = std::sync::mpsc::channel();
+        let level = options.compression;
+        let file_bytes = &file_bytes;
+        let writer = scope.spawn(move || write_frames(out, window, level, rx, spare_tx, file_bytes));
+        let sender = FrameSender {
+            raw: Vec::with_capacity(2 * FRAME_MAX),
+            tx,
+            spare: spare_rx,
+            stream_bytes: 0,
+            file_bytes,
+        };
+        let walked = walk(repo, &root, &commit, &details, window, sender, progress);
+        let written = writer.join().unwrap_or_else(|_| Err(writer_gone()));
+        match (walked, written) {
+            (Ok((counts, objects, stream_bytes)), Ok((out, file_bytes, frames))) => {
+                progress(Progress { objects, stream_bytes, file_bytes });
+                let summary = ExportSummary {
+                    commit,
+                    tree: details.tree_hash,
+                    counts,
+                    stream_bytes,
+                    file_bytes,
+                    frames,
+                };
+                Ok((summary, out))
+            }
+            // The writer's own error explains a walk stopped by it.
+            (_, Err(error)) | (Err(error), Ok(_)) => Err(error),
+        }
+    })
+}
+
+/// Walks the tree of `root` and writes the whole record stream to `out`; returns the counts, the
+/// objects and the stream bytes.
+fn walk(
+    repo: &Repo,
+    root: &NodeRef,
+    commit: &Hash,
+    details: &larch_store::CommitDetails,
+    window: u32,
+    out: FrameSender<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Counts, u64, u64)> {
     let mut exporter = Exporter {
         source: repo.source(),
-        out: FrameWriter::new(out, window, options.compression)?,
+        out,
         window: Window::new(window),
         record: Vec::with_capacity(1 << 16),
         counts: Counts::default(),
         progress,
     };
-    exporter.tree(&root)?;
+    exporter.tree(root)?;
     // The commit: the root is the last object written (or, if the root was written before, a
     // back-reference; never in practice).
     let info = &details.info;
@@ -438,10 +555,8 @@ pub fn export<W: Write>(
     exporter.record.push(TAG_END);
     write_leb128(&mut exporter.record, exporter.window.count);
     exporter.emit()?;
-    let Exporter { out, counts, window, progress, .. } = exporter;
+    let Exporter { out, counts, window, .. } = exporter;
     let stream_bytes = out.stream_bytes;
-    let (out, file_bytes, frames) = out.finish()?;
-    progress(Progress { objects: window.count, stream_bytes, file_bytes });
-    let summary = ExportSummary { commit, tree: details.tree_hash, counts, stream_bytes, file_bytes, frames };
-    Ok((summary, out))
+    out.finish()?;
+    Ok((counts, window.count, stream_bytes))
 }

@@ -83,7 +83,7 @@ impl Counts {
 }
 
 /// Exports commit `commit` of `repo` (its head when `None`) to `out`; returns what was written.
-pub fn export<W: Write>(
+pub fn export<W: Write + Send>(
     repo: &Repo,
     commit: Option<Hash>,
     out: W,
