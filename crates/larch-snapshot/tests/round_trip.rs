@@ -133,3 +133,37 @@ fn import_refuses_an_existing_target_and_leaves_nothing_on_failure() {
         Err(SnapshotError::NotASnapshot)
     ));
 }
+
+/// A writer that fails once it has taken `left` bytes (a full disk).
+struct FullDisk {
+    left: usize,
+}
+
+impl std::io::Write for FullDisk {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if bytes.len() > self.left {
+            return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full"));
+        }
+        self.left -= bytes.len();
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_output_stops_the_export_with_its_own_error() {
+    let dir = tempfile::tempdir().unwrap();
+    build_store(dir.path());
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    for left in [0, 10, 100_000] {
+        let result = larch_snapshot::export(&repo, None, FullDisk { left }, Default::default(), &mut |_| {});
+        match result {
+            Err(SnapshotError::Io { source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{left}: {source}")
+            }
+            other => panic!("{left}: {other:?}"),
+        }
+    }
+}
