@@ -409,10 +409,10 @@ impl Exporter<'_> {
             // Every child planned: a back-reference that left the window while later children
             // were written is written again, as a fresh child (rare: a subtree larger than the
             // window); then the record.
-            let stale: Vec<usize> = (0..top.plans.len())
-                .filter(|i| matches!(top.plans.get(*i), Some(Plan::Window(n)) if self.window.count - n > self.window.size))
-                .collect();
-            if let Some(&index) = stale.first() {
+            let size = self.window.size;
+            let count = self.window.count;
+            let stale = top.plans.iter().position(|plan| matches!(plan, Plan::Window(n) if count - n > size));
+            if let Some(index) = stale {
                 let node = top.node.clone();
                 let child_depth = if matches!(node.body(), NodeBody::Tree(_)) { top.depth + 1 } else { 0 };
                 if let Some(slot) = top.plans.get_mut(index) {
