@@ -257,7 +257,7 @@ impl Exporter<'_> {
         result
     }
 
-    fn contents_record(&mut self, contents: &Contents) -> Result<u64> {
+    fn contents_record(&mut self, contents: &Contents, hash: Hash) -> Result<u64> {
         if contents.len() as u64 > CONTENTS_MAX {
             return Err(SnapshotError::TooLarge(format!("a contents value of {} bytes", contents.len())));
         }
@@ -267,28 +267,36 @@ impl Exporter<'_> {
         self.counts.contents += 1;
         self.counts.value_bytes += contents.len() as u64;
         self.emit()?;
-        Ok(self.window.push(contents.hash()))
+        Ok(self.window.push(hash))
     }
 
     /// Plans the contents child `contents`: inline, a back-reference, or a record written now.
     fn plan_contents(&mut self, contents: &ContentsRef, fresh: &mut u64) -> Result<Plan> {
-        let loaded = match contents {
-            ContentsRef::Mem(contents) => contents.clone(),
+        let (loaded, known) = match contents {
+            ContentsRef::Mem(contents) => (contents.clone(), None),
             ContentsRef::Stored { hash, key } => {
                 if let Some(number) = self.window.get(hash) {
                     return Ok(Plan::Window(number));
                 }
-                self.source.load_contents(*key, hash)?
+                (self.source.load_contents(*key, hash)?, Some(*hash))
             }
         };
         if loaded.len() <= INLINE_MAX {
             return Ok(Plan::Inline(loaded));
         }
-        let hash = loaded.hash();
-        if let Some(number) = self.window.get(&hash) {
-            return Ok(Plan::Window(number));
-        }
-        self.contents_record(&loaded)?;
+        // A stored value's hash is its reference's (looked up above); only a value held in memory
+        // is hashed.
+        let hash = match known {
+            Some(hash) => hash,
+            None => {
+                let hash = loaded.hash();
+                if let Some(number) = self.window.get(&hash) {
+                    return Ok(Plan::Window(number));
+                }
+                hash
+            }
+        };
+        self.contents_record(&loaded, hash)?;
         *fresh += 1;
         Ok(Plan::Fresh(*fresh - 1))
     }
@@ -424,7 +432,7 @@ impl Exporter<'_> {
                             ContentsRef::Mem(contents) => contents.clone(),
                             ContentsRef::Stored { hash, key } => self.source.load_contents(*key, hash)?,
                         };
-                        self.contents_record(&loaded)?;
+                        self.contents_record(&loaded, contents.hash())?;
                         if let Some(top) = stack.last_mut() {
                             if let Some(slot) = top.plans.get_mut(index) {
                                 *slot = Plan::Fresh(top.fresh);
