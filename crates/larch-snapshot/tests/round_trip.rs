@@ -167,3 +167,41 @@ fn a_failing_output_stops_the_export_with_its_own_error() {
         }
     }
 }
+
+#[test]
+fn edge_shapes_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path().join("source")).unwrap();
+    // An empty root.
+    let empty = repo.commit(&repo.empty_tree(), &[], info(0)).unwrap();
+    // Odd names, values at the inline threshold, an empty sub-directory, a merge of two parents.
+    let mut tree = repo.empty_tree();
+    tree.add(&[&b"\x00\xff"[..], b"v"], vec![1; 32]).unwrap();
+    tree.add(&[&b""[..], b"w"], vec![2; 33]).unwrap();
+    tree.add(&["abc", "0"], Vec::new()).unwrap();
+    tree.add(&["ABCD", "x"], b"upper-case hex is not packed".to_vec()).unwrap();
+    tree.add_tree(&["nothing"], &repo.empty_tree()).unwrap();
+    let deep: Vec<String> = (0..200).map(|i| format!("d{i}")).collect();
+    tree.add(&deep, b"deep".to_vec()).unwrap();
+    let side = repo.commit(&tree, &[empty], info(1)).unwrap();
+    let merge = repo.commit(&tree, &[empty, side], info(2)).unwrap();
+    repo.close().unwrap();
+    let repo = Repo::open_read_only(dir.path().join("source")).unwrap();
+    for (n, commit) in [empty, side, merge].into_iter().enumerate() {
+        let file = export_bytes(&repo, Some(commit), ExportOptions::default());
+        let target = dir.path().join(format!("t{n}"));
+        let summary = larch_snapshot::import(&file[..], &target, &mut |_| {}).unwrap();
+        assert_eq!(summary.commit, commit);
+        let imported = Repo::open_read_only(&target).unwrap();
+        let report = imported.fsck();
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(
+            imported.commit_details(&commit).unwrap().parents,
+            repo.commit_details(&commit).unwrap().parents
+        );
+        assert!(
+            export_bytes(&imported, None, ExportOptions::default()) == file,
+            "commit {n} re-exports differently"
+        );
+    }
+}
