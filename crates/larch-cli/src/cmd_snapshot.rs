@@ -116,7 +116,7 @@ fn export(
     let started = Instant::now();
     let mut on_progress = |progress: Progress| update(&bar, progress);
     let summary = if is_stdio(out) {
-        let stdout = std::io::stdout().lock();
+        let stdout = std::io::stdout();
         larch_snapshot::export(
             &repo,
             commit,

@@ -93,6 +93,9 @@ pub enum SnapshotError {
     /// The object to export is too large for the snapshot format's limits.
     #[error("cannot export: {0}")]
     TooLarge(String),
+    /// The store being exported contradicts itself (run `larch fsck`).
+    #[error("corrupt store: {0}")]
+    CorruptStore(String),
     /// The target of an import already exists.
     #[error("{} already exists: import creates a new store", .0.display())]
     TargetExists(PathBuf),

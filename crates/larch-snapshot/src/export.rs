@@ -2,7 +2,7 @@
 //! back-reference window), streaming the records through a [`FrameWriter`].
 
 use crate::error::{Result, SnapshotError};
-use crate::format::{DEFAULT_WINDOW, FrameWriter, WINDOW_MAX};
+use crate::format::{DEFAULT_WINDOW, FRAME_MAX, FrameWriter, WINDOW_MAX};
 use crate::records::*;
 use crate::{Counts, Progress};
 use larch_core::{Contents, ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, ObjectSource, schema};
@@ -10,6 +10,76 @@ use larch_store::Repo;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+
+/// Cuts the record stream into frames and hands them to the thread that deflates and writes them,
+/// so that the walk and the compression run on two cores.
+struct FrameSender<'a> {
+    raw: Vec<u8>,
+    tx: SyncSender<Vec<u8>>,
+    /// Buffers the writer thread is done with, to reuse.
+    spare: Receiver<Vec<u8>>,
+    stream_bytes: u64,
+    file_bytes: &'a AtomicU64,
+}
+
+fn writer_gone() -> SnapshotError {
+    SnapshotError::Io {
+        op: "writing",
+        path: "the snapshot".into(),
+        source: std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the snapshot writer stopped"),
+    }
+}
+
+impl FrameSender<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.raw.extend_from_slice(bytes);
+        self.stream_bytes += bytes.len() as u64;
+        let mut start = 0;
+        while self.raw.len() - start >= FRAME_MAX {
+            self.send(start, start + FRAME_MAX)?;
+            start += FRAME_MAX;
+        }
+        if start > 0 {
+            self.raw.drain(..start);
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, start: usize, end: usize) -> Result<()> {
+        let mut frame = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(FRAME_MAX));
+        frame.clear();
+        frame.extend_from_slice(self.raw.get(start..end).unwrap_or_default());
+        self.tx.send(frame).map_err(|_| writer_gone())
+    }
+
+    /// Sends the last, partial frame.
+    fn finish(mut self) -> Result<()> {
+        if !self.raw.is_empty() {
+            self.send(0, self.raw.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// The writer thread: frames every chunk it receives, returns the output, file bytes and frames.
+fn write_frames<W: Write>(
+    out: W,
+    window: u32,
+    level: Option<u32>,
+    rx: Receiver<Vec<u8>>,
+    spare: std::sync::mpsc::Sender<Vec<u8>>,
+    file_bytes: &AtomicU64,
+) -> Result<(W, u64, u64)> {
+    let mut writer = FrameWriter::new(out, window, level)?;
+    for raw in rx {
+        writer.write_frame(&raw)?;
+        file_bytes.store(writer.file_bytes, Ordering::Relaxed);
+        let _ = spare.send(raw);
+    }
+    writer.finish()
+}
 
 /// How to export.
 #[derive(Clone, Copy, Debug)]
@@ -154,9 +224,9 @@ fn child_at(node: &Node, index: usize) -> Option<Child<'_>> {
     }
 }
 
-struct Exporter<'a, W: Write> {
+struct Exporter<'a> {
     source: Arc<dyn ObjectSource>,
-    out: FrameWriter<W>,
+    out: FrameSender<'a>,
     window: Window,
     record: Vec<u8>,
     counts: Counts,
@@ -170,7 +240,7 @@ fn load_node(source: &dyn ObjectSource, node: &NodeRef) -> Result<Arc<Node>> {
     }
 }
 
-impl<W: Write> Exporter<'_, W> {
+impl Exporter<'_> {
     fn emit(&mut self) -> Result<()> {
         let record = std::mem::take(&mut self.record);
         let result = self.out.write(&record);
@@ -181,13 +251,13 @@ impl<W: Write> Exporter<'_, W> {
             (self.progress)(Progress {
                 objects: self.window.count,
                 stream_bytes: self.out.stream_bytes,
-                file_bytes: self.out.file_bytes,
+                file_bytes: self.out.file_bytes.load(Ordering::Relaxed),
             });
         }
         result
     }
 
-    fn contents_record(&mut self, contents: &Contents) -> Result<u64> {
+    fn contents_record(&mut self, contents: &Contents, hash: Hash) -> Result<u64> {
         if contents.len() as u64 > CONTENTS_MAX {
             return Err(SnapshotError::TooLarge(format!("a contents value of {} bytes", contents.len())));
         }
@@ -197,28 +267,36 @@ impl<W: Write> Exporter<'_, W> {
         self.counts.contents += 1;
         self.counts.value_bytes += contents.len() as u64;
         self.emit()?;
-        Ok(self.window.push(contents.hash()))
+        Ok(self.window.push(hash))
     }
 
     /// Plans the contents child `contents`: inline, a back-reference, or a record written now.
     fn plan_contents(&mut self, contents: &ContentsRef, fresh: &mut u64) -> Result<Plan> {
-        let loaded = match contents {
-            ContentsRef::Mem(contents) => contents.clone(),
+        let (loaded, known) = match contents {
+            ContentsRef::Mem(contents) => (contents.clone(), None),
             ContentsRef::Stored { hash, key } => {
                 if let Some(number) = self.window.get(hash) {
                     return Ok(Plan::Window(number));
                 }
-                self.source.load_contents(*key, hash)?
+                (self.source.load_contents(*key, hash)?, Some(*hash))
             }
         };
         if loaded.len() <= INLINE_MAX {
             return Ok(Plan::Inline(loaded));
         }
-        let hash = loaded.hash();
-        if let Some(number) = self.window.get(&hash) {
-            return Ok(Plan::Window(number));
-        }
-        self.contents_record(&loaded)?;
+        // A stored value's hash is its reference's (looked up above); only a value held in memory
+        // is hashed.
+        let hash = match known {
+            Some(hash) => hash,
+            None => {
+                let hash = loaded.hash();
+                if let Some(number) = self.window.get(&hash) {
+                    return Ok(Plan::Window(number));
+                }
+                hash
+            }
+        };
+        self.contents_record(&loaded, hash)?;
         *fresh += 1;
         Ok(Plan::Fresh(*fresh - 1))
     }
@@ -339,10 +417,10 @@ impl<W: Write> Exporter<'_, W> {
             // Every child planned: a back-reference that left the window while later children
             // were written is written again, as a fresh child (rare: a subtree larger than the
             // window); then the record.
-            let stale: Vec<usize> = (0..top.plans.len())
-                .filter(|i| matches!(top.plans.get(*i), Some(Plan::Window(n)) if self.window.count - n > self.window.size))
-                .collect();
-            if let Some(&index) = stale.first() {
+            let size = self.window.size;
+            let count = self.window.count;
+            let stale = top.plans.iter().position(|plan| matches!(plan, Plan::Window(n) if count - n > size));
+            if let Some(index) = stale {
                 let node = top.node.clone();
                 let child_depth = if matches!(node.body(), NodeBody::Tree(_)) { top.depth + 1 } else { 0 };
                 if let Some(slot) = top.plans.get_mut(index) {
@@ -354,7 +432,7 @@ impl<W: Write> Exporter<'_, W> {
                             ContentsRef::Mem(contents) => contents.clone(),
                             ContentsRef::Stored { hash, key } => self.source.load_contents(*key, hash)?,
                         };
-                        self.contents_record(&loaded)?;
+                        self.contents_record(&loaded, contents.hash())?;
                         if let Some(top) = stack.last_mut() {
                             if let Some(slot) = top.plans.get_mut(index) {
                                 *slot = Plan::Fresh(top.fresh);
@@ -386,7 +464,7 @@ impl<W: Write> Exporter<'_, W> {
 
 /// Exports commit `commit` of `repo` (its head when `None`) to `out`; `progress` is called every
 /// few thousand records.
-pub fn export<W: Write>(
+pub fn export<W: Write + Send>(
     repo: &Repo,
     commit: Option<Hash>,
     out: W,
@@ -398,20 +476,73 @@ pub fn export<W: Write>(
         None => repo.head().ok_or(SnapshotError::NoHead)?,
     };
     let details = repo.commit_details(&commit)?;
+    let recorded = schema::commit_hash(&details.tree_hash, &details.parents, &details.info);
+    if recorded != commit {
+        return Err(SnapshotError::CorruptStore(format!(
+            "the record of commit {commit} hashes to {recorded}"
+        )));
+    }
     let window = options.window.clamp(1, WINDOW_MAX);
     let tree = repo.checkout(&commit)?;
     let Entry::Node(root) = tree.root().clone() else {
         return Err(SnapshotError::TooLarge("the commit's root is not a directory".into()));
     };
+    let file_bytes = AtomicU64::new(0);
+    // The walk runs here; framing, deflating and writing on a second thread, a few frames behind.
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(8);
+        let (spare_tx, spare_rx) = std::sync::mpsc::channel();
+        let level = options.compression;
+        let file_bytes = &file_bytes;
+        let writer = scope.spawn(move || write_frames(out, window, level, rx, spare_tx, file_bytes));
+        let sender = FrameSender {
+            raw: Vec::with_capacity(2 * FRAME_MAX),
+            tx,
+            spare: spare_rx,
+            stream_bytes: 0,
+            file_bytes,
+        };
+        let walked = walk(repo, &root, &commit, &details, window, sender, progress);
+        let written = writer.join().unwrap_or_else(|_| Err(writer_gone()));
+        match (walked, written) {
+            (Ok((counts, objects, stream_bytes)), Ok((out, file_bytes, frames))) => {
+                progress(Progress { objects, stream_bytes, file_bytes });
+                let summary = ExportSummary {
+                    commit,
+                    tree: details.tree_hash,
+                    counts,
+                    stream_bytes,
+                    file_bytes,
+                    frames,
+                };
+                Ok((summary, out))
+            }
+            // The writer's own error explains a walk stopped by it.
+            (_, Err(error)) | (Err(error), Ok(_)) => Err(error),
+        }
+    })
+}
+
+/// Walks the tree of `root` and writes the whole record stream to `out`; returns the counts, the
+/// objects and the stream bytes.
+fn walk(
+    repo: &Repo,
+    root: &NodeRef,
+    commit: &Hash,
+    details: &larch_store::CommitDetails,
+    window: u32,
+    out: FrameSender<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Counts, u64, u64)> {
     let mut exporter = Exporter {
         source: repo.source(),
-        out: FrameWriter::new(out, window, options.compression)?,
+        out,
         window: Window::new(window),
         record: Vec::with_capacity(1 << 16),
         counts: Counts::default(),
         progress,
     };
-    exporter.tree(&root)?;
+    exporter.tree(root)?;
     // The commit: the root is the last object written (or, if the root was written before, a
     // back-reference; never in practice).
     let info = &details.info;
@@ -428,15 +559,12 @@ pub fn export<W: Write>(
         write_leb128(&mut exporter.record, text.len() as u64);
         exporter.record.extend_from_slice(text.as_bytes());
     }
-    debug_assert_eq!(schema::commit_hash(&details.tree_hash, &details.parents, info), commit);
     exporter.emit()?;
     exporter.record.push(TAG_END);
     write_leb128(&mut exporter.record, exporter.window.count);
     exporter.emit()?;
-    let Exporter { out, counts, window, progress, .. } = exporter;
+    let Exporter { out, counts, window, .. } = exporter;
     let stream_bytes = out.stream_bytes;
-    let (out, file_bytes, frames) = out.finish()?;
-    progress(Progress { objects: window.count, stream_bytes, file_bytes });
-    let summary = ExportSummary { commit, tree: details.tree_hash, counts, stream_bytes, file_bytes, frames };
-    Ok((summary, out))
+    out.finish()?;
+    Ok((counts, window.count, stream_bytes))
 }

@@ -118,6 +118,13 @@ impl<W: Write> FrameWriter<W> {
         Ok(())
     }
 
+    /// Writes `raw` (1 to [`FRAME_MAX`] bytes of the stream, after any bytes given to
+    /// [`FrameWriter::write`] that are not yet in a frame) as one frame.
+    pub fn write_frame(&mut self, raw: &[u8]) -> Result<()> {
+        self.stream_bytes += raw.len() as u64;
+        self.frame(raw)
+    }
+
     fn frame(&mut self, raw: &[u8]) -> Result<()> {
         self.packed.clear();
         self.packed.extend_from_slice(&[CODEC_STORED, 0, 0, 0, 0, 0, 0, 0, 0]);

@@ -219,7 +219,7 @@ impl<R: Read> Decoder<'_, R> {
                 None => self.invalid("stack reference out of range"),
             };
         }
-        let distance = value - k as u64 + 1;
+        let distance = (value - k as u64).saturating_add(1);
         if distance > self.count.min(self.window_size) {
             return self.invalid(format!(
                 "back-reference {distance} objects back, but {} are in the window",

@@ -222,3 +222,41 @@ fn forged_structure_is_invalid_naming_the_record() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn lengths_read_from_the_input_are_bounded_before_anything_is_allocated() {
+    let window = 1 << 20;
+    // A contents record claiming 2^40 bytes: refused by its bound, naming the record.
+    let mut stream = vec![1u8];
+    larch_core::schema::write_leb128(&mut stream, 1 << 40);
+    let error = verify(&reframe(&stream, window)).unwrap_err();
+    match error {
+        SnapshotError::Invalid { at, reason } => {
+            assert_eq!((at.kind, at.record, at.stream_offset), ("contents", 0, 0));
+            assert!(reason.contains("contents length"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // 60 MiB claimed (within the bound), 10 bytes present: truncated, after reading what is there.
+    let mut stream = vec![1u8];
+    larch_core::schema::write_leb128(&mut stream, 60 << 20);
+    stream.extend_from_slice(&[0; 10]);
+    assert!(matches!(verify(&reframe(&stream, window)), Err(SnapshotError::Truncated { .. })));
+    // A directory of 100,000 entries, a name of 1 MiB, an inline value of 1 MiB: refused.
+    for (what, body) in [
+        (
+            "directory entries",
+            vec![2u8].into_iter().chain([0; 32]).chain([0, 0xa0, 0x8d, 0x06]).collect::<Vec<_>>(),
+        ),
+        ("name length", vec![2u8].into_iter().chain([0; 32]).chain([0, 1, 0, 0x80, 0x80, 0x40]).collect()),
+        (
+            "inline contents length",
+            vec![2u8].into_iter().chain([0; 32]).chain([0, 1, 1, 1, b'a', 0x80, 0x80, 0x40]).collect(),
+        ),
+    ] {
+        match verify(&reframe(&body, window)).unwrap_err() {
+            SnapshotError::Invalid { reason, .. } => assert!(reason.contains(what), "{what}: {reason}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}

@@ -133,3 +133,75 @@ fn import_refuses_an_existing_target_and_leaves_nothing_on_failure() {
         Err(SnapshotError::NotASnapshot)
     ));
 }
+
+/// A writer that fails once it has taken `left` bytes (a full disk).
+struct FullDisk {
+    left: usize,
+}
+
+impl std::io::Write for FullDisk {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if bytes.len() > self.left {
+            return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full"));
+        }
+        self.left -= bytes.len();
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_output_stops_the_export_with_its_own_error() {
+    let dir = tempfile::tempdir().unwrap();
+    build_store(dir.path());
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    for left in [0, 10, 100_000] {
+        let result = larch_snapshot::export(&repo, None, FullDisk { left }, Default::default(), &mut |_| {});
+        match result {
+            Err(SnapshotError::Io { source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{left}: {source}")
+            }
+            other => panic!("{left}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn edge_shapes_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path().join("source")).unwrap();
+    // An empty root.
+    let empty = repo.commit(&repo.empty_tree(), &[], info(0)).unwrap();
+    // Odd names, values at the inline threshold, an empty sub-directory, a merge of two parents.
+    let mut tree = repo.empty_tree();
+    tree.add(&[&b"\x00\xff"[..], b"v"], vec![1; 32]).unwrap();
+    tree.add(&[&b""[..], b"w"], vec![2; 33]).unwrap();
+    tree.add(&["abc", "0"], Vec::new()).unwrap();
+    tree.add(&["ABCD", "x"], b"upper-case hex is not packed".to_vec()).unwrap();
+    tree.add_tree(&["nothing"], &repo.empty_tree()).unwrap();
+    let deep: Vec<String> = (0..200).map(|i| format!("d{i}")).collect();
+    tree.add(&deep, b"deep".to_vec()).unwrap();
+    let side = repo.commit(&tree, &[empty], info(1)).unwrap();
+    let merge = repo.commit(&tree, &[empty, side], info(2)).unwrap();
+    repo.close().unwrap();
+    let repo = Repo::open_read_only(dir.path().join("source")).unwrap();
+    for (n, commit) in [empty, side, merge].into_iter().enumerate() {
+        let file = export_bytes(&repo, Some(commit), ExportOptions::default());
+        let target = dir.path().join(format!("t{n}"));
+        let summary = larch_snapshot::import(&file[..], &target, &mut |_| {}).unwrap();
+        assert_eq!(summary.commit, commit);
+        let imported = Repo::open_read_only(&target).unwrap();
+        let report = imported.fsck();
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(
+            imported.commit_details(&commit).unwrap().parents,
+            repo.commit_details(&commit).unwrap().parents
+        );
+        assert!(
+            export_bytes(&imported, None, ExportOptions::default()) == file,
+            "commit {n} re-exports differently"
+        );
+    }
+}
