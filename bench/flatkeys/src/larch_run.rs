@@ -43,6 +43,8 @@ pub enum TreeMode {
 pub struct LarchConfig {
     /// Path shape of the keys.
     pub shape: Shape,
+    /// When commits sync.
+    pub sync: SyncPolicy,
     /// Checkout per batch or keep the tree.
     pub tree_mode: TreeMode,
     /// Decoded-object cache budget in bytes.
@@ -74,7 +76,7 @@ fn find(tree: &Tree, shape: Shape, key: &[u8; 32]) -> Result<Option<Vec<u8>>> {
 pub fn run(work: &Workload, batch: usize, dir: &Path, config: &LarchConfig, round: u32) -> Result<RunResult> {
     let base_rss = Usage::now().peak_rss;
     let options = RepoOptions {
-        sync: SyncPolicy::Commit,
+        sync: config.sync,
         cache_bytes: config.cache_bytes,
         mmap: config.mmap,
         ..RepoOptions::default()
@@ -115,7 +117,12 @@ pub fn run(work: &Workload, batch: usize, dir: &Path, config: &LarchConfig, roun
     for (n, probe) in work.probes.iter().enumerate() {
         let got = find(&tree, config.shape, &probe.key)?;
         if got.as_deref() != probe.expected.as_ref().map(|v| &v[..]) {
-            bail!("larch read {n} of key {} returned {:?}, expected {:?}", hex::encode(probe.key), got.map(hex::encode), probe.expected.map(hex::encode));
+            bail!(
+                "larch read {n} of key {} returned {:?}, expected {:?}",
+                hex::encode(probe.key),
+                got.map(hex::encode),
+                probe.expected.map(hex::encode)
+            );
         }
         found += usize::from(got.is_some());
     }

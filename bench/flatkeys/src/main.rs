@@ -15,11 +15,16 @@ mod workload;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use larch_run::{LarchConfig, Shape, TreeMode};
+use larch_store::SyncPolicy;
 use measure::RunResult;
 use nomt_run::NomtConfig;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use workload::Workload;
+
+// The allocator of larch's CLI (`larch replay`), for both engines.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The prefix of the line a child prints its result on.
 const RESULT_PREFIX: &str = "FLATKEYS-RESULT ";
@@ -50,11 +55,15 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_values_t = vec!["larch".to_string(), "nomt".to_string()])]
     engines: Vec<String>,
     /// larch: path shapes to measure (each a run per round).
-    #[arg(long, value_delimiter = ',', value_enum, default_values_t = vec![Shape::Fanout, Shape::Flat])]
+    #[arg(long, value_delimiter = ',', value_enum, default_values_t = vec![Shape::Fanout])]
     shapes: Vec<Shape>,
     /// larch: start each batch from a checkout of the previous commit, or keep the tree in memory.
     #[arg(long, value_enum, default_value_t = TreeMode::Checkout)]
     larch_tree: TreeMode,
+    /// larch: when commits sync (`commit`: every commit durable, as NOMT's; `never`: to measure
+    /// the syncs' share only).
+    #[arg(long, default_value_t = SyncPolicy::Commit)]
+    larch_sync: SyncPolicy,
     /// larch: decoded-object cache, MiB.
     #[arg(long, default_value_t = larch_store::DEFAULT_CACHE_BYTES >> 20)]
     larch_cache_mib: u64,
@@ -67,7 +76,7 @@ struct Args {
     /// NOMT: io_uring instances.
     #[arg(long, default_value_t = 3)]
     nomt_io_workers: usize,
-    /// NOMT: hash-table buckets (4 KiB pages); default: 64,000 or one per 8 keys, the larger.
+    /// NOMT: hash-table buckets (4 KiB pages); default: 64,000 (NOMT's default) or one per 100 keys, the larger (1M keys occupy ~4,200).
     #[arg(long)]
     nomt_buckets: Option<u32>,
     /// NOMT: page cache and leaf cache, MiB each.
@@ -108,7 +117,7 @@ impl Args {
     }
 
     fn nomt_config(&self) -> NomtConfig {
-        let auto = (self.keys as u64 / 8).clamp(64_000, u64::from(u32::MAX)) as u32;
+        let auto = (self.keys as u64 / 100).clamp(64_000, u64::from(u32::MAX)) as u32;
         NomtConfig {
             commit_concurrency: self.nomt_commit_concurrency,
             io_workers: self.nomt_io_workers,
@@ -137,6 +146,7 @@ fn run_child(args: &Args, variant: &str, base: &Path) -> Result<()> {
             let config = LarchConfig {
                 shape,
                 tree_mode: args.larch_tree,
+                sync: args.larch_sync,
                 cache_bytes: args.larch_cache_mib << 20,
                 mmap: args.larch_mmap,
             };

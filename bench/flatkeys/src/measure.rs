@@ -60,7 +60,11 @@ impl Latency {
     pub fn of(samples: &[Duration]) -> Latency {
         let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
         ms.sort_by(f64::total_cmp);
-        Latency { p50_ms: percentile(&ms, 50.0), p99_ms: percentile(&ms, 99.0), max_ms: percentile(&ms, 100.0) }
+        Latency {
+            p50_ms: percentile(&ms, 50.0),
+            p99_ms: percentile(&ms, 99.0),
+            max_ms: percentile(&ms, 100.0),
+        }
     }
 }
 

@@ -62,10 +62,9 @@ pub fn run(work: &Workload, batch: usize, dir: &Path, config: &NomtConfig, round
     for range in work.batches(batch) {
         let t0 = Instant::now();
         let session = nomt.begin_session(SessionParams::default());
-        let mut actuals: Vec<_> = range
-            .map(|i| (work.keys[i], KeyReadWrite::Write(Some(work.values[i].to_vec()))))
-            .collect();
-        actuals.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut actuals: Vec<_> =
+            range.map(|i| (work.keys[i], KeyReadWrite::Write(Some(work.values[i].to_vec())))).collect();
+        actuals.sort_unstable_by_key(|a| a.0);
         actuals.dedup_by(|a, b| a.0 == b.0);
         for (key, _) in &actuals {
             session.warm_up(*key);
@@ -88,7 +87,12 @@ pub fn run(work: &Workload, batch: usize, dir: &Path, config: &NomtConfig, round
     for (n, probe) in work.probes.iter().enumerate() {
         let got = session.read(probe.key)?;
         if got.as_deref() != probe.expected.as_ref().map(|v| &v[..]) {
-            bail!("NOMT read {n} of key {} returned {:?}, expected {:?}", hex::encode(probe.key), got.map(hex::encode), probe.expected.map(hex::encode));
+            bail!(
+                "NOMT read {n} of key {} returned {:?}, expected {:?}",
+                hex::encode(probe.key),
+                got.map(hex::encode),
+                probe.expected.map(hex::encode)
+            );
         }
         found += usize::from(got.is_some());
     }

@@ -20,7 +20,8 @@ pub fn header(args: &Args, base: &Path, variants: &[String], io_uring: &str) {
     );
     println!("variants (order alternates by round): {}", variants.join(", "));
     println!(
-        "larch: sync=commit, tree={:?}, cache {} MiB, mmap {}; nomt 1.0.5: BLAKE3, commit_concurrency {}, io_workers {}, buckets {}, caches {} MiB + {} MiB, warm_up {}, preallocate {}, io_uring {io_uring}",
+        "larch: sync={}, tree={:?}, cache {} MiB, mmap {}; nomt 1.0.5: BLAKE3, commit_concurrency {}, io_workers {}, buckets {}, caches {} MiB + {} MiB, warm_up {}, preallocate {}, io_uring {io_uring}",
+        args.larch_sync,
         args.larch_tree,
         args.larch_cache_mib,
         args.larch_mmap,
@@ -35,7 +36,18 @@ pub fn header(args: &Args, base: &Path, variants: &[String], io_uring: &str) {
     println!("stores under {}", base.display());
     println!(
         "{:<14} {:>5} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9}",
-        "engine", "round", "keys/s", "keys/cpu-s", "cpu%", "batch p50", "batch p99", "commit p50", "commit p99", "reads/s", "disk MiB", "RSS MiB"
+        "engine",
+        "round",
+        "keys/s",
+        "keys/cpu-s",
+        "cpu%",
+        "batch p50",
+        "batch p99",
+        "commit p50",
+        "commit p99",
+        "reads/s",
+        "disk MiB",
+        "RSS MiB"
     );
 }
 
@@ -140,7 +152,10 @@ pub fn summary(results: &[RunResult], variants: &[String]) {
             if roots.len() > 1 { " (ROOTS DIFFER BETWEEN ROUNDS)" } else { "" }
         );
     }
-    println!("{:<14} {:>8.0} keys/s (published figure for this machine class; not run here)", "QMDB (ref.)", QMDB_KEYS_PER_S);
+    println!(
+        "{:<14} {:>8.0} keys/s (published figure for this machine class; not run here)",
+        "QMDB (ref.)", QMDB_KEYS_PER_S
+    );
     let nomt = means.iter().find(|(v, _)| v == "nomt").and_then(|(_, m)| m.as_ref());
     if let Some(n) = nomt {
         println!();
