@@ -1,49 +1,8 @@
-//! OCaml's `Hashtbl.seeded_hash` on a string: the bucket function of Irmin's inode tries.
+//! OCaml's `Hashtbl.seeded_hash` on a string: the bucket function of Irmin's inode tries (the
+//! implementation is `larch-proof`'s, which a light client embeds; the vectors are checked here).
 
-/// Buckets per inode `Tree` in the Tezos configuration.
-pub const INODE_BUCKETS: u32 = 32;
-
-#[inline]
-fn mix(mut h: u32, mut w: u32) -> u32 {
-    w = w.wrapping_mul(0xcc9e_2d51);
-    w = w.rotate_left(15);
-    w = w.wrapping_mul(0x1b87_3593);
-    h ^= w;
-    h = h.rotate_left(13);
-    h.wrapping_mul(5).wrapping_add(0xe654_6b64)
-}
-
-/// `Hashtbl.seeded_hash seed s` for a string `s`: MurmurHash3-style, 30-bit result (spec §4.2.2).
-pub fn ocaml_seeded_hash(seed: u32, s: &[u8]) -> u32 {
-    let mut h = seed;
-    let mut blocks = s.chunks_exact(4);
-    for block in &mut blocks {
-        let word = u32::from_le_bytes([block[0], block[1], block[2], block[3]]);
-        h = mix(h, word);
-    }
-    let tail = blocks.remainder();
-    if !tail.is_empty() {
-        let mut word = 0u32;
-        for (i, byte) in tail.iter().enumerate() {
-            word |= u32::from(*byte) << (8 * i);
-        }
-        h = mix(h, word);
-    }
-    // Truncation to 32 bits is what the OCaml runtime does with the length.
-    h ^= s.len() as u32;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^= h >> 16;
-    h & 0x3fff_ffff
-}
-
-/// The bucket (0..32) of `name` in an inode `Tree` at `depth`.
-#[inline]
-pub fn inode_index(depth: u8, name: &[u8]) -> u8 {
-    (ocaml_seeded_hash(u32::from(depth), name) % INODE_BUCKETS) as u8
-}
+// One implementation serves the tree and the proof verifier: the no_std `larch-proof` crate's.
+pub use larch_proof::hash::{INODE_BUCKETS, inode_index, ocaml_seeded_hash};
 
 #[cfg(test)]
 mod tests {

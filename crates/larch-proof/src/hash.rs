@@ -147,6 +147,7 @@ fn mix(mut h: u32, mut w: u32) -> u32 {
 }
 
 /// OCaml's `Hashtbl.seeded_hash seed s` on a string (30-bit result).
+#[inline]
 pub fn ocaml_seeded_hash(seed: u32, s: &[u8]) -> u32 {
     let mut h = seed;
     let mut blocks = s.chunks_exact(4);
@@ -173,6 +174,7 @@ pub fn ocaml_seeded_hash(seed: u32, s: &[u8]) -> u32 {
 }
 
 /// The bucket (0..32) of `name` in an inode `Tree` at `depth`.
+#[inline]
 pub fn inode_index(depth: u8, name: &[u8]) -> u8 {
     (ocaml_seeded_hash(u32::from(depth), name) % u32::from(INODE_BUCKETS)) as u8
 }
