@@ -25,14 +25,17 @@
 pub mod codec;
 pub mod control;
 pub mod error;
+#[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod fsck;
 pub mod index;
+mod open;
 mod options;
 mod pack;
 pub mod patch;
 mod repo;
 pub mod storage;
+mod switch;
 mod writer;
 
 pub use error::{FileKind, Result, StoreError};
@@ -40,5 +43,5 @@ pub use fsck::{FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::{DEFAULT_CACHE_BYTES, PackSource};
 pub use repo::{DEFAULT_BRANCH, Repo};
-pub use storage::{ControlFile, FileStorage, MemStorage, Storage, StoreFiles};
+pub use storage::{FileStorage, MemStorage, Storage, StoreFiles};
 pub use writer::WriteCounts;
