@@ -2,6 +2,7 @@
 //! check, and reports that compare and plot runs.
 
 mod cmd_fsck;
+mod cmd_recover;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_trace;
@@ -33,6 +34,9 @@ enum Command {
     Trace(cmd_trace::TraceCommand),
     /// Check a store: every commit, every reachable object, every hash and offset.
     Fsck(cmd_fsck::FsckArgs),
+    /// Find the newest complete commit of a damaged store, report what publishing it would drop,
+    /// and publish it with `--apply`.
+    Recover(cmd_recover::RecoverArgs),
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd_replay::run(args),
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
+        Command::Recover(args) => cmd_recover::run(args),
         Command::Report(command) => cmd_report::run(command),
     };
     match result {

@@ -78,19 +78,14 @@ impl ControlFileState {
     }
 
     /// The slot a reader in another process uses: the newest valid slot whose generation the
-    /// writer has confirmed durable. When the confirmation names neither slot (it is absent or
-    /// damaged: only after a crash), the newest valid slot.
+    /// writer has confirmed durable, else the oldest valid slot (the confirmation is absent, damaged
+    /// or read while being written: the older slot was synced before the newer one was written).
     pub fn visible(&self) -> Option<usize> {
-        let newest = self.newest()?;
-        let Some(confirmed) = self.confirmed else {
-            return Some(newest);
-        };
-        let mut candidates: Vec<(usize, u64)> = (0..2)
-            .filter_map(|i| self.slots.get(i)?.state().map(|state| (i, state.generation)))
-            .filter(|(_, generation)| *generation <= confirmed)
-            .collect();
-        candidates.sort_by_key(|(_, generation)| *generation);
-        Some(candidates.last().map_or(newest, |(i, _)| *i))
+        let mut valid: Vec<(usize, u64)> =
+            (0..2).filter_map(|i| self.slots.get(i)?.state().map(|state| (i, state.generation))).collect();
+        valid.sort_by_key(|(_, generation)| *generation);
+        let confirmed = valid.iter().filter(|(_, generation)| Some(*generation) <= self.confirmed).last();
+        confirmed.or(valid.first()).map(|(i, _)| *i)
     }
 
     /// The largest generation of any valid slot or of the confirmation.

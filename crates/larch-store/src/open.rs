@@ -422,7 +422,8 @@ impl Repo {
                 reason: "the control file has no valid slot".into(),
             });
         };
-        if state.generation == self.state.generation {
+        // An older generation is a transient view (a slot read while being written): keep ours.
+        if state.generation <= self.state.generation {
             return Ok(false);
         }
         if state.pack_end < self.state.pack_end || state.index_end < self.state.index_end {
