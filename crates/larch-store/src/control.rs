@@ -307,4 +307,41 @@ mod tests {
             Err(StoreError::UnknownVersion { file: FileKind::Control, found: 9, .. })
         ));
     }
+
+    /// Golden bytes of a slot and of a confirmation (docs/format.md §2; checksums computed
+    /// independently with Python's `zlib.crc32`). A change here is a format change.
+    #[test]
+    fn golden_bytes_of_a_slot_and_a_confirmation() {
+        let mut state = ControlState { generation: 5, pack_end: 0x1234, index_end: 104, index_synced: 60, ..Default::default() };
+        state.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
+        let expected = concat!(
+            "4c4152434843544c", // magic LARCHCTL
+            "02000000",         // version 2
+            "66000000",         // length 102
+            "0500000000000000", // generation 5
+            "3412000000000000", // pack_end 0x1234
+            "6800000000000000", // index_end 104
+            "3c00000000000000", // index_synced 60
+            "01000000",         // one branch
+            "0400",             // name length 4
+            "6d61696e",         // "main"
+            "abababababababababababababababababababababababababababababababab",
+            "0010000000000000", // commit record at 0x1000
+            "562b73fa",         // crc32 of the 98 bytes before
+        );
+        let encoded = state.encode().unwrap();
+        assert_eq!(hex_of(&encoded), expected);
+        assert_eq!(hex_of(&encode_confirm(5)), "4c41524348434e460500000000000000bdc11bcc");
+        // In a file: slot 1 holds it; slot 0 is empty; the confirmation is at 8192.
+        let mut file = vec![0u8; CONTROL_LEN as usize];
+        file[PAGE as usize..PAGE as usize + encoded.len()].copy_from_slice(&encoded);
+        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(5));
+        let decoded = ControlFileState::decode(&file).unwrap();
+        assert_eq!(decoded.slots, [Slot::Empty, Slot::Valid(state)]);
+        assert_eq!((decoded.newest(), decoded.visible(), decoded.confirmed), (Some(1), Some(1), Some(5)));
+    }
+
+    fn hex_of(bytes: &[u8]) -> String {
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
 }

@@ -484,7 +484,9 @@ impl Repo {
 
     /// Best effort of [`Repo::drop`]: publish what a `never`/`every N` writer staged.
     fn flush_on_drop(&mut self) {
-        let _ = self.flush();
+        if self.unsynced_commits > 0 {
+            let _ = self.flush();
+        }
     }
 
     /// Makes the pack durable up to `state.pack_end`, then writes `state` with a new generation
@@ -497,6 +499,10 @@ impl Repo {
             let pack_end = self.synced_pack_end;
             self.files.pack.sync().map_err(|e| StoreError::io(FileKind::Pack, pack_end, "sync", e))?;
             self.stats.syncs += 1;
+        }
+        // A file replaced under the writer (deleted, renamed over) would take this publish with it.
+        for (storage, kind) in [(&self.files.control, FileKind::Control), (&self.files.pack, FileKind::Pack)] {
+            storage.check_identity().map_err(|e| StoreError::io(kind, 0, "check identity", e))?;
         }
         let target = 1 - self.slot;
         switch::write_slot(&*self.files.control, target, &bytes)?;

@@ -24,6 +24,11 @@ pub trait Storage: Send + Sync + Debug {
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every earlier write durable.
     fn sync(&self) -> io::Result<()>;
+    /// Fails when the storage is no longer the file its path names (deleted, or replaced by a
+    /// rename): writing it would write to a file nobody will read. In memory: always fine.
+    fn check_identity(&self) -> io::Result<()> {
+        Ok(())
+    }
     /// The whole contents, read at once.
     fn read_all(&self) -> io::Result<Vec<u8>> {
         let len = usize::try_from(self.len()?).map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
@@ -175,6 +180,19 @@ impl Storage for FileStorage {
 
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
+    }
+
+    fn check_identity(&self) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let open = self.file.metadata()?;
+        let named = std::fs::metadata(&self.path)?;
+        if (open.dev(), open.ino()) != (named.dev(), named.ino()) {
+            return Err(io::Error::other(format!(
+                "{} was replaced by another file while the store was open",
+                self.path.display()
+            )));
+        }
+        Ok(())
     }
 
 }
