@@ -86,6 +86,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 params.seed,
                 path.display()
             );
+            crate::interrupt::remove_on_interrupt(dir.path());
             let blocks = generate_in_child(&params, &path)?;
             _trace_dir = Some(dir);
             (path, None, Some(blocks))
@@ -93,6 +94,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let source = open_trace(&trace_path)?;
     let target = prepare_target(&args)?;
+    if let Target::Store { path, created: true, .. } = &target {
+        crate::interrupt::remove_on_interrupt(path);
+    }
     let meta = RunMeta {
         trace: trace_path.display().to_string(),
         store: match &target {
@@ -130,7 +134,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let summary = match outcome {
-        Ok(summary) => summary,
+        Ok(summary) => {
+            if let Target::Store { path, _temp: None, .. } = &target {
+                crate::interrupt::keep(path);
+            }
+            summary
+        }
         Err(err) => {
             if let Target::Store { path, created: true, _temp: None } = &target {
                 // A store left behind by a failed replay would look like a complete one.

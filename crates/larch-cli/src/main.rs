@@ -6,6 +6,7 @@ mod cmd_recover;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_trace;
+mod interrupt;
 mod output;
 mod progress;
 mod size;
