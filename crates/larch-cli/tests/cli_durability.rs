@@ -20,7 +20,16 @@ fn path_str(path: &Path) -> &str {
 
 fn trace(dir: &Path, blocks: u32) -> String {
     let path = dir.join(format!("t{blocks}.larch"));
-    let out = larch(&["trace", "gen", "--out", path_str(&path), "--format", "larch", "--blocks", &blocks.to_string()]);
+    let out = larch(&[
+        "trace",
+        "gen",
+        "--out",
+        path_str(&path),
+        "--format",
+        "larch",
+        "--blocks",
+        &blocks.to_string(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     path_str(&path).to_string()
 }
@@ -77,7 +86,8 @@ fn a_replay_interrupted_by_a_signal_removes_its_store() {
             assert!(child.try_wait().unwrap().is_none(), "the replay ended before the signal");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let status = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
+        let status =
+            Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
         assert!(status.success());
         let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(130), "{signal}: {}", text(&output.stderr));

@@ -84,7 +84,7 @@ impl ControlFileState {
         let mut valid: Vec<(usize, u64)> =
             (0..2).filter_map(|i| self.slots.get(i)?.state().map(|state| (i, state.generation))).collect();
         valid.sort_by_key(|(_, generation)| *generation);
-        let confirmed = valid.iter().filter(|(_, generation)| Some(*generation) <= self.confirmed).last();
+        let confirmed = valid.iter().rfind(|(_, generation)| Some(*generation) <= self.confirmed);
         confirmed.or(valid.first()).map(|(i, _)| *i)
     }
 
@@ -116,9 +116,12 @@ impl ControlFileState {
                 }
             }
         }
-        let page = |i: u64| bytes.get((i * PAGE) as usize..).map(|rest| &rest[..rest.len().min(PAGE as usize)]);
-        let slots = [decode_slot(page(0).unwrap_or_default(), 0), decode_slot(page(1).unwrap_or_default(), PAGE)];
-        let confirmed = bytes.get(CONFIRM_AT as usize..CONFIRM_AT as usize + CONFIRM_LEN).and_then(decode_confirm);
+        let page =
+            |i: u64| bytes.get((i * PAGE) as usize..).map(|rest| &rest[..rest.len().min(PAGE as usize)]);
+        let slots =
+            [decode_slot(page(0).unwrap_or_default(), 0), decode_slot(page(1).unwrap_or_default(), PAGE)];
+        let confirmed =
+            bytes.get(CONFIRM_AT as usize..CONFIRM_AT as usize + CONFIRM_LEN).and_then(decode_confirm);
         Ok(ControlFileState { slots, confirmed })
     }
 }
@@ -190,8 +193,9 @@ impl ControlState {
     /// Decodes a slot's page (`base`: its offset in the file, for error messages). The version must
     /// have been checked by the caller.
     pub fn decode(page: &[u8], base: u64) -> Result<ControlState> {
-        let corrupt =
-            |offset: usize, reason: &str| StoreError::corrupt(FileKind::Control, base + offset as u64, reason);
+        let corrupt = |offset: usize, reason: &str| {
+            StoreError::corrupt(FileKind::Control, base + offset as u64, reason)
+        };
         if page.get(..8) != Some(CONTROL_MAGIC.as_slice()) {
             return Err(corrupt(0, "bad magic"));
         }
@@ -261,8 +265,13 @@ mod tests {
     use super::*;
 
     fn state() -> ControlState {
-        let mut state =
-            ControlState { generation: 7, pack_end: 1234, index_end: 60, index_synced: 16, ..Default::default() };
+        let mut state = ControlState {
+            generation: 7,
+            pack_end: 1234,
+            index_end: 60,
+            index_synced: 16,
+            ..Default::default()
+        };
         state.branches.insert("main".into(), (Hash([3; 32]), 99));
         state
     }
@@ -312,7 +321,13 @@ mod tests {
     /// independently with Python's `zlib.crc32`). A change here is a format change.
     #[test]
     fn golden_bytes_of_a_slot_and_a_confirmation() {
-        let mut state = ControlState { generation: 5, pack_end: 0x1234, index_end: 104, index_synced: 60, ..Default::default() };
+        let mut state = ControlState {
+            generation: 5,
+            pack_end: 0x1234,
+            index_end: 104,
+            index_synced: 60,
+            ..Default::default()
+        };
         state.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
         let expected = concat!(
             "4c4152434843544c", // magic LARCHCTL

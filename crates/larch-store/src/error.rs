@@ -137,7 +137,9 @@ pub enum StoreError {
         reason: String,
     },
     /// A file is shorter than the published state says.
-    #[error("{file} is shorter than published: {len} bytes needed at offset {offset}, the file has {file_len} bytes")]
+    #[error(
+        "{file} is shorter than published: {len} bytes needed at offset {offset}, the file has {file_len} bytes"
+    )]
     Truncated {
         /// The file.
         file: FileKind,

@@ -58,7 +58,9 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
     }
     let ours = [FileKind::Pack.file_name(), FileKind::Index.file_name(), FileKind::Lock.file_name()];
     if let Some(other) = names.iter().find(|name| !ours.contains(&name.as_str())) {
-        return Ok(DirKind::Foreign(format!("the directory is not empty and holds no store (it holds {other:?})")));
+        return Ok(DirKind::Foreign(format!(
+            "the directory is not empty and holds no store (it holds {other:?})"
+        )));
     }
     let len_of = |kind: FileKind| -> Result<u64> {
         match std::fs::metadata(path.join(kind.file_name())) {
@@ -79,7 +81,8 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
 }
 
 fn lock_directory(path: &Path) -> Result<File> {
-    let dir = File::open(path).map_err(|source| StoreError::Directory { path: path.into(), op: "open", source })?;
+    let dir =
+        File::open(path).map_err(|source| StoreError::Directory { path: path.into(), op: "open", source })?;
     match fs4::fs_std::FileExt::try_lock_exclusive(&dir) {
         Ok(true) => Ok(dir),
         Ok(false) => Err(StoreError::Locked { path: path.into() }),
@@ -110,9 +113,11 @@ fn reader_slot(control: &ControlFileState, path: Option<&Path>) -> Option<usize>
 }
 
 fn sync_directory(path: &Path) -> Result<()> {
-    File::open(path)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|source| StoreError::Directory { path: path.into(), op: "sync", source })
+    File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
+        path: path.into(),
+        op: "sync",
+        source,
+    })
 }
 
 impl Repo {
@@ -135,8 +140,11 @@ impl Repo {
             if !options.create {
                 return Err(not_a_store("no such directory"));
             }
-            std::fs::create_dir_all(path)
-                .map_err(|source| StoreError::Directory { path: path.into(), op: "create", source })?;
+            std::fs::create_dir_all(path).map_err(|source| StoreError::Directory {
+                path: path.into(),
+                op: "create",
+                source,
+            })?;
         }
         // A reader probing for a live writer holds a shared lock for a moment: retry briefly.
         let mut attempts = 0;
@@ -154,7 +162,9 @@ impl Repo {
             DirKind::Missing => return Err(not_a_store("the directory disappeared")),
             DirKind::Store => false,
             DirKind::Empty | DirKind::Interrupted if options.create => true,
-            DirKind::Empty | DirKind::Interrupted => return Err(not_a_store("no store here (empty directory)")),
+            DirKind::Empty | DirKind::Interrupted => {
+                return Err(not_a_store("no store here (empty directory)"));
+            }
             DirKind::NoControl(pack) => {
                 return Err(StoreError::NeedsRecovery {
                     path: path.into(),
@@ -191,7 +201,9 @@ impl Repo {
         match classify(path)? {
             DirKind::Store => {}
             DirKind::Missing => return Err(not_a_store("no such directory")),
-            DirKind::Empty | DirKind::Interrupted => return Err(not_a_store("no store here (empty directory)")),
+            DirKind::Empty | DirKind::Interrupted => {
+                return Err(not_a_store("no store here (empty directory)"));
+            }
             DirKind::NoControl(pack) => {
                 return Err(StoreError::NeedsRecovery {
                     path: path.into(),
@@ -221,7 +233,11 @@ impl Repo {
                 Err(e) => Err(StoreError::io(kind, 0, "open", e)),
             }
         };
-        Ok(StoreFiles { control: open(FileKind::Control)?, pack: open(FileKind::Pack)?, index: open(FileKind::Index)? })
+        Ok(StoreFiles {
+            control: open(FileKind::Control)?,
+            pack: open(FileKind::Pack)?,
+            index: open(FileKind::Index)?,
+        })
     }
 
     /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
@@ -247,7 +263,10 @@ impl Repo {
             if fresh && writable && options.create {
                 control = Self::initialize(&files)?;
             } else if fresh && !damaged {
-                return Err(StoreError::NotAStore { path: display_path, reason: "no published state".into() });
+                return Err(StoreError::NotAStore {
+                    path: display_path,
+                    reason: "no published state".into(),
+                });
             } else {
                 let why = |slot: &Slot| match slot {
                     Slot::Valid(_) => "valid".to_string(),
@@ -271,7 +290,8 @@ impl Repo {
         candidates.extend((0..2).filter(|i| Some(*i) != first && control.state(*i).is_some()));
         if let Some(first) = first {
             let first_generation = control.state(first).map_or(0, |state| state.generation);
-            candidates.retain(|i| control.state(*i).is_some_and(|state| state.generation <= first_generation));
+            candidates
+                .retain(|i| control.state(*i).is_some_and(|state| state.generation <= first_generation));
         }
         let mut first_error = None;
         for slot in candidates {
@@ -303,7 +323,11 @@ impl Repo {
         mut state: ControlState,
     ) -> Result<Repo> {
         switch::check_header(&*files.pack, FileKind::Pack, state.pack_end)?;
-        switch::check_header(&*files.index, FileKind::Index, state.index_synced.max(index::INDEX_HEADER_LEN))?;
+        switch::check_header(
+            &*files.index,
+            FileKind::Index,
+            state.index_synced.max(index::INDEX_HEADER_LEN),
+        )?;
         let loaded = switch::load_entries(
             files,
             index::INDEX_HEADER_LEN,
@@ -333,7 +357,10 @@ impl Repo {
                 files.control.sync().map_err(|e| io("sync", e))?;
             }
             if let Some((at, bytes)) = &loaded.rebuilt {
-                files.index.write_at(*at, bytes).map_err(|e| StoreError::io(FileKind::Index, *at, "write", e))?;
+                files
+                    .index
+                    .write_at(*at, bytes)
+                    .map_err(|e| StoreError::io(FileKind::Index, *at, "write", e))?;
             }
             if state.index_synced < state.index_end || !confirmed {
                 files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
@@ -344,7 +371,17 @@ impl Repo {
                 switch::write_slot(&*files.control, target, &state.encode()?)?;
                 files.control.sync().map_err(|e| io("sync", e))?;
                 switch::write_confirm(&*files.control, state.generation)?;
-                return Ok(Self::assemble(files, writable, options, path, state, commits, last_commit, target, max_generation));
+                return Ok(Self::assemble(
+                    files,
+                    writable,
+                    options,
+                    path,
+                    state,
+                    commits,
+                    last_commit,
+                    target,
+                    max_generation,
+                ));
             }
         }
         Ok(Self::assemble(files, writable, options, path, state, commits, last_commit, slot, max_generation))
@@ -501,7 +538,8 @@ impl Repo {
             self.stats.syncs += 1;
         }
         // A file replaced under the writer (deleted, renamed over) would take this publish with it.
-        for (storage, kind) in [(&self.files.control, FileKind::Control), (&self.files.pack, FileKind::Pack)] {
+        for (storage, kind) in [(&self.files.control, FileKind::Control), (&self.files.pack, FileKind::Pack)]
+        {
             storage.check_identity().map_err(|e| StoreError::io(kind, 0, "check identity", e))?;
         }
         let target = 1 - self.slot;

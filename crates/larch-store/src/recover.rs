@@ -92,8 +92,11 @@ impl RecoveryPlan {
             });
         };
         let path = &self.path;
-        let dir = File::open(path)
-            .map_err(|source| StoreError::Directory { path: path.clone(), op: "open", source })?;
+        let dir = File::open(path).map_err(|source| StoreError::Directory {
+            path: path.clone(),
+            op: "open",
+            source,
+        })?;
         match fs4::fs_std::FileExt::try_lock_exclusive(&dir) {
             Ok(true) => {}
             Ok(false) => return Err(StoreError::Locked { path: path.clone() }),
@@ -120,9 +123,11 @@ impl RecoveryPlan {
         }
         switch::write_confirm(&control, state.generation)?;
         control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
-        File::open(path)
-            .and_then(|dir| dir.sync_all())
-            .map_err(|source| StoreError::Directory { path: path.clone(), op: "sync", source })?;
+        File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
+            path: path.clone(),
+            op: "sync",
+            source,
+        })?;
         Ok(())
     }
 }
@@ -133,7 +138,10 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
     match classify(&path)? {
         DirKind::Store | DirKind::NoControl(_) => {}
         DirKind::Interrupted | DirKind::Empty => {
-            return Err(StoreError::NotAStore { path, reason: "no store data here (empty directory)".into() });
+            return Err(StoreError::NotAStore {
+                path,
+                reason: "no store data here (empty directory)".into(),
+            });
         }
         DirKind::Missing => return Err(StoreError::NotAStore { path, reason: "no such directory".into() }),
         DirKind::Foreign(reason) => return Err(StoreError::NotAStore { path, reason }),
@@ -146,7 +154,8 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
             Err(e) => Err(StoreError::io(kind, 0, "open", e)),
         }
     };
-    let (control, pack, index_file) = (open(FileKind::Control)?, open(FileKind::Pack)?, open(FileKind::Index)?);
+    let (control, pack, index_file) =
+        (open(FileKind::Control)?, open(FileKind::Pack)?, open(FileKind::Index)?);
     let control_state: ControlFileState = switch::read_control(&*control)?;
     let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
     let pack_len = pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
@@ -207,7 +216,10 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
         let entries: Vec<(Hash, u64)> =
             found.get(..=position).unwrap_or_default().iter().map(|c| (c.hash, c.offset)).collect();
         let mut state = ControlState {
-            generation: published.as_ref().map_or(0, |state| state.generation).max(control_state.max_generation()),
+            generation: published
+                .as_ref()
+                .map_or(0, |state| state.generation)
+                .max(control_state.max_generation()),
             pack_end: candidate.end,
             index_end: index::INDEX_HEADER_LEN + (entries.len() * index::ENTRY_LEN) as u64,
             index_synced: 0,
@@ -245,7 +257,11 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
 }
 
 /// Opens the candidate state over the real pack (index and control in memory) and checks it.
-fn check_candidate(pack: &Arc<dyn Storage>, state: &ControlState, entries: &[(Hash, u64)]) -> Result<(), String> {
+fn check_candidate(
+    pack: &Arc<dyn Storage>,
+    state: &ControlState,
+    entries: &[(Hash, u64)],
+) -> Result<(), String> {
     let mut control = vec![0u8; crate::control::CONTROL_LEN as usize];
     let encoded = state.encode().map_err(|e| e.to_string())?;
     control.get_mut(..encoded.len()).unwrap_or_default().copy_from_slice(&encoded);

@@ -194,7 +194,6 @@ impl Storage for FileStorage {
         }
         Ok(())
     }
-
 }
 
 /// A storage in memory (tests, tools).

@@ -78,7 +78,8 @@ pub(crate) fn load_entries(
     }
     // Bounded by what the file holds: the published range is checked against its length.
     let readable = to.min(file_len).max(from);
-    let len = usize::try_from(readable - from).map_err(|_| StoreError::corrupt(FileKind::Index, from, "huge"))?;
+    let len =
+        usize::try_from(readable - from).map_err(|_| StoreError::corrupt(FileKind::Index, from, "huge"))?;
     let mut bytes = vec![0; len];
     files.index.read_at(from, &mut bytes).map_err(|e| StoreError::io(FileKind::Index, from, "read", e))?;
     let trusted_len = (trusted - from) as usize;
@@ -139,7 +140,11 @@ pub(crate) fn load_entries(
 pub(crate) fn check_header(storage: &dyn Storage, kind: FileKind, published: u64) -> Result<()> {
     let len = storage.len().map_err(|e| StoreError::io(kind, 0, "stat", e))?;
     if len < published {
-        return Err(StoreError::corrupt(kind, len, format!("file ends before its published length {published}")));
+        return Err(StoreError::corrupt(
+            kind,
+            len,
+            format!("file ends before its published length {published}"),
+        ));
     }
     let mut header = [0u8; 16];
     storage.read_at(0, &mut header).map_err(|e| StoreError::io(kind, 0, "read", e))?;
@@ -157,7 +162,11 @@ fn check_pack_header(header: &[u8; 16]) -> Result<()> {
     }
     let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
     if version != codec::FORMAT_VERSION {
-        return Err(StoreError::UnknownVersion { file: kind, found: version, supported: codec::FORMAT_VERSION });
+        return Err(StoreError::UnknownVersion {
+            file: kind,
+            found: version,
+            supported: codec::FORMAT_VERSION,
+        });
     }
     if header.get(12..16) != Some([0u8; 4].as_slice()) {
         return Err(StoreError::corrupt(kind, 12, "reserved header bytes are not zero"));

@@ -143,7 +143,8 @@ fn flipped_bits_in_the_control_file_fall_back_to_the_other_slot() {
     let newest = images.commits.len() - 1;
     let (mut rng, _) = seeded_rng("flipped_bits_in_the_control_file", 5);
     // Every bit of both slot records and of the confirmation, and random bits elsewhere.
-    let mut bits: Vec<usize> = (0..160 * 8).chain(4096 * 8..(4096 + 160) * 8).chain(8192 * 8..images.control.len() * 8).collect();
+    let mut bits: Vec<usize> =
+        (0..160 * 8).chain(4096 * 8..(4096 + 160) * 8).chain(8192 * 8..images.control.len() * 8).collect();
     bits.extend((0..300).map(|_| rng.random_range(0..images.control.len() * 8)));
     let mut fallbacks = 0;
     for bit in bits {
@@ -249,7 +250,10 @@ fn unknown_versions_and_missing_files_on_disk() {
     old.extend_from_slice(&crc.to_le_bytes());
     std::fs::write(&control_path, &old).unwrap();
     for result in [Repo::open_read_only(dir.path()), Repo::open(dir.path())] {
-        assert!(matches!(result, Err(StoreError::UnknownVersion { file: FileKind::Control, found: 1, supported: 2 })));
+        assert!(matches!(
+            result,
+            Err(StoreError::UnknownVersion { file: FileKind::Control, found: 1, supported: 2 })
+        ));
     }
     assert_eq!(std::fs::read(&control_path).unwrap(), old, "the writer changed a store it cannot read");
     std::fs::write(&control_path, &original).unwrap();

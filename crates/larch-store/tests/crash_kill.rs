@@ -47,7 +47,7 @@ fn child_writer(dir: &str) {
     let options =
         RepoOptions { sync: SyncPolicy::Commit, cache_bytes: 4 << 20, mmap: true, ..RepoOptions::default() };
     let mut repo = loop {
-        match Repo::open_with(&dir, options.clone()) {
+        match Repo::open_with(dir, options.clone()) {
             Err(StoreError::Locked { .. }) => std::thread::sleep(Duration::from_millis(1)),
             other => break other.unwrap(),
         }

@@ -104,7 +104,13 @@ fn check_state(repo: &Repo, all: &[(Hash, Model)], floor: usize, ceiling: usize,
     count
 }
 
-fn check_after_crash(controller: &Arc<FaultController>, all: &[(Hash, Model)], run: &Run, sync: SyncPolicy, what: &str) {
+fn check_after_crash(
+    controller: &Arc<FaultController>,
+    all: &[(Hash, Model)],
+    run: &Run,
+    sync: SyncPolicy,
+    what: &str,
+) {
     let ceiling = (run.acked.len() + 1).min(all.len());
     // A reader first (it changes nothing): a published commit. Through `open_files` (no directory
     // to probe for a live writer) it trusts only confirmed slots, and a power loss may have lost

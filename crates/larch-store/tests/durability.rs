@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use larch_core::{CommitInfo, Hash};
-use larch_store::{FileKind, FileStorage, Repo, RepoOptions, StoreError, StoreFiles, SyncPolicy, plan_recovery};
+use larch_store::{
+    FileKind, FileStorage, Repo, RepoOptions, StoreError, StoreFiles, SyncPolicy, plan_recovery,
+};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,7 +23,9 @@ fn store_with(dir: &Path, n: usize, sync: SyncPolicy) -> (Repo, Vec<Hash>) {
     let mut hashes = Vec::new();
     for i in 0..n {
         tree.add(&["k", &format!("{i:04}")], format!("v{i}").into_bytes()).unwrap();
-        let hash = repo.commit(&tree, &hashes.last().copied().into_iter().collect::<Vec<_>>(), info(i as i64)).unwrap();
+        let hash = repo
+            .commit(&tree, &hashes.last().copied().into_iter().collect::<Vec<_>>(), info(i as i64))
+            .unwrap();
         hashes.push(hash);
     }
     (repo, hashes)
@@ -31,7 +35,10 @@ fn check_level(repo: &Repo, hash: &Hash, level: usize) {
     let tree = repo.checkout(hash).unwrap();
     assert_eq!(tree.length(&["k"]).unwrap(), level as u64 + 1);
     for i in 0..=level {
-        assert_eq!(tree.find(&["k", &format!("{i:04}")]).unwrap().unwrap().as_bytes(), format!("v{i}").as_bytes());
+        assert_eq!(
+            tree.find(&["k", &format!("{i:04}")]).unwrap().unwrap().as_bytes(),
+            format!("v{i}").as_bytes()
+        );
     }
 }
 
@@ -86,12 +93,18 @@ fn a_torn_newest_slot_opens_at_the_commit_before() {
     drop(repo);
     let control = dir.path().join("control");
     let mut bytes = std::fs::read(&control).unwrap();
-    let generation = |bytes: &[u8], slot: usize| u64::from_le_bytes(bytes[slot * 4096 + 16..slot * 4096 + 24].try_into().unwrap());
+    let generation = |bytes: &[u8], slot: usize| {
+        u64::from_le_bytes(bytes[slot * 4096 + 16..slot * 4096 + 24].try_into().unwrap())
+    };
     let newest = if generation(&bytes, 0) > generation(&bytes, 1) { 0 } else { 1 };
     bytes[newest * 4096 + 30] ^= 0x40; // inside pack_end: the checksum fails
     std::fs::write(&control, &bytes).unwrap();
     for writable in [false, true] {
-        let repo = if writable { Repo::open(dir.path()).unwrap() } else { Repo::open_read_only(dir.path()).unwrap() };
+        let repo = if writable {
+            Repo::open(dir.path()).unwrap()
+        } else {
+            Repo::open_read_only(dir.path()).unwrap()
+        };
         assert_eq!(repo.head(), Some(hashes[2]), "writable {writable}");
         check_level(&repo, &hashes[2], 2);
         assert!(repo.fsck().is_clean());
@@ -106,7 +119,10 @@ fn a_torn_newest_slot_opens_at_the_commit_before() {
     let plan = plan_recovery(dir.path()).unwrap();
     assert_eq!(plan.chosen.as_ref().map(|c| c.hash), Some(hashes[3]));
     assert!(!plan.is_noop());
-    assert!(matches!(Repo::open(dir.path()), Err(StoreError::NeedsRecovery { .. })), "planning changed the store");
+    assert!(
+        matches!(Repo::open(dir.path()), Err(StoreError::NeedsRecovery { .. })),
+        "planning changed the store"
+    );
     plan.apply().unwrap();
     let repo = Repo::open_read_only(dir.path()).unwrap();
     assert_eq!(repo.head(), Some(hashes[3]));
@@ -122,7 +138,8 @@ fn recover_finds_the_commits_a_crash_left_unpublished_and_drops_a_torn_one() {
     // Published: 2 commits. Then 3 more under `never`, and the process "dies" (no flush, no lock:
     // the files are opened directly).
     store_with(dir.path(), 2, SyncPolicy::Commit).0.close().unwrap();
-    let open = |name: &str| Arc::new(FileStorage::open(&dir.path().join(name), true, false).unwrap()) as Arc<_>;
+    let open =
+        |name: &str| Arc::new(FileStorage::open(&dir.path().join(name), true, false).unwrap()) as Arc<_>;
     let files = StoreFiles { control: open("control"), pack: open("pack"), index: open("commits") };
     let options = RepoOptions { sync: SyncPolicy::Never, ..RepoOptions::default() };
     let mut repo = Repo::open_files(files, true, options, Some(dir.path())).unwrap();
@@ -196,7 +213,10 @@ fn deleting_the_lock_file_under_a_running_writer_lets_no_second_writer_in() {
     std::fs::copy(&control, &copy).unwrap();
     std::fs::rename(&copy, &control).unwrap();
     assert!(matches!(Repo::open(dir.path()), Err(StoreError::Locked { .. })));
-    assert!(matches!(plan_recovery(dir.path()).unwrap().apply(), Err(StoreError::Locked { .. }) | Err(StoreError::NeedsRecovery { .. })));
+    assert!(matches!(
+        plan_recovery(dir.path()).unwrap().apply(),
+        Err(StoreError::Locked { .. }) | Err(StoreError::NeedsRecovery { .. })
+    ));
     // The first writer notices that its control file was replaced instead of publishing into the
     // unlinked one (a commit acknowledged there would be lost), and refuses further work.
     let mut tree = writer.checkout(&hashes[0]).unwrap();

@@ -23,7 +23,10 @@ fn expected(level: u32) -> BTreeMap<Vec<String>, Vec<u8>> {
     }
     if level >= 1 {
         for i in 0..300u32 {
-            values.insert(path(&["big", &format!("{:08x}", i.wrapping_mul(2654435761))]), i.to_le_bytes().to_vec());
+            values.insert(
+                path(&["big", &format!("{:08x}", i.wrapping_mul(2654435761))]),
+                i.to_le_bytes().to_vec(),
+            );
         }
     }
     if level >= 2 {
