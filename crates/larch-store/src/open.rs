@@ -405,6 +405,7 @@ impl Repo {
             files: files.clone(),
             source: Arc::new(PackSource { reader }),
             synced_pack_end: state.pack_end,
+            confirm_synced: false,
             state,
             commits,
             last_commit,
@@ -491,7 +492,8 @@ impl Repo {
     /// Closes the handle, first making every commit durable and published (under
     /// `SyncPolicy::Every` or `Never`, a final sync and publish), and the commit index durable.
     pub fn close(mut self) -> Result<()> {
-        self.flush()
+        self.flush()?;
+        self.sync_confirmation()
     }
 
     /// Makes every commit of this writer durable and publishes it (the commit index included):
@@ -524,6 +526,18 @@ impl Repo {
         if self.unsynced_commits > 0 {
             let _ = self.flush();
         }
+        let _ = self.sync_confirmation();
+    }
+
+    /// Makes the last confirmation durable (one more sync of the control file, at close or drop),
+    /// so that readers opening after a power loss see the last publish without a writer's help.
+    fn sync_confirmation(&mut self) -> Result<()> {
+        if self.writable && !self.poisoned && !self.confirm_synced {
+            self.files.control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
+            self.stats.syncs += 1;
+            self.confirm_synced = true;
+        }
+        Ok(())
     }
 
     /// Makes the pack durable up to `state.pack_end`, then writes `state` with a new generation
@@ -547,6 +561,7 @@ impl Repo {
         self.files.control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
         self.stats.syncs += 1;
         switch::write_confirm(&*self.files.control, generation)?;
+        self.confirm_synced = false;
         self.slot = target;
         self.max_generation = generation;
         self.synced_pack_end = state.pack_end;

@@ -48,6 +48,8 @@ pub struct Repo {
     pub(crate) max_generation: u64,
     /// The pack length known durable.
     pub(crate) synced_pack_end: u64,
+    /// Whether the last confirmation record written is durable (synced after it was written).
+    pub(crate) confirm_synced: bool,
     pub(crate) writable: bool,
     pub(crate) options: RepoOptions,
     pub(crate) poisoned: bool,
