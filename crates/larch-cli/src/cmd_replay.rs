@@ -39,7 +39,7 @@ pub struct ReplayArgs {
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`).
     #[arg(long, value_parser = parse_size, default_value = DEFAULT_CACHE_SIZE)]
     cache_size: u64,
-    /// When commits are made durable: `never`, `commit` (fsync at every commit) or `every N`.
+    /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `every N`, or `never` (only at the end).
     #[arg(long, default_value = "commit")]
     sync: SyncPolicy,
     /// Read the pack through a memory map instead of positioned reads.
