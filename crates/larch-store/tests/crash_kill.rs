@@ -35,6 +35,7 @@ fn main() {
             let kills = std::env::var("LARCH_KILLS").ok().and_then(|n| n.parse().ok()).unwrap_or(50);
             let started = Instant::now();
             sigkill_at_random_moments_loses_nothing_acknowledged(kills);
+            deleting_the_lock_file_lets_no_second_writer_in();
             eprintln!("crash_kill: {kills} kills in {:.1} s: ok", started.elapsed().as_secs_f64());
         }
     }
@@ -177,4 +178,44 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32) {
     tree.add(&["done"], b"1".to_vec()).unwrap();
     let last = repo.commit(&tree, &[head], CommitInfo::tezos(0, "end")).unwrap();
     assert_eq!(repo.head(), Some(last));
+}
+
+/// A writer process runs; the `lock` file (format 1's lock; format 2 locks the directory) is deleted
+/// under it; a second writer in this process is still refused, the first goes on committing, and
+/// after it is killed the store holds every commit it acknowledged.
+fn deleting_the_lock_file_lets_no_second_writer_in() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lock"), b"").unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(&exe)
+        .env(DIR_VAR, dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut acked = Vec::new();
+    let mut next_ack = |acked: &mut Vec<Hash>| {
+        let line = lines.next().unwrap().unwrap();
+        let hash = line.split_whitespace().nth(1).unwrap();
+        acked.push(Hash::from_hex(hash).unwrap());
+    };
+    next_ack(&mut acked);
+    std::fs::remove_file(dir.path().join("lock")).unwrap();
+    for _ in 0..3 {
+        assert!(matches!(Repo::open(dir.path()), Err(StoreError::Locked { .. })), "a second writer got in");
+        next_ack(&mut acked);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let repo = Repo::open(dir.path()).unwrap();
+    let log = repo.log(&repo.head().unwrap()).unwrap();
+    for hash in &acked {
+        assert!(log.contains(hash), "acknowledged commit {hash} lost");
+    }
+    assert!(repo.fsck().is_clean());
+    eprintln!(
+        "crash_kill: the second writer was refused while the first ran ({} commits acknowledged)",
+        acked.len()
+    );
 }
