@@ -43,7 +43,7 @@ pub use error::{FileKind, Result, StoreError};
 pub use fsck::{FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::{DEFAULT_CACHE_BYTES, PackSource};
-pub use recover::{FoundCommit, RecoveryPlan, plan_recovery};
+pub use recover::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_files};
 pub use repo::{DEFAULT_BRANCH, Repo};
 pub use storage::{FileStorage, MemStorage, Storage, StoreFiles};
 pub use writer::WriteCounts;

@@ -85,12 +85,12 @@ impl RecoveryPlan {
     /// synced), under the writer's lock. The pack is not modified; bytes past the chosen end
     /// become its tail.
     pub fn apply(&self) -> Result<()> {
-        let Some(state) = &self.state else {
+        if self.state.is_none() {
             return Err(StoreError::NeedsRecovery {
                 path: self.path.clone(),
                 reason: "no complete commit was found in the pack; nothing to publish".into(),
             });
-        };
+        }
         let path = &self.path;
         let dir = File::open(path).map_err(|source| StoreError::Directory {
             path: path.clone(),
@@ -105,29 +105,49 @@ impl RecoveryPlan {
             }
             Err(source) => return Err(StoreError::Directory { path: path.clone(), op: "lock", source }),
         }
-        let index = FileStorage::open(&path.join(FileKind::Index.file_name()), true, true)
-            .map_err(|e| StoreError::io(FileKind::Index, 0, "open", e))?;
-        let mut bytes = index::header().to_vec();
-        for (hash, offset) in &self.entries {
-            index::encode_entry(&mut bytes, hash, *offset);
-        }
-        index.write_at(0, &bytes).map_err(|e| StoreError::io(FileKind::Index, 0, "write", e))?;
-        index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
-        let control = FileStorage::open(&path.join(FileKind::Control.file_name()), true, true)
-            .map_err(|e| StoreError::io(FileKind::Control, 0, "open", e))?;
-        let mut state = state.clone();
-        for slot in 0..2 {
-            state.generation += 1;
-            switch::write_slot(&control, slot, &state.encode()?)?;
-            control.sync().map_err(|e| StoreError::io(FileKind::Control, slot as u64 * PAGE, "sync", e))?;
-        }
-        switch::write_confirm(&control, state.generation)?;
-        control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
+        let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
+            let file = FileStorage::open(&path.join(kind.file_name()), true, true)
+                .map_err(|e| StoreError::io(kind, 0, "open", e))?;
+            Ok(Arc::new(file))
+        };
+        let files = StoreFiles {
+            control: open(FileKind::Control)?,
+            pack: open(FileKind::Pack)?,
+            index: open(FileKind::Index)?,
+        };
+        self.apply_to(&files)?;
         File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
             path: path.clone(),
             op: "sync",
             source,
         })?;
+        Ok(())
+    }
+
+    /// [`RecoveryPlan::apply`] on `files` (no lock taken): rewrites the commit index (synced), then
+    /// both control slots (each synced) and the confirmation. The pack is not written.
+    pub fn apply_to(&self, files: &StoreFiles) -> Result<()> {
+        let Some(state) = &self.state else {
+            return Err(StoreError::NeedsRecovery {
+                path: self.path.clone(),
+                reason: "no complete commit was found in the pack; nothing to publish".into(),
+            });
+        };
+        let mut bytes = index::header().to_vec();
+        for (hash, offset) in &self.entries {
+            index::encode_entry(&mut bytes, hash, *offset);
+        }
+        files.index.write_at(0, &bytes).map_err(|e| StoreError::io(FileKind::Index, 0, "write", e))?;
+        files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+        let control = &*files.control;
+        let mut state = state.clone();
+        for slot in 0..2 {
+            state.generation += 1;
+            switch::write_slot(control, slot, &state.encode()?)?;
+            control.sync().map_err(|e| StoreError::io(FileKind::Control, slot as u64 * PAGE, "sync", e))?;
+        }
+        switch::write_confirm(control, state.generation)?;
+        control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
         Ok(())
     }
 }
@@ -154,8 +174,27 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
             Err(e) => Err(StoreError::io(kind, 0, "open", e)),
         }
     };
-    let (control, pack, index_file) =
-        (open(FileKind::Control)?, open(FileKind::Pack)?, open(FileKind::Index)?);
+    let files = StoreFiles {
+        control: open(FileKind::Control)?,
+        pack: open(FileKind::Pack)?,
+        index: open(FileKind::Index)?,
+    };
+    plan(files, path, open_error)
+}
+
+/// [`plan_recovery`] of a store held by `files` (any [`Storage`]: memory, fault injection).
+pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
+    let options = RepoOptions { create: false, cache_bytes: 1 << 20, ..RepoOptions::default() };
+    let open_error = Repo::open_files(files.clone(), false, options, None).err().map(|e| e.to_string());
+    let pack_len = files.pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+    if pack_len <= PACK_HEADER_LEN {
+        return Err(StoreError::NotAStore { path: "<storage>".into(), reason: "no store data".into() });
+    }
+    plan(files, PathBuf::from("<storage>"), open_error)
+}
+
+fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<RecoveryPlan> {
+    let (control, pack, index_file) = (files.control, files.pack, files.index);
     let control_state: ControlFileState = switch::read_control(&*control)?;
     let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
     let pack_len = pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;

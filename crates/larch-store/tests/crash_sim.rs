@@ -143,6 +143,37 @@ fn check_after_crash(
     assert!(repo.fsck().is_clean(), "{what}: after new commit");
 }
 
+/// After a process crash every acknowledged commit is whole in the pack, published or staged:
+/// `recover` finds the newest (or the one in flight, when its records were all written), publishes
+/// it, and the store then holds exactly the commits up to it.
+fn check_recovery_after_process_crash(
+    controller: &Arc<FaultController>,
+    all: &[(Hash, Model)],
+    run: &Run,
+    sync: SyncPolicy,
+    cut: u64,
+) {
+    let what = format!("{sync}, cut {cut}, recover");
+    let plan = match larch_store::plan_recovery_files(controller.files()) {
+        Ok(plan) => plan,
+        Err(StoreError::NotAStore { .. }) if run.acked.is_empty() => return,
+        Err(e) => panic!("{what}: {e}"),
+    };
+    let Some(chosen) = plan.chosen.clone() else {
+        assert!(run.acked.is_empty(), "{what}: nothing found: {plan:?}");
+        return;
+    };
+    let count = all.iter().position(|(hash, _)| *hash == chosen.hash).expect("a script commit") + 1;
+    assert!(
+        run.acked.len() <= count && count <= (run.acked.len() + 1).min(all.len()),
+        "{what}: chose commit {count} of {}",
+        run.acked.len()
+    );
+    plan.apply_to(&controller.files()).unwrap();
+    let repo = Repo::open_files(controller.files(), true, options(sync), None).unwrap();
+    check_state(&repo, all, count, count, &what);
+}
+
 fn cut_everywhere(sync: SyncPolicy) {
     let clean = FaultController::new();
     let all = run_script(clean.files(), sync);
@@ -165,6 +196,13 @@ fn cut_everywhere(sync: SyncPolicy) {
             let what = format!("{sync}, cut {cut} of {total_ops}, {survival:?}");
             check_after_crash(&controller.restart(*survival), &all.acked, &run, sync, &what);
         }
+        check_recovery_after_process_crash(
+            &controller.restart(Survival::Written),
+            &all.acked,
+            &run,
+            sync,
+            cut,
+        );
     }
 }
 
