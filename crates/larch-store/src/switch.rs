@@ -40,6 +40,10 @@ pub(crate) fn write_confirm(control: &dyn Storage, generation: u64) -> Result<()
         .map_err(|e| StoreError::io(FileKind::Control, CONFIRM_AT, "write", e))
 }
 
+/// The smallest commit record: kind, length, tree pointer (32-byte hash and a 1-byte offset),
+/// parent count, 8-byte date, two empty strings' lengths, checksum.
+const MIN_COMMIT_RECORD: u64 = 1 + 1 + 33 + 1 + 8 + 1 + 1 + 4;
+
 /// A commit index loaded and checked against the pack.
 pub(crate) struct LoadedIndex {
     /// The commits in index order: hash and record offset.
@@ -67,6 +71,18 @@ pub(crate) fn load_entries(
         return Err(StoreError::corrupt(FileKind::Control, 0, format!("bad index range [{from}, {to})")));
     }
     let expected = (to - from) / entry_len;
+    // Memory at open is bounded by the pack: a commit record takes at least MIN_COMMIT_RECORD bytes,
+    // so a state claiming more commits than its pack can hold is refused before anything is read.
+    let claimed = (to - index::INDEX_HEADER_LEN) / entry_len;
+    if claimed.saturating_mul(MIN_COMMIT_RECORD) > pack_end {
+        return Err(StoreError::corrupt(
+            FileKind::Control,
+            0,
+            format!(
+                "the published state claims {claimed} commits, more than a pack of {pack_end} bytes can hold"
+            ),
+        ));
+    }
     let file_len = files.index.len().map_err(|e| StoreError::io(FileKind::Index, 0, "stat", e))?;
     let trusted = trusted.clamp(from, to);
     if file_len < trusted {

@@ -252,3 +252,33 @@ fn a_pack_shorter_than_published_is_a_typed_error_naming_the_file() {
     let error = Repo::open_read_only(dir.path()).unwrap_err();
     assert!(error.to_string().contains("pack"), "{error}");
 }
+
+#[test]
+fn a_crafted_control_claiming_a_huge_index_is_refused_before_reading_it() {
+    use larch_store::control::{CONFIRM_AT, ControlFileState, PAGE, encode_confirm};
+    let dir = tempfile::tempdir().unwrap();
+    store_with(dir.path(), 1, SyncPolicy::Commit).0.close().unwrap();
+    let control_path = dir.path().join("control");
+    let mut bytes = std::fs::read(&control_path).unwrap();
+    let decoded = ControlFileState::decode(&bytes).unwrap();
+    let mut state = decoded.state(decoded.newest().unwrap()).unwrap().clone();
+    // 100 million commits (4.4 GB of index) over a sparse index file of that length.
+    state.index_end = 16 + 44 * 100_000_000;
+    state.index_synced = state.index_end;
+    for slot in 0..2u64 {
+        state.generation += 1;
+        let encoded = state.encode().unwrap();
+        let at = (slot * PAGE) as usize;
+        bytes[at..at + PAGE as usize].fill(0);
+        bytes[at..at + encoded.len()].copy_from_slice(&encoded);
+    }
+    bytes[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(state.generation));
+    std::fs::write(&control_path, &bytes).unwrap();
+    let index = std::fs::OpenOptions::new().write(true).open(dir.path().join("commits")).unwrap();
+    index.set_len(state.index_end).unwrap();
+    for result in [Repo::open_read_only(dir.path()), Repo::open(dir.path())] {
+        let error = result.unwrap_err();
+        assert!(matches!(error, StoreError::NeedsRecovery { .. }), "{error}");
+        assert!(error.to_string().contains("claims 100000000 commits"), "{error}");
+    }
+}
