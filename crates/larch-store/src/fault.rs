@@ -45,6 +45,10 @@ pub enum Survival {
     /// by a generator seeded with this value (independently per file: writes are reordered across
     /// files, and within a file a later write may survive an earlier one).
     Pages(u64),
+    /// [`Survival::Pages`] on a file system that made the new lengths and block allocations
+    /// durable but not the data: every lost page reads as zeros, and files keep their written
+    /// length.
+    PagesZeroed(u64),
 }
 
 /// Controls the faults of the three files of one simulated store.
@@ -124,7 +128,8 @@ impl FaultController {
             let survived = match survival {
                 Survival::Durable => image.durable.clone(),
                 Survival::Written => image.written.clone(),
-                Survival::Pages(seed) => {
+                Survival::Pages(seed) | Survival::PagesZeroed(seed) => {
+                    let zeroed = matches!(survival, Survival::PagesZeroed(_));
                     let mut rng = SplitMix(seed ^ (file as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
                     let mut out = image.durable.clone();
                     for (offset, data) in &image.pending {
@@ -134,14 +139,19 @@ impl FaultController {
                             let page_end = ((at / FAULT_PAGE) + 1) * FAULT_PAGE;
                             let piece_end = page_end.min(end);
                             let piece = data.get((at - offset) as usize..(piece_end - offset) as usize);
-                            if rng.next() & 1 == 1
-                                && let Some(piece) = piece
-                            {
+                            if let Some(piece) = piece {
                                 // Cannot fail: offsets of an in-memory image.
-                                let _ = write_image(&mut out, at, piece);
+                                if rng.next() & 1 == 1 {
+                                    let _ = write_image(&mut out, at, piece);
+                                } else if zeroed {
+                                    let _ = write_image(&mut out, at, &vec![0; piece.len()]);
+                                }
                             }
                             at = piece_end;
                         }
+                    }
+                    if zeroed && out.len() < image.written.len() {
+                        out.resize(image.written.len(), 0);
                     }
                     out
                 }

@@ -2,7 +2,8 @@
 //! cuts at every write and sync in turn (tearing the cut write), under each sync policy. After each
 //! cut the store "reboots" with what survives: everything written (a process crash), only synced
 //! bytes, or seeded subsets of the unsynced 4 KiB pages of every file (power losses that keep,
-//! lose and reorder unsynced writes across files). Reopened, as a reader and as the writer, it must
+//! lose and reorder unsynced writes across files; lost pages keep their old bytes, or read as zeros
+//! in files that keep their written length). Reopened, as a reader and as the writer, it must
 //! stand on a published commit at least as new as the last one the policy made durable, hold
 //! exactly the commits up to it (compared with the model), pass fsck, and accept new commits.
 //! Never re-initialised, never wrong data. Also: a full disk fails a commit cleanly.
@@ -183,6 +184,7 @@ fn cut_everywhere(sync: SyncPolicy) {
     assert!(total_ops >= 3 * COMMITS, "only {total_ops} operations");
     let mut survivals = vec![Survival::Written, Survival::Durable];
     survivals.extend((0..POWER_SEEDS).map(|seed| Survival::Pages(seed * 7919 + 1)));
+    survivals.extend((0..2).map(|seed| Survival::PagesZeroed(seed * 104_729 + 3)));
     for cut in 0..total_ops {
         let controller = FaultController::new();
         controller.crash_at(Some(cut));
