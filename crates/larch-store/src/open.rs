@@ -103,10 +103,13 @@ fn no_writer(path: &Path) -> bool {
     free
 }
 
-/// The slot a reader of `path` stands on (see [`ControlFileState::visible`]).
-fn reader_slot(control: &ControlFileState, path: Option<&Path>) -> Option<usize> {
+/// The slot a reader of `path` stands on (see [`ControlFileState::visible`]). When the newest slot
+/// is not confirmed and no writer runs, the reader makes the control file durable itself
+/// (`fdatasync` works on a read-only descriptor) before standing on the newest slot: the writer may
+/// have died between writing the slot and syncing it.
+fn reader_slot(control: &ControlFileState, path: Option<&Path>, storage: &dyn Storage) -> Option<usize> {
     let visible = control.visible();
-    if visible != control.newest() && path.is_some_and(no_writer) {
+    if visible != control.newest() && path.is_some_and(no_writer) && storage.sync().is_ok() {
         return control.newest();
     }
     visible
@@ -285,7 +288,7 @@ impl Repo {
         }
         // A writer stands on the newest valid slot; a reader on the newest confirmed durable one.
         // Either falls back to the other slot when its state is not fully present.
-        let first = if writable { control.newest() } else { reader_slot(&control, path) };
+        let first = if writable { control.newest() } else { reader_slot(&control, path, &*files.control) };
         let mut candidates: Vec<usize> = first.into_iter().collect();
         candidates.extend((0..2).filter(|i| Some(*i) != first && control.state(*i).is_some()));
         if let Some(first) = first {
@@ -453,7 +456,7 @@ impl Repo {
             return Ok(false);
         }
         let control = switch::read_control(&*self.files.control)?;
-        let slot = reader_slot(&control, self.path.as_deref());
+        let slot = reader_slot(&control, self.path.as_deref(), &*self.files.control);
         let Some(state) = slot.and_then(|slot| control.state(slot)).cloned() else {
             return Err(StoreError::NeedsRecovery {
                 path: self.path.clone().unwrap_or_default(),
