@@ -57,7 +57,7 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn a_damaged_or_missing_switch_is_never_initialised_again() {
     let dir = tempfile::tempdir().unwrap();
-    let (repo, _) = store_with(dir.path(), 3, SyncPolicy::Commit);
+    let (repo, hashes) = store_with(dir.path(), 3, SyncPolicy::Commit);
     repo.close().unwrap();
     let control = dir.path().join("control");
     // Emptied (what a power loss could leave of a file being created) and missing.
@@ -78,6 +78,13 @@ fn a_damaged_or_missing_switch_is_never_initialised_again() {
         assert_eq!(files(dir.path()), before, "{damage}: opening changed the files");
         std::fs::write(&control, &original).unwrap();
     }
+    // The remedy named: recover writes a new control file for the newest complete commit.
+    std::fs::remove_file(&control).unwrap();
+    plan_recovery(dir.path()).unwrap().apply().unwrap();
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    assert_eq!(repo.head(), Some(hashes[2]));
+    check_level(&repo, &hashes[2], 2);
+    assert!(repo.fsck().is_clean());
     // Something else in the directory: not a store, for both.
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("notes.txt"), b"mine").unwrap();
