@@ -115,6 +115,11 @@ fn summary_separates_regular_blocks_and_derives_backend_figures() {
     assert!((s.cpu_usage.unwrap() - 0.5).abs() < 1e-9);
     assert!((s.adds_per_s.unwrap() - 1020.0 / (wall / 2.0)).abs() < 1e-6);
     assert!((s.blocks_per_wall_s.unwrap() - 102.0 / wall).abs() < 1e-9);
+    // Context ops: twice as many per CPU second as per wall second.
+    assert!((s.context_ops_per_wall_s.unwrap() - (102.0 * 15.0) / wall).abs() < 1e-6);
+    assert!((s.context_ops_per_s.unwrap() - 2.0 * s.context_ops_per_wall_s.unwrap()).abs() < 1e-6);
+    let json = serde_json::to_value(&s).unwrap();
+    assert!(json.get("context_ops_per_wall_s").and_then(|v| v.as_f64()).is_some());
     let add = s.op_kinds.iter().find(|k| k.kind == "add").unwrap();
     assert!((add.mean_us.unwrap() - 1.0).abs() < 1e-9);
     assert_eq!(s.op_kinds.iter().find(|k| k.kind == "remove").unwrap().mean_us, None);

@@ -40,7 +40,7 @@ pub struct ReplayArgs {
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`).
     #[arg(long, value_parser = parse_size, default_value = DEFAULT_CACHE_SIZE)]
     cache_size: u64,
-    /// When commits are made durable: `never`, `commit` (fsync at every commit) or `every N`.
+    /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `every N`, or `never` (only at the end).
     #[arg(long, default_value = "commit")]
     sync: SyncPolicy,
     /// Read the pack through a memory map instead of positioned reads.
@@ -87,6 +87,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 params.seed,
                 path.display()
             );
+            crate::interrupt::remove_on_interrupt(dir.path());
             let blocks = generate_in_child(&params, &path)?;
             _trace_dir = Some(dir);
             (path, None, Some(blocks))
@@ -94,6 +95,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let source = open_trace(&trace_path)?;
     let target = prepare_target(&args)?;
+    if let Target::Store { path, created: true, .. } = &target {
+        crate::interrupt::remove_on_interrupt(path);
+    }
     let meta = RunMeta {
         trace: trace_path.display().to_string(),
         store: match &target {
@@ -133,7 +137,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (summary, last_commit, store_head) = match outcome {
-        Ok(outcome) => outcome,
+        Ok(outcome) => {
+            if let Target::Store { path, _temp: None, .. } = &target {
+                crate::interrupt::keep(path);
+            }
+            outcome
+        }
         Err(err) => {
             if let Target::Store { path, created: true, _temp: None } = &target {
                 // A store left behind by a failed replay would look like a complete one.

@@ -8,12 +8,14 @@ mod cmd_import;
 mod cmd_log;
 mod cmd_ls;
 mod cmd_proof;
+mod cmd_recover;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_snapshot;
 mod cmd_stats;
 mod cmd_trace;
 mod inspect;
+mod interrupt;
 mod output;
 mod progress;
 mod size;
@@ -45,6 +47,9 @@ enum Command {
     /// Import commits from another store format into a new larch store.
     #[command(subcommand)]
     Import(cmd_import::ImportCommand),
+    /// Find the newest complete commit of a damaged store, report what publishing it would drop,
+    /// and publish it with `--apply`.
+    Recover(cmd_recover::RecoverArgs),
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
@@ -73,6 +78,7 @@ fn main() -> ExitCode {
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Import(command) => cmd_import::run(command),
+        Command::Recover(args) => cmd_recover::run(args),
         Command::Report(command) => cmd_report::run(command),
         Command::Log(args) => cmd_log::run(args),
         Command::Ls(args) => cmd_ls::run(args),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// Magic of the pack header.
 pub const PACK_MAGIC: &[u8; 8] = b"LARCHPAK";
 /// Format version written and read by this build.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Length of the pack header; the first record starts here.
 pub const PACK_HEADER_LEN: u64 = 16;
 /// Contents of at most this many bytes are stored inline in their parent record.

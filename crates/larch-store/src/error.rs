@@ -15,7 +15,8 @@ pub enum FileKind {
     Pack,
     /// `commits`: the commit index.
     Index,
-    /// `lock`: the writer's lock.
+    /// `lock`: not used since format version 2 (the writer locks the store directory itself); an
+    /// empty `lock` file left by version 1 is ignored.
     Lock,
 }
 
@@ -125,6 +126,45 @@ pub enum StoreError {
     /// not sorted, too many, a key that is not an earlier record); nothing was written for it.
     #[error("invalid object for the bulk writer: {0}")]
     BulkInput(String),
+    /// The store's published state cannot be used as it is (both control slots damaged, the
+    /// control file missing beside a pack that holds data, or the published state not present in
+    /// the pack); `larch recover` finds the newest complete commit.
+    #[error(
+        "{}: {reason}; run `larch recover {}` to find the newest complete commit (add `--apply` to publish it)",
+        path.display(),
+        path.display()
+    )]
+    NeedsRecovery {
+        /// The store directory.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A file is shorter than the published state says.
+    #[error(
+        "{file} is shorter than published: {len} bytes needed at offset {offset}, the file has {file_len} bytes"
+    )]
+    Truncated {
+        /// The file.
+        file: FileKind,
+        /// Where the read started.
+        offset: u64,
+        /// Bytes needed there.
+        len: u64,
+        /// The file's length.
+        file_len: u64,
+    },
+    /// An operation on the store directory itself failed (create, list, lock, sync).
+    #[error("{op} of the store directory {} failed: {source}", path.display())]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A tree operation (often a lazy load) failed.
     #[error(transparent)]
     Tree(#[from] TreeError),

@@ -1,16 +1,28 @@
-//! A fault-injecting storage for crash and full-disk tests: each file keeps a "written" image (what
-//! the process wrote) and a "durable" image (what survives a power loss). A controller counts every
-//! write, sync and replace across the files of a store, and can cut (crash) at the N-th one —
-//! tearing that write in half — or refuse writes that exceed a space limit with `StorageFull`.
+//! A fault-injecting storage for crash, power-loss and full-disk tests (cargo feature
+//! `fault-injection`, enabled by the store's own tests only). Each file keeps a "written" image (what
+//! the process wrote, as the page cache holds it), a "durable" image (what the last sync made
+//! durable) and the writes since that sync. A controller counts every write and sync across the
+//! files of a store and can cut (crash) at the N-th one, tearing that write in half, or refuse
+//! writes past a space limit with `StorageFull`.
+//!
+//! What survives a crash ([`Survival`]): a process crash keeps every write (the page cache
+//! survives); a power loss keeps the durable image and, of each unsynced write, any subset of its
+//! 4 KiB pages (each page kept or lost independently, seeded), in any order across files; the file
+//! keeps the length the kept pages give it. There are no renames in the store's protocol.
 
 use crate::storage::{Storage, StoreFiles, read_image, write_image};
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// Granularity at which a power loss keeps or loses unsynced bytes.
+pub const FAULT_PAGE: u64 = 4096;
+
 #[derive(Clone, Debug, Default)]
 struct Image {
     written: Vec<u8>,
     durable: Vec<u8>,
+    /// Writes since the last sync, in order: offset and bytes.
+    pending: Vec<(u64, Vec<u8>)>,
 }
 
 #[derive(Debug, Default)]
@@ -29,6 +41,14 @@ pub enum Survival {
     Durable,
     /// Everything written (a process crash: the page cache survives).
     Written,
+    /// A power loss that keeps each unsynced 4 KiB page of each write with probability 1/2, chosen
+    /// by a generator seeded with this value (independently per file: writes are reordered across
+    /// files, and within a file a later write may survive an earlier one).
+    Pages(u64),
+    /// [`Survival::Pages`] on a file system that made the new lengths and block allocations
+    /// durable but not the data: every lost page reads as zeros, and files keep their written
+    /// length.
+    PagesZeroed(u64),
 }
 
 /// Controls the faults of the three files of one simulated store.
@@ -39,6 +59,19 @@ pub struct FaultController {
 
 fn crashed() -> io::Error {
     io::Error::other("simulated crash: the process is dead")
+}
+
+/// A small deterministic generator (SplitMix64) for the pages a power loss keeps.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
 impl FaultController {
@@ -57,12 +90,12 @@ impl FaultController {
         StoreFiles { control: file(0), pack: file(1), index: file(2) }
     }
 
-    /// Cuts at operation number `n` (0-based count of writes, syncs and replaces), or never.
+    /// Cuts at operation number `n` (0-based count of writes and syncs), or never.
     pub fn crash_at(&self, n: Option<u64>) {
         self.state().crash_at = n;
     }
 
-    /// Number of writes, syncs and replaces so far.
+    /// Number of writes and syncs so far.
     pub fn ops(&self) -> u64 {
         self.state().ops
     }
@@ -82,15 +115,48 @@ impl FaultController {
         self.state().images.iter().map(|image| image.written.len() as u64).sum()
     }
 
+    /// The written image of file `index` (0 control, 1 pack, 2 commits).
+    pub fn written(&self, index: usize) -> Vec<u8> {
+        self.state().images.get(index).map(|image| image.written.clone()).unwrap_or_default()
+    }
+
     /// A new controller holding what survives a crash now, without faults (the "reboot").
     pub fn restart(&self, survival: Survival) -> Arc<FaultController> {
         let state = self.state();
         let mut images = state.images.clone();
-        for image in &mut images {
-            match survival {
-                Survival::Durable => image.written = image.durable.clone(),
-                Survival::Written => image.durable = image.written.clone(),
-            }
+        for (file, image) in images.iter_mut().enumerate() {
+            let survived = match survival {
+                Survival::Durable => image.durable.clone(),
+                Survival::Written => image.written.clone(),
+                Survival::Pages(seed) | Survival::PagesZeroed(seed) => {
+                    let zeroed = matches!(survival, Survival::PagesZeroed(_));
+                    let mut rng = SplitMix(seed ^ (file as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+                    let mut out = image.durable.clone();
+                    for (offset, data) in &image.pending {
+                        let mut at = *offset;
+                        let end = offset + data.len() as u64;
+                        while at < end {
+                            let page_end = ((at / FAULT_PAGE) + 1) * FAULT_PAGE;
+                            let piece_end = page_end.min(end);
+                            let piece = data.get((at - offset) as usize..(piece_end - offset) as usize);
+                            if let Some(piece) = piece {
+                                // Cannot fail: offsets of an in-memory image.
+                                if rng.next() & 1 == 1 {
+                                    let _ = write_image(&mut out, at, piece);
+                                } else if zeroed {
+                                    let _ = write_image(&mut out, at, &vec![0; piece.len()]);
+                                }
+                            }
+                            at = piece_end;
+                        }
+                    }
+                    if zeroed && out.len() < image.written.len() {
+                        out.resize(image.written.len(), 0);
+                    }
+                    out
+                }
+            };
+            *image = Image { written: survived.clone(), durable: survived, pending: Vec::new() };
         }
         Arc::new(FaultController { state: Mutex::new(FaultState { images, ..FaultState::default() }) })
     }
@@ -145,13 +211,11 @@ impl Storage for FaultyStorage {
             return Err(io::Error::new(ErrorKind::StorageFull, "simulated full disk (ENOSPC)"));
         }
         let image = state.images.get_mut(self.index).ok_or_else(crashed)?;
-        if cut {
-            // A torn write: only its first half lands.
-            let half = data.get(..data.len() / 2).unwrap_or_default();
-            write_image(&mut image.written, offset, half)?;
-            return Err(crashed());
-        }
-        write_image(&mut image.written, offset, data)
+        // A torn write at the cut: only its first half lands.
+        let landed = if cut { data.get(..data.len() / 2).unwrap_or_default() } else { data };
+        write_image(&mut image.written, offset, landed)?;
+        image.pending.push((offset, landed.to_vec()));
+        if cut { Err(crashed()) } else { Ok(()) }
     }
 
     fn sync(&self) -> io::Result<()> {
@@ -161,19 +225,7 @@ impl Storage for FaultyStorage {
         }
         let image = state.images.get_mut(self.index).ok_or_else(crashed)?;
         image.durable = image.written.clone();
-        Ok(())
-    }
-
-    fn replace(&self, data: &[u8], durable: bool) -> io::Result<()> {
-        let mut state = self.controller.state();
-        if Self::step(&mut state)? {
-            return Err(crashed());
-        }
-        let image = state.images.get_mut(self.index).ok_or_else(crashed)?;
-        image.written = data.to_vec();
-        if durable {
-            image.durable = data.to_vec();
-        }
+        image.pending.clear();
         Ok(())
     }
 }

@@ -72,3 +72,27 @@ pub fn decode_entries(bytes: &[u8], base: u64) -> Result<Vec<(Hash, u64)>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Golden bytes of the index header and of an entry (docs/format.md §4; checksum computed
+    /// independently with Python's `zlib.crc32`). A change here is a format change.
+    #[test]
+    fn golden_bytes_of_the_header_and_an_entry() {
+        let hex = |bytes: &[u8]| bytes.iter().map(|byte| format!("{byte:02x}")).collect::<String>();
+        assert_eq!(hex(&header()), "4c415243484944580200000000000000");
+        let mut entry = Vec::new();
+        encode_entry(&mut entry, &Hash([0xab; 32]), 0x1000);
+        assert_eq!(
+            hex(&entry),
+            concat!(
+                "abababababababababababababababababababababababababababababababab",
+                "0010000000000000",
+                "f5b9cd24"
+            )
+        );
+        assert_eq!(decode_entries(&entry, 16).ok(), Some(vec![(Hash([0xab; 32]), 0x1000)]));
+    }
+}

@@ -30,21 +30,27 @@
 mod bulk;
 mod codec;
 mod context_repo;
+#[cfg(feature = "fault-injection")]
+pub mod control;
+#[cfg(not(feature = "fault-injection"))]
 mod control;
 mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod fsck;
 mod index;
+mod open;
 mod options;
 mod pack;
 mod patch;
+mod recover;
 mod repo;
 mod scan;
 #[cfg(feature = "fault-injection")]
 pub mod storage;
 #[cfg(not(feature = "fault-injection"))]
 mod storage;
+mod switch;
 mod writer;
 
 pub use bulk::{BulkTarget, BulkWriter};
@@ -53,6 +59,9 @@ pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::DEFAULT_CACHE_BYTES;
+#[cfg(feature = "fault-injection")]
+pub use recover::plan_recovery_files;
+pub use recover::{FoundCommit, RecoveryPlan, plan_recovery};
 pub use repo::{DEFAULT_BRANCH, History, Repo};
 pub use scan::ScanReport;
 pub use writer::WriteCounts;

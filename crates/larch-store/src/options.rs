@@ -3,15 +3,20 @@
 use crate::pack::DEFAULT_CACHE_BYTES;
 use larch_core::{CommitInfo, Hash};
 
-/// When a commit makes its data durable with `fsync`.
+/// When a commit is made durable and published (docs/store.md, *Promises per sync policy*).
+///
+/// Readers in other processes see only published commits, and a published commit is always
+/// durable (two `fdatasync`s: the pack, then the control file). A commit that is not published yet
+/// is *staged*: the writer's own handle sees it, nobody else does, and a crash of any kind returns
+/// the store to the last publish (`larch recover` can find staged commits in the pack's tail).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SyncPolicy {
-    /// Never (a process crash is safe, a power loss may lose or damage recent commits).
+    /// Publish only at [`crate::Repo::flush`], [`crate::Repo::close`] or when the writer is dropped.
     Never,
-    /// At every commit (the default): a commit that returned is durable.
+    /// Publish every commit (the default): a commit that returned is durable and visible to readers.
     #[default]
     Commit,
-    /// Every `n` commits (and at close).
+    /// Publish every `n`-th commit (and at flush, close, drop).
     Every(u32),
 }
 
@@ -98,7 +103,7 @@ pub struct StoreStats {
     pub objects_written: u64,
     /// Commit records written by this handle.
     pub commits_written: u64,
-    /// `fsync` calls made by this handle.
+    /// `fdatasync`/`fsync` calls made by this handle (two per publish).
     pub syncs: u64,
     /// Published pack length (the store's size, with the small index and control files).
     pub pack_bytes: u64,

@@ -186,7 +186,16 @@ impl PackReader {
         // One read usually covers the whole record (most are under `FIRST_READ`); a second read fetches the
         // rest of a larger one.
         let first = usize::try_from((end - offset).min(FIRST_READ)).unwrap_or(0);
-        let io = |e| StoreError::io(FileKind::Pack, offset, "read", e);
+        let io = |e: std::io::Error| match e.kind() {
+            // A pack shorter than published (truncated by someone else, or lost by the disk).
+            std::io::ErrorKind::UnexpectedEof => StoreError::Truncated {
+                file: FileKind::Pack,
+                offset,
+                len: first as u64,
+                file_len: self.storage.len().unwrap_or(0),
+            },
+            _ => StoreError::io(FileKind::Pack, offset, "read", e),
+        };
         let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
             buffer.clear();
             buffer.resize(first, 0);

@@ -1,18 +1,17 @@
 //! The persistent repository: open (writer or read-only), commit, checkout, branches, log, reload.
 //! The commit protocol and its crash argument are described in `docs/store.md`.
 
-use crate::codec::{self, CommitData, PACK_HEADER_LEN, PACK_MAGIC, RecordKind};
+use crate::codec::{self, CommitData, RecordKind};
 use crate::control::ControlState;
 use crate::error::{FileKind, Result, StoreError};
 use crate::index;
-use crate::options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy};
-use crate::pack::{DEFAULT_CACHE_BYTES, PackReader, PackSource};
-use crate::storage::{ControlFile, FileStorage, Storage, StoreFiles};
+use crate::options::{CommitDetails, RepoOptions, StoreStats};
+use crate::pack::{PackReader, PackSource};
+use crate::storage::{Storage, StoreFiles};
 use crate::writer::{Encoder, WriteCounts};
 use larch_core::{CommitInfo, Entry, Hash, NodeRef, ObjectSource, Tree, schema};
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -35,286 +34,34 @@ pub const DEFAULT_BRANCH: &str = "main";
 /// A larch store: one writer or a read-only handle.
 #[derive(Debug)]
 pub struct Repo {
-    path: Option<PathBuf>,
-    files: StoreFiles,
-    source: Arc<PackSource>,
-    state: ControlState,
-    commits: HashMap<Hash, u64>,
-    writable: bool,
-    options: RepoOptions,
-    poisoned: bool,
-    unsynced_commits: u32,
-    buffer: Vec<u8>,
-    stats: StoreStats,
-    last_write: WriteCounts,
-    _lock: Option<File>,
-}
-
-fn not_found(error: &std::io::Error) -> bool {
-    error.kind() == ErrorKind::NotFound
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) files: StoreFiles,
+    pub(crate) source: Arc<PackSource>,
+    /// The state this handle stands on: published, or (under `every N`/`never`) staged.
+    pub(crate) state: ControlState,
+    pub(crate) commits: HashMap<Hash, u64>,
+    /// Offset of the last commit record in index order.
+    pub(crate) last_commit: Option<u64>,
+    /// The control slot holding the last published state.
+    pub(crate) slot: usize,
+    /// The largest generation seen in the control file or published.
+    pub(crate) max_generation: u64,
+    /// The pack length known durable.
+    pub(crate) synced_pack_end: u64,
+    /// Whether the last confirmation record written is durable (synced after it was written).
+    pub(crate) confirm_synced: bool,
+    pub(crate) writable: bool,
+    pub(crate) options: RepoOptions,
+    pub(crate) poisoned: bool,
+    pub(crate) unsynced_commits: u32,
+    pub(crate) buffer: Vec<u8>,
+    pub(crate) stats: StoreStats,
+    pub(crate) last_write: WriteCounts,
+    /// The writer's lock: the store directory, `flock`ed.
+    pub(crate) _lock: Option<File>,
 }
 
 impl Repo {
-    /// Opens (creating if absent) the store at `path` for writing, with default options.
-    pub fn open(path: impl AsRef<Path>) -> Result<Repo> {
-        Repo::open_with(path, RepoOptions::default())
-    }
-
-    /// Opens the store at `path` for writing with `options`. Fails with [`StoreError::Locked`] when
-    /// another handle (of any process) writes it.
-    pub fn open_with(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
-        let path = path.as_ref();
-        if path.exists() && !path.is_dir() {
-            return Err(StoreError::NotAStore { path: path.into(), reason: "not a directory".into() });
-        }
-        if !path.exists() {
-            if !options.create {
-                return Err(StoreError::NotAStore { path: path.into(), reason: "no such directory".into() });
-            }
-            std::fs::create_dir_all(path)
-                .map_err(|e| StoreError::io(FileKind::Control, 0, "create directory", e))?;
-        }
-        let lock = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path.join(FileKind::Lock.file_name()))
-            .map_err(|e| StoreError::io(FileKind::Lock, 0, "open", e))?;
-        match fs4::fs_std::FileExt::try_lock_exclusive(&lock) {
-            Ok(true) => {}
-            Ok(false) => return Err(StoreError::Locked { path: path.into() }),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                return Err(StoreError::Locked { path: path.into() });
-            }
-            Err(e) => return Err(StoreError::io(FileKind::Lock, 0, "lock", e)),
-        }
-        let control_path = path.join(FileKind::Control.file_name());
-        if !control_path.exists() && !options.create {
-            return Err(StoreError::NotAStore { path: path.into(), reason: "no control file".into() });
-        }
-        // Only a new store creates its files: a damaged store is reported, never "repaired" here.
-        let files = Self::disk_files(path, true, !control_path.exists(), options.mmap)?;
-        let mut repo = Repo::open_files(files, true, options, Some(path))?;
-        repo._lock = Some(lock);
-        Ok(repo)
-    }
-
-    /// Opens the store at `path` read-only: it sees the last published state and [`Repo::reload`]s
-    /// to see newer commits. Any number of readers may coexist with one writer.
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Repo> {
-        Repo::open_read_only_with(path, DEFAULT_CACHE_BYTES)
-    }
-
-    /// [`Repo::open_read_only`] with a cache of `cache_bytes`.
-    pub fn open_read_only_with(path: impl AsRef<Path>, cache_bytes: u64) -> Result<Repo> {
-        let options = RepoOptions { create: false, cache_bytes, ..RepoOptions::default() };
-        Repo::open_read_only_options(path, options)
-    }
-
-    /// [`Repo::open_read_only`] with `options` (the cache size and the read mode are used).
-    pub fn open_read_only_options(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
-        let path = path.as_ref();
-        if !path.join(FileKind::Control.file_name()).is_file() {
-            return Err(StoreError::NotAStore { path: path.into(), reason: "no control file".into() });
-        }
-        let files = Self::disk_files(path, false, false, options.mmap)?;
-        let options = RepoOptions { create: false, ..options };
-        Repo::open_files(files, false, options, Some(path))
-    }
-
-    fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {
-        let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
-            let file_path = path.join(kind.file_name());
-            let opened = if mmap && kind == FileKind::Pack {
-                FileStorage::open_mapped(&file_path, writable, create)
-            } else {
-                FileStorage::open(&file_path, writable, create)
-            };
-            match opened {
-                Ok(file) => Ok(Arc::new(file)),
-                Err(e) if not_found(&e) => {
-                    Err(StoreError::NotAStore { path: path.into(), reason: format!("missing file {kind}") })
-                }
-                Err(e) => Err(StoreError::io(kind, 0, "open", e)),
-            }
-        };
-        Ok(StoreFiles {
-            control: Arc::new(ControlFile::new(&path.join(FileKind::Control.file_name()), writable)),
-            pack: open(FileKind::Pack)?,
-            index: open(FileKind::Index)?,
-        })
-    }
-
-    /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
-    /// the store when `files` are empty and `options.create` is set. No lock is taken. Public only
-    /// with the `fault-injection` feature (crash and corruption tests).
-    #[cfg_attr(not(feature = "fault-injection"), doc(hidden))]
-    pub fn open_files(
-        files: StoreFiles,
-        writable: bool,
-        options: RepoOptions,
-        path: Option<&Path>,
-    ) -> Result<Repo> {
-        let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
-        let control_bytes = match files.control.read_all() {
-            Ok(bytes) => bytes,
-            Err(e) if not_found(&e) => Vec::new(),
-            Err(e) => return Err(StoreError::io(FileKind::Control, 0, "read", e)),
-        };
-        let state = if control_bytes.is_empty() && writable && options.create {
-            Self::initialize(&files)?
-        } else {
-            ControlState::decode(&control_bytes)?.ok_or_else(|| StoreError::NotAStore {
-                path: display_path.clone(),
-                reason: "the control file has no larch magic".into(),
-            })?
-        };
-        Self::check_header(&*files.pack, FileKind::Pack, state.pack_end)?;
-        Self::check_header(&*files.index, FileKind::Index, state.index_end)?;
-        let mut commits = HashMap::new();
-        Self::read_index(&files, PACK_HEADER_LEN, state.index_end, &mut commits)?;
-        let reader = PackReader::new(files.pack.clone(), state.pack_end, options.cache_bytes);
-        let stats = StoreStats::default();
-        Ok(Repo {
-            path: path.map(Path::to_path_buf),
-            files,
-            source: Arc::new(PackSource { reader }),
-            state,
-            commits,
-            writable,
-            options,
-            poisoned: false,
-            unsynced_commits: 0,
-            buffer: Vec::new(),
-            stats,
-            last_write: WriteCounts::default(),
-            _lock: None,
-        })
-    }
-
-    fn initialize(files: &StoreFiles) -> Result<ControlState> {
-        files
-            .pack
-            .write_at(0, &codec::pack_header())
-            .map_err(|e| StoreError::io(FileKind::Pack, 0, "write", e))?;
-        files
-            .index
-            .write_at(0, &index::header())
-            .map_err(|e| StoreError::io(FileKind::Index, 0, "write", e))?;
-        files.pack.sync().map_err(|e| StoreError::io(FileKind::Pack, 0, "sync", e))?;
-        files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
-        let state = ControlState {
-            generation: 1,
-            pack_end: PACK_HEADER_LEN,
-            index_end: index::INDEX_HEADER_LEN,
-            branches: Default::default(),
-        };
-        files
-            .control
-            .replace(&state.encode(), true)
-            .map_err(|e| StoreError::io(FileKind::Control, 0, "replace", e))?;
-        Ok(state)
-    }
-
-    fn check_header(storage: &dyn Storage, kind: FileKind, published: u64) -> Result<()> {
-        let len = storage.len().map_err(|e| StoreError::io(kind, 0, "stat", e))?;
-        if len < published {
-            return Err(StoreError::corrupt(
-                kind,
-                len,
-                format!("file ends before its published length {published}"),
-            ));
-        }
-        let mut header = [0u8; 16];
-        storage.read_at(0, &mut header).map_err(|e| StoreError::io(kind, 0, "read", e))?;
-        match kind {
-            FileKind::Pack => {
-                if header.get(..8) != Some(PACK_MAGIC.as_slice()) {
-                    return Err(StoreError::corrupt(kind, 0, "bad magic"));
-                }
-                let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
-                if version != codec::FORMAT_VERSION {
-                    return Err(StoreError::UnknownVersion {
-                        file: kind,
-                        found: version,
-                        supported: codec::FORMAT_VERSION,
-                    });
-                }
-                if header.get(12..16) != Some([0u8; 4].as_slice()) {
-                    return Err(StoreError::corrupt(kind, 12, "reserved header bytes are not zero"));
-                }
-                Ok(())
-            }
-            _ => index::check_header(&header),
-        }
-    }
-
-    fn read_index(files: &StoreFiles, from: u64, to: u64, commits: &mut HashMap<Hash, u64>) -> Result<()> {
-        if to < from {
-            return Err(StoreError::corrupt(FileKind::Index, to, "published index shrank"));
-        }
-        let len =
-            usize::try_from(to - from).map_err(|_| StoreError::corrupt(FileKind::Index, from, "huge"))?;
-        let mut bytes = vec![0; len];
-        files
-            .index
-            .read_at(from, &mut bytes)
-            .map_err(|e| StoreError::io(FileKind::Index, from, "read", e))?;
-        let entries = index::decode_entries(&bytes, from)?;
-        commits.reserve(entries.len());
-        commits.extend(entries);
-        Ok(())
-    }
-
-    /// Sees the commits published since this handle opened or last reloaded. Returns whether
-    /// anything changed. A writer's handle is always up to date.
-    pub fn reload(&mut self) -> Result<bool> {
-        let bytes =
-            self.files.control.read_all().map_err(|e| StoreError::io(FileKind::Control, 0, "read", e))?;
-        let state = ControlState::decode(&bytes)?.ok_or_else(|| StoreError::NotAStore {
-            path: self.path.clone().unwrap_or_default(),
-            reason: "the control file lost its magic".into(),
-        })?;
-        if state.generation == self.state.generation {
-            return Ok(false);
-        }
-        if state.pack_end < self.state.pack_end {
-            return Err(StoreError::corrupt(FileKind::Control, 24, "published pack end went backwards"));
-        }
-        let len = self.files.pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
-        if len < state.pack_end {
-            return Err(StoreError::corrupt(FileKind::Pack, len, "file ends before its published length"));
-        }
-        Self::read_index(&self.files, self.state.index_end, state.index_end, &mut self.commits)?;
-        self.source.reader.set_end(state.pack_end);
-        self.state = state;
-        Ok(true)
-    }
-
-    /// Closes the handle, first making every commit durable (under `SyncPolicy::Every` or
-    /// `Never`, a final sync and publish).
-    pub fn close(mut self) -> Result<()> {
-        if self.writable && !self.poisoned && self.unsynced_commits > 0 {
-            self.sync_files()?;
-            let bytes = self.state.encode();
-            self.files
-                .control
-                .replace(&bytes, true)
-                .map_err(|e| StoreError::io(FileKind::Control, 0, "replace", e))?;
-        }
-        Ok(())
-    }
-
-    fn sync_files(&mut self) -> Result<()> {
-        self.stats.syncs += 2;
-        let pack_end = self.state.pack_end;
-        self.files.pack.sync().map_err(|e| StoreError::io(FileKind::Pack, pack_end, "sync", e))?;
-        self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
-        self.unsynced_commits = 0;
-        Ok(())
-    }
-
     /// The directory of the store, when on disk.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
@@ -503,6 +250,7 @@ impl Repo {
         }
         self.publish(state, pack_len, index_len)?;
         self.commits.insert(hash, commit_offset);
+        self.last_commit = Some(commit_offset);
         for (node, offset) in marks {
             node.set_stored_key(offset);
         }
@@ -543,41 +291,6 @@ impl Repo {
             .write_at(index_end, &entry)
             .map_err(|e| StoreError::io(FileKind::Index, index_end, "write", e))?;
         Ok(entry.len() as u64)
-    }
-
-    /// Makes the appended bytes durable (per the sync policy) and publishes `state` advanced by
-    /// the appended lengths. A failure here poisons the handle: whether the publish reached the
-    /// disk is unknown until the store is reopened.
-    fn publish(&mut self, mut state: ControlState, pack_len: u64, index_len: u64) -> Result<()> {
-        state.generation += 1;
-        state.pack_end += pack_len;
-        state.index_end += index_len;
-        self.unsynced_commits += 1;
-        let durable = match self.options.sync {
-            SyncPolicy::Never => false,
-            SyncPolicy::Commit => true,
-            SyncPolicy::Every(n) => self.unsynced_commits >= n.max(1),
-        };
-        let bytes = state.encode();
-        let outcome = (|| {
-            if durable {
-                self.sync_files()?;
-            }
-            self.files
-                .control
-                .replace(&bytes, durable)
-                .map_err(|e| StoreError::io(FileKind::Control, 0, "replace", e))
-        })();
-        if let Err(e) = outcome {
-            self.poisoned = true;
-            return Err(e);
-        }
-        if durable {
-            self.stats.syncs += 1;
-        }
-        self.source.reader.set_end(state.pack_end);
-        self.state = state;
-        Ok(())
     }
 
     /// Branches and the commits they point to, sorted by name.
@@ -702,6 +415,7 @@ impl Repo {
         }
         self.publish(state, pack_len, index_len)?;
         self.commits.insert(hash, commit_offset);
+        self.last_commit = Some(commit_offset);
         self.stats.bytes_written += pack_len + index_len;
         self.stats.objects_written += counts.objects();
         self.stats.commits_written += 1;

@@ -1,11 +1,11 @@
 //! The one storage seam: every byte the store reads or writes goes through [`Storage`]. Files on
-//! disk ([`FileStorage`], positioned reads or a memory map; [`ControlFile`], replaced by rename), memory
-//! ([`MemStorage`]) and fault injection ([`crate::fault`]) implement it.
+//! disk ([`FileStorage`], positioned reads or a memory map), memory
+//! ([`MemStorage`]) and fault injection (`fault`, feature `fault-injection`) implement it.
 
 use memmap2::Mmap;
 use std::fmt::Debug;
 use std::fs::{File, OpenOptions};
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, ErrorKind};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -24,10 +24,12 @@ pub trait Storage: Send + Sync + Debug {
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every earlier write durable.
     fn sync(&self) -> io::Result<()>;
-    /// Replaces the whole contents by `data` atomically (a reader or a crash sees the old or the new
-    /// contents, never a mix); durably when `durable`.
-    fn replace(&self, data: &[u8], durable: bool) -> io::Result<()>;
-    /// The whole contents, read at once (one consistent version for replaced files).
+    /// Fails when the storage is no longer the file its path names (deleted, or replaced by a
+    /// rename): writing it would write to a file nobody will read. In memory: always fine.
+    fn check_identity(&self) -> io::Result<()> {
+        Ok(())
+    }
+    /// The whole contents, read at once.
     fn read_all(&self) -> io::Result<Vec<u8>> {
         let len = usize::try_from(self.len()?).map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
         let mut buf = vec![0; len];
@@ -181,66 +183,15 @@ impl Storage for FileStorage {
         self.file.sync_data()
     }
 
-    fn replace(&self, _data: &[u8], _durable: bool) -> io::Result<()> {
-        Err(io::Error::new(ErrorKind::Unsupported, "an append-only file is never replaced"))
-    }
-}
-
-/// A small file replaced atomically by writing `NAME.tmp` and renaming it over `NAME`; every read
-/// opens the file anew, so it sees the latest published version.
-#[derive(Debug)]
-pub struct ControlFile {
-    path: PathBuf,
-    writable: bool,
-}
-
-impl ControlFile {
-    /// The control file at `path`.
-    pub fn new(path: &Path, writable: bool) -> ControlFile {
-        ControlFile { path: path.to_path_buf(), writable }
-    }
-}
-
-impl Storage for ControlFile {
-    fn len(&self) -> io::Result<u64> {
-        Ok(std::fs::metadata(&self.path)?.len())
-    }
-
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        File::open(&self.path)?.read_exact_at(buf, offset)
-    }
-
-    fn read_all(&self) -> io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        File::open(&self.path)?.read_to_end(&mut out)?;
-        Ok(out)
-    }
-
-    fn write_at(&self, _offset: u64, _data: &[u8]) -> io::Result<()> {
-        Err(io::Error::new(ErrorKind::Unsupported, "the control file is only replaced whole"))
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn replace(&self, data: &[u8], durable: bool) -> io::Result<()> {
-        if !self.writable {
-            return Err(io::Error::new(ErrorKind::PermissionDenied, "file opened read-only"));
-        }
-        let mut tmp_name = self.path.clone().into_os_string();
-        tmp_name.push(".tmp");
-        let tmp = PathBuf::from(tmp_name);
-        {
-            let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-            file.write_all(data)?;
-            if durable {
-                file.sync_data()?;
-            }
-        }
-        std::fs::rename(&tmp, &self.path)?;
-        if durable && let Some(dir) = self.path.parent() {
-            File::open(dir)?.sync_all()?;
+    fn check_identity(&self) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let open = self.file.metadata()?;
+        let named = std::fs::metadata(&self.path)?;
+        if (open.dev(), open.ino()) != (named.dev(), named.ino()) {
+            return Err(io::Error::other(format!(
+                "{} was replaced by another file while the store was open",
+                self.path.display()
+            )));
         }
         Ok(())
     }
@@ -306,11 +257,6 @@ impl Storage for MemStorage {
     }
 
     fn sync(&self) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn replace(&self, data: &[u8], _durable: bool) -> io::Result<()> {
-        *self.bytes.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = data.to_vec();
         Ok(())
     }
 }

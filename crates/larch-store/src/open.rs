@@ -1,0 +1,609 @@
+//! Opening a store (what is a store, creating one, choosing the published state among the two
+//! control slots, loading the commit index) and publishing through the commit switch. The protocol
+//! and its crash argument are in `docs/store.md`.
+
+use crate::codec::{self, PACK_HEADER_LEN};
+use crate::control::{ControlFileState, ControlState, Slot};
+use crate::error::{FileKind, Result, StoreError};
+use crate::index;
+use crate::options::{RepoOptions, StoreStats, SyncPolicy};
+use crate::pack::{DEFAULT_CACHE_BYTES, PackReader, PackSource};
+use crate::repo::Repo;
+use crate::storage::{FileStorage, Storage, StoreFiles};
+use crate::switch;
+use crate::writer::WriteCounts;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a directory holds, as both writers and readers see it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum DirKind {
+    /// No such directory.
+    Missing,
+    /// An empty directory (or one holding only a version-1 `lock` file): a writer creates a store.
+    Empty,
+    /// A `control` file: a store (perhaps damaged).
+    Store,
+    /// `pack` and/or `commits` that hold at most their headers, no `control`: an initialisation
+    /// that crashed; it holds no data, and a writer initialises it again.
+    Interrupted,
+    /// A `pack` holding data but no `control`.
+    NoControl(u64),
+    /// Anything else.
+    Foreign(String),
+}
+
+/// Classifies `path` (see [`DirKind`]).
+pub(crate) fn classify(path: &Path) -> Result<DirKind> {
+    let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(DirKind::Missing),
+        Err(e) => return Err(dir_error("stat", e)),
+    };
+    if !metadata.is_dir() {
+        return Ok(DirKind::Foreign("not a directory".into()));
+    }
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(|e| dir_error("list", e))? {
+        let entry = entry.map_err(|e| dir_error("list", e))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    if names.iter().any(|name| name == FileKind::Control.file_name()) {
+        return Ok(DirKind::Store);
+    }
+    let ours = [FileKind::Pack.file_name(), FileKind::Index.file_name(), FileKind::Lock.file_name()];
+    if let Some(other) = names.iter().find(|name| !ours.contains(&name.as_str())) {
+        return Ok(DirKind::Foreign(format!(
+            "the directory is not empty and holds no store (it holds {other:?})"
+        )));
+    }
+    let len_of = |kind: FileKind| -> Result<u64> {
+        match std::fs::metadata(path.join(kind.file_name())) {
+            Ok(metadata) => Ok(metadata.len()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(StoreError::io(kind, 0, "stat", e)),
+        }
+    };
+    let (pack, commits) = (len_of(FileKind::Pack)?, len_of(FileKind::Index)?);
+    let has = |kind: FileKind| names.iter().any(|name| name == kind.file_name());
+    if !has(FileKind::Pack) && !has(FileKind::Index) {
+        return Ok(DirKind::Empty);
+    }
+    if pack <= PACK_HEADER_LEN && commits <= index::INDEX_HEADER_LEN {
+        return Ok(DirKind::Interrupted);
+    }
+    Ok(DirKind::NoControl(pack))
+}
+
+fn lock_directory(path: &Path) -> Result<File> {
+    let dir =
+        File::open(path).map_err(|source| StoreError::Directory { path: path.into(), op: "open", source })?;
+    match fs4::fs_std::FileExt::try_lock_exclusive(&dir) {
+        Ok(true) => Ok(dir),
+        Ok(false) => Err(StoreError::Locked { path: path.into() }),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Err(StoreError::Locked { path: path.into() }),
+        Err(source) => Err(StoreError::Directory { path: path.into(), op: "lock", source }),
+    }
+}
+
+/// Whether no writer holds the store at `path` (a shared lock on the directory is free). Asked
+/// only when the newest control slot is not confirmed: then either a writer is between writing and
+/// confirming it (not yet durable), or the writer died (what survives is all there is).
+fn no_writer(path: &Path) -> bool {
+    let Ok(dir) = File::open(path) else { return false };
+    let free = matches!(fs4::fs_std::FileExt::try_lock_shared(&dir), Ok(true));
+    if free {
+        let _ = fs4::fs_std::FileExt::unlock(&dir);
+    }
+    free
+}
+
+/// The slot a reader of `path` stands on (see [`ControlFileState::visible`]). When the newest slot
+/// is not confirmed and no writer runs, the reader makes the control file durable itself
+/// (`fdatasync` works on a read-only descriptor) before standing on the newest slot: the writer may
+/// have died between writing the slot and syncing it.
+fn reader_slot(control: &ControlFileState, path: Option<&Path>, storage: &dyn Storage) -> Option<usize> {
+    let visible = control.visible();
+    if visible != control.newest() && path.is_some_and(no_writer) && storage.sync().is_ok() {
+        return control.newest();
+    }
+    visible
+}
+
+fn sync_directory(path: &Path) -> Result<()> {
+    File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
+        path: path.into(),
+        op: "sync",
+        source,
+    })
+}
+
+impl Repo {
+    /// Opens (creating if absent) the store at `path` for writing, with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Repo> {
+        Repo::open_with(path, RepoOptions::default())
+    }
+
+    /// Opens the store at `path` for writing with `options`. Fails with [`StoreError::Locked`] when
+    /// another handle (of any process) writes it. A store is created only in a missing or empty
+    /// directory (with `options.create`); a damaged store is reported
+    /// ([`StoreError::NeedsRecovery`]), never initialised again.
+    ///
+    /// The writer holds an exclusive `flock` on the store directory itself for the handle's
+    /// lifetime: deleting or replacing a file inside cannot let a second writer in.
+    pub fn open_with(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        let path = path.as_ref();
+        let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
+        if classify(path)? == DirKind::Missing {
+            if !options.create {
+                return Err(not_a_store("no such directory"));
+            }
+            std::fs::create_dir_all(path).map_err(|source| StoreError::Directory {
+                path: path.into(),
+                op: "create",
+                source,
+            })?;
+        }
+        // A reader probing for a live writer holds a shared lock for a moment: retry briefly.
+        let mut attempts = 0;
+        let lock = loop {
+            match lock_directory(path) {
+                Err(StoreError::Locked { .. }) if attempts < 20 => {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                other => break other?,
+            }
+        };
+        // Classified again under the lock: another writer may have created the store meanwhile.
+        let create = match classify(path)? {
+            DirKind::Missing => return Err(not_a_store("the directory disappeared")),
+            DirKind::Store => false,
+            DirKind::Empty | DirKind::Interrupted if options.create => true,
+            DirKind::Empty | DirKind::Interrupted => {
+                return Err(not_a_store("no store here (empty directory)"));
+            }
+            DirKind::NoControl(pack) => {
+                return Err(StoreError::NeedsRecovery {
+                    path: path.into(),
+                    reason: format!("no control file beside a pack of {pack} bytes"),
+                });
+            }
+            DirKind::Foreign(reason) => return Err(not_a_store(&reason)),
+        };
+        let files = Self::disk_files(path, true, create, options.mmap)?;
+        let mut repo = Repo::open_files(files, true, options, Some(path))?;
+        if create {
+            sync_directory(path)?;
+        }
+        repo._lock = Some(lock);
+        Ok(repo)
+    }
+
+    /// Opens the store at `path` read-only: it sees the last published state that is durable and
+    /// [`Repo::reload`]s to see newer ones. Any number of readers may coexist with one writer.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Repo> {
+        Repo::open_read_only_with(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`Repo::open_read_only`] with a cache of `cache_bytes`.
+    pub fn open_read_only_with(path: impl AsRef<Path>, cache_bytes: u64) -> Result<Repo> {
+        let options = RepoOptions { create: false, cache_bytes, ..RepoOptions::default() };
+        Repo::open_read_only_options(path, options)
+    }
+
+    /// [`Repo::open_read_only`] with `options` (the cache size and the read mode are used).
+    pub fn open_read_only_options(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        let path = path.as_ref();
+        let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
+        match classify(path)? {
+            DirKind::Store => {}
+            DirKind::Missing => return Err(not_a_store("no such directory")),
+            DirKind::Empty | DirKind::Interrupted => {
+                return Err(not_a_store("no store here (empty directory)"));
+            }
+            DirKind::NoControl(pack) => {
+                return Err(StoreError::NeedsRecovery {
+                    path: path.into(),
+                    reason: format!("no control file beside a pack of {pack} bytes"),
+                });
+            }
+            DirKind::Foreign(reason) => return Err(not_a_store(&reason)),
+        }
+        let files = Self::disk_files(path, false, false, options.mmap)?;
+        let options = RepoOptions { create: false, ..options };
+        Repo::open_files(files, false, options, Some(path))
+    }
+
+    fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {
+        let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
+            let file_path = path.join(kind.file_name());
+            let opened = if mmap && kind == FileKind::Pack {
+                FileStorage::open_mapped(&file_path, writable, create)
+            } else {
+                FileStorage::open(&file_path, writable, create)
+            };
+            match opened {
+                Ok(file) => Ok(Arc::new(file)),
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    Err(StoreError::NotAStore { path: path.into(), reason: format!("missing file {kind}") })
+                }
+                Err(e) => Err(StoreError::io(kind, 0, "open", e)),
+            }
+        };
+        Ok(StoreFiles {
+            control: open(FileKind::Control)?,
+            pack: open(FileKind::Pack)?,
+            index: open(FileKind::Index)?,
+        })
+    }
+
+    /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
+    /// the store when `files` hold no published state and no data and `options.create` is set. No
+    /// lock is taken. Public only with the `fault-injection` feature (crash and corruption tests).
+    #[cfg_attr(not(feature = "fault-injection"), doc(hidden))]
+    pub fn open_files(
+        files: StoreFiles,
+        writable: bool,
+        options: RepoOptions,
+        path: Option<&Path>,
+    ) -> Result<Repo> {
+        let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
+        let mut control = switch::read_control(&*files.control)?;
+        if control.newest().is_none() {
+            let len = |storage: &dyn Storage, kind| match storage.len() {
+                Ok(len) => Ok(len),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+                Err(e) => Err(StoreError::io(kind, 0, "stat", e)),
+            };
+            let fresh = len(&*files.pack, FileKind::Pack)? <= PACK_HEADER_LEN
+                && len(&*files.index, FileKind::Index)? <= index::INDEX_HEADER_LEN;
+            let damaged = control.slots.iter().any(|slot| matches!(slot, Slot::Damaged(_)));
+            if fresh && writable && options.create {
+                control = Self::initialize(&files)?;
+            } else if fresh && !damaged {
+                return Err(StoreError::NotAStore {
+                    path: display_path,
+                    reason: "no published state".into(),
+                });
+            } else {
+                let why = |slot: &Slot| match slot {
+                    Slot::Valid(_) => "valid".to_string(),
+                    Slot::Empty => "empty".to_string(),
+                    Slot::Damaged(why) => why.clone(),
+                };
+                return Err(StoreError::NeedsRecovery {
+                    path: display_path,
+                    reason: format!(
+                        "the control file has no valid slot (slot 0: {}; slot 1: {})",
+                        why(&control.slots[0]),
+                        why(&control.slots[1])
+                    ),
+                });
+            }
+        }
+        // A writer stands on the newest valid slot; a reader on the newest confirmed durable one.
+        // Either falls back to the other slot when its state is not fully present.
+        let first = if writable { control.newest() } else { reader_slot(&control, path, &*files.control) };
+        let mut candidates: Vec<usize> = first.into_iter().collect();
+        candidates.extend((0..2).filter(|i| Some(*i) != first && control.state(*i).is_some()));
+        if let Some(first) = first {
+            let first_generation = control.state(first).map_or(0, |state| state.generation);
+            candidates
+                .retain(|i| control.state(*i).is_some_and(|state| state.generation <= first_generation));
+        }
+        let mut first_error = None;
+        for slot in candidates {
+            let Some(state) = control.state(slot).cloned() else { continue };
+            match Self::load(&files, writable, &options, path, &control, slot, state) {
+                Ok(repo) => return Ok(repo),
+                Err(e @ (StoreError::Io { .. } | StoreError::UnknownVersion { .. })) => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(StoreError::NeedsRecovery {
+            path: display_path,
+            reason: match first_error {
+                Some(e) => format!("the published state is not fully present ({e})"),
+                None => "no usable control slot".into(),
+            },
+        })
+    }
+
+    fn load(
+        files: &StoreFiles,
+        writable: bool,
+        options: &RepoOptions,
+        path: Option<&Path>,
+        control: &ControlFileState,
+        slot: usize,
+        mut state: ControlState,
+    ) -> Result<Repo> {
+        switch::check_header(&*files.pack, FileKind::Pack, state.pack_end)?;
+        switch::check_header(
+            &*files.index,
+            FileKind::Index,
+            state.index_synced.max(index::INDEX_HEADER_LEN),
+        )?;
+        let loaded = switch::load_entries(
+            files,
+            index::INDEX_HEADER_LEN,
+            state.index_end,
+            state.index_synced,
+            None,
+            state.pack_end,
+        )?;
+        for (name, (hash, offset)) in &state.branches {
+            if !loaded.entries.iter().any(|entry| entry == &(*hash, *offset)) {
+                return Err(StoreError::corrupt(
+                    FileKind::Control,
+                    0,
+                    format!("branch {name:?} names commit {hash} at {offset}, not in the index"),
+                ));
+            }
+        }
+        let last_commit = loaded.entries.last().map(|(_, offset)| *offset);
+        let commits: HashMap<_, _> = loaded.entries.into_iter().collect();
+        let confirmed = control.confirmed == Some(state.generation);
+        let mut max_generation = control.max_generation();
+        if writable {
+            let io = |op, e| StoreError::io(FileKind::Control, 0, op, e);
+            // The state may have been written but not synced by a writer that died: make it durable
+            // before the next publish overwrites the other slot.
+            if !confirmed {
+                files.control.sync().map_err(|e| io("sync", e))?;
+            }
+            if let Some((at, bytes)) = &loaded.rebuilt {
+                files
+                    .index
+                    .write_at(*at, bytes)
+                    .map_err(|e| StoreError::io(FileKind::Index, *at, "write", e))?;
+            }
+            if state.index_synced < state.index_end || !confirmed {
+                files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+                state.index_synced = state.index_end;
+                max_generation += 1;
+                state.generation = max_generation;
+                let target = 1 - slot;
+                switch::write_slot(&*files.control, target, &state.encode()?)?;
+                files.control.sync().map_err(|e| io("sync", e))?;
+                switch::write_confirm(&*files.control, state.generation)?;
+                return Ok(Self::assemble(
+                    files,
+                    writable,
+                    options,
+                    path,
+                    state,
+                    commits,
+                    last_commit,
+                    target,
+                    max_generation,
+                ));
+            }
+        }
+        Ok(Self::assemble(files, writable, options, path, state, commits, last_commit, slot, max_generation))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        files: &StoreFiles,
+        writable: bool,
+        options: &RepoOptions,
+        path: Option<&Path>,
+        state: ControlState,
+        commits: HashMap<larch_core::Hash, u64>,
+        last_commit: Option<u64>,
+        slot: usize,
+        max_generation: u64,
+    ) -> Repo {
+        let reader = PackReader::new(files.pack.clone(), state.pack_end, options.cache_bytes);
+        Repo {
+            path: path.map(Path::to_path_buf),
+            files: files.clone(),
+            source: Arc::new(PackSource { reader }),
+            synced_pack_end: state.pack_end,
+            confirm_synced: false,
+            state,
+            commits,
+            last_commit,
+            slot,
+            max_generation,
+            writable,
+            options: options.clone(),
+            poisoned: false,
+            unsynced_commits: 0,
+            buffer: Vec::new(),
+            stats: StoreStats::default(),
+            last_write: WriteCounts::default(),
+            _lock: None,
+        }
+    }
+
+    fn initialize(files: &StoreFiles) -> Result<ControlFileState> {
+        let pack_io = |op, e| StoreError::io(FileKind::Pack, 0, op, e);
+        let index_io = |op, e| StoreError::io(FileKind::Index, 0, op, e);
+        files.pack.write_at(0, &codec::pack_header()).map_err(|e| pack_io("write", e))?;
+        files.index.write_at(0, &index::header()).map_err(|e| index_io("write", e))?;
+        files.pack.sync().map_err(|e| pack_io("sync", e))?;
+        files.index.sync().map_err(|e| index_io("sync", e))?;
+        let state = ControlState {
+            generation: 1,
+            pack_end: PACK_HEADER_LEN,
+            index_end: index::INDEX_HEADER_LEN,
+            index_synced: index::INDEX_HEADER_LEN,
+            branches: Default::default(),
+        };
+        let mut bytes = vec![0u8; crate::control::CONTROL_LEN as usize];
+        let encoded = state.encode()?;
+        bytes.get_mut(..encoded.len()).unwrap_or_default().copy_from_slice(&encoded);
+        let confirm = crate::control::encode_confirm(1);
+        bytes.get_mut(crate::control::CONFIRM_AT as usize..).unwrap_or_default().copy_from_slice(&confirm);
+        files.control.write_at(0, &bytes).map_err(|e| StoreError::io(FileKind::Control, 0, "write", e))?;
+        files.control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
+        Ok(ControlFileState { slots: [Slot::Valid(state), Slot::Empty], confirmed: Some(1) })
+    }
+
+    /// Sees the commits published (and durable) since this handle opened or last reloaded. Returns
+    /// whether anything changed. A writer's handle is always up to date.
+    pub fn reload(&mut self) -> Result<bool> {
+        if self.writable {
+            return Ok(false);
+        }
+        let control = switch::read_control(&*self.files.control)?;
+        let slot = reader_slot(&control, self.path.as_deref(), &*self.files.control);
+        let Some(state) = slot.and_then(|slot| control.state(slot)).cloned() else {
+            return Err(StoreError::NeedsRecovery {
+                path: self.path.clone().unwrap_or_default(),
+                reason: "the control file has no valid slot".into(),
+            });
+        };
+        // An older generation is a transient view (a slot read while being written): keep ours.
+        if state.generation <= self.state.generation {
+            return Ok(false);
+        }
+        if state.pack_end < self.state.pack_end || state.index_end < self.state.index_end {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                0,
+                "the published state went back to an older one (a writer recovered); reopen the store",
+            ));
+        }
+        switch::check_header(&*self.files.pack, FileKind::Pack, state.pack_end)?;
+        let loaded = switch::load_entries(
+            &self.files,
+            self.state.index_end,
+            state.index_end,
+            self.state.index_end,
+            self.last_commit,
+            state.pack_end,
+        )?;
+        if let Some((_, offset)) = loaded.entries.last() {
+            self.last_commit = Some(*offset);
+        }
+        self.commits.extend(loaded.entries);
+        self.source.reader.set_end(state.pack_end);
+        self.state = state;
+        Ok(true)
+    }
+
+    /// Closes the handle, first making every commit durable and published (under
+    /// `SyncPolicy::Every` or `Never`, a final sync and publish), and the commit index durable.
+    pub fn close(mut self) -> Result<()> {
+        self.flush()?;
+        self.sync_confirmation()
+    }
+
+    /// Makes every commit of this writer durable and publishes it (the commit index included):
+    /// under `SyncPolicy::Every` and `Never`, commits since the last sync are visible to this
+    /// handle only until this, the `N`-th commit, or [`Repo::close`]. Nothing to do on a reader.
+    pub fn flush(&mut self) -> Result<()> {
+        if !self.writable || self.poisoned {
+            return Ok(());
+        }
+        if self.unsynced_commits == 0 && self.state.index_synced == self.state.index_end {
+            return Ok(());
+        }
+        let mut state = self.state.clone();
+        let outcome = (|| {
+            self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+            self.stats.syncs += 1;
+            state.index_synced = state.index_end;
+            self.write_switch(&mut state)
+        })();
+        if outcome.is_err() {
+            self.poisoned = true;
+        }
+        outcome?;
+        self.state = state;
+        Ok(())
+    }
+
+    /// Best effort of [`Repo::drop`]: publish what a `never`/`every N` writer staged.
+    fn flush_on_drop(&mut self) {
+        if self.unsynced_commits > 0 {
+            let _ = self.flush();
+        }
+        let _ = self.sync_confirmation();
+    }
+
+    /// Makes the last confirmation durable (one more sync of the control file, at close or drop),
+    /// so that readers opening after a power loss see the last publish without a writer's help.
+    fn sync_confirmation(&mut self) -> Result<()> {
+        if self.writable && !self.poisoned && !self.confirm_synced {
+            self.files.control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
+            self.stats.syncs += 1;
+            self.confirm_synced = true;
+        }
+        Ok(())
+    }
+
+    /// Makes the pack durable up to `state.pack_end`, then writes `state` with a new generation
+    /// into the slot the current state is not in, syncs the control file, and confirms.
+    fn write_switch(&mut self, state: &mut ControlState) -> Result<()> {
+        let generation = self.max_generation + 1;
+        state.generation = generation;
+        let bytes = state.encode()?;
+        if state.pack_end > self.synced_pack_end {
+            let pack_end = self.synced_pack_end;
+            self.files.pack.sync().map_err(|e| StoreError::io(FileKind::Pack, pack_end, "sync", e))?;
+            self.stats.syncs += 1;
+        }
+        // A file replaced under the writer (deleted, renamed over) would take this publish with it.
+        for (storage, kind) in [(&self.files.control, FileKind::Control), (&self.files.pack, FileKind::Pack)]
+        {
+            storage.check_identity().map_err(|e| StoreError::io(kind, 0, "check identity", e))?;
+        }
+        let target = 1 - self.slot;
+        switch::write_slot(&*self.files.control, target, &bytes)?;
+        self.files.control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
+        self.stats.syncs += 1;
+        switch::write_confirm(&*self.files.control, generation)?;
+        self.confirm_synced = false;
+        self.slot = target;
+        self.max_generation = generation;
+        self.synced_pack_end = state.pack_end;
+        self.unsynced_commits = 0;
+        Ok(())
+    }
+
+    /// Adopts `state` advanced by the appended lengths; publishes it through the switch when the
+    /// sync policy says this commit is durable. A failure while publishing poisons the handle:
+    /// whether the new state reached the disk is unknown until the store is reopened.
+    pub(crate) fn publish(&mut self, mut state: ControlState, pack_len: u64, index_len: u64) -> Result<()> {
+        state.pack_end += pack_len;
+        state.index_end += index_len;
+        // Refused before anything is synced: too many branches for a slot.
+        state.encode()?;
+        let durable = match self.options.sync {
+            SyncPolicy::Never => false,
+            SyncPolicy::Commit => true,
+            SyncPolicy::Every(n) => self.unsynced_commits + 1 >= n.max(1),
+        };
+        if durable {
+            if let Err(e) = self.write_switch(&mut state) {
+                self.poisoned = true;
+                return Err(e);
+            }
+        } else {
+            self.unsynced_commits += 1;
+        }
+        self.source.reader.set_end(state.pack_end);
+        self.state = state;
+        Ok(())
+    }
+}
+
+impl Drop for Repo {
+    /// A writer dropped without [`Repo::close`] still publishes its staged commits (errors are
+    /// ignored: call `close` to see them).
+    fn drop(&mut self) {
+        self.flush_on_drop();
+    }
+}

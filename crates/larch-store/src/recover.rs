@@ -1,0 +1,323 @@
+//! Recovery of a store whose published state is damaged, missing or behind its pack (`larch recover`):
+//! find the newest complete commit from the pack and the commit index, report what publishing it
+//! would drop, and publish it only when asked ([`RecoveryPlan::apply`]).
+
+use crate::codec::{self, PACK_HEADER_LEN, RecordKind};
+use crate::control::{ControlFileState, ControlState, PAGE};
+use crate::error::{FileKind, Result, StoreError};
+use crate::index;
+use crate::open::{DirKind, classify};
+use crate::options::RepoOptions;
+use crate::pack::PackReader;
+use crate::repo::{DEFAULT_BRANCH, Repo};
+use crate::storage::{FileStorage, MemStorage, Storage, StoreFiles};
+use crate::switch;
+use larch_core::Hash;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Candidates (newest first) checked with fsck before giving up.
+const MAX_CANDIDATES: usize = 16;
+
+/// A commit found in the pack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundCommit {
+    /// The commit hash.
+    pub hash: Hash,
+    /// Offset of its record.
+    pub offset: u64,
+    /// Offset just past its record: the pack length that publishes it.
+    pub end: u64,
+}
+
+/// What `larch recover` found, and what it would publish.
+#[derive(Debug)]
+pub struct RecoveryPlan {
+    /// The store directory.
+    pub path: PathBuf,
+    /// The newest valid control slot, if any.
+    pub published: Option<ControlState>,
+    /// Why the store does not open as it is (`None`: it opens).
+    pub open_error: Option<String>,
+    /// Length of the pack file.
+    pub pack_len: u64,
+    /// Where the scan of the pack's records stopped (a damaged or torn record, or the end).
+    pub scan_end: u64,
+    /// The commit records found by the scan, in pack order.
+    pub found: Vec<FoundCommit>,
+    /// The newest complete commit (fsck-clean with every commit before it), the new head.
+    pub chosen: Option<FoundCommit>,
+    /// Newer commits that are not complete, with the first problem fsck found.
+    pub rejected: Vec<(FoundCommit, String)>,
+    /// Commits named by the commit index whose records are not in the readable pack.
+    pub index_only: Vec<(Hash, u64)>,
+    /// Branches of the published state that would be dropped (their commit is not kept).
+    pub dropped_branches: Vec<String>,
+    state: Option<ControlState>,
+    entries: Vec<(Hash, u64)>,
+}
+
+impl RecoveryPlan {
+    /// Whether publishing the plan would change nothing: the store opens and stands on the chosen
+    /// commit already.
+    pub fn is_noop(&self) -> bool {
+        self.open_error.is_none()
+            && match (&self.published, &self.state) {
+                (Some(published), Some(state)) => {
+                    published.pack_end == state.pack_end
+                        && published.index_end == state.index_end
+                        && published.branches == state.branches
+                }
+                (None, None) => true,
+                _ => false,
+            }
+    }
+
+    /// Commits published now that the plan drops (published index longer than the chosen one).
+    pub fn dropped_published_commits(&self) -> u64 {
+        let published = self.published.as_ref().map_or(0, |state| state.index_end);
+        let chosen = self.state.as_ref().map_or(index::INDEX_HEADER_LEN, |state| state.index_end);
+        published.saturating_sub(chosen) / index::ENTRY_LEN as u64
+    }
+
+    /// Publishes the chosen commit: rewrites the commit index, then both control slots (each
+    /// synced), under the writer's lock. The pack is not modified; bytes past the chosen end
+    /// become its tail.
+    pub fn apply(&self) -> Result<()> {
+        if self.state.is_none() {
+            return Err(StoreError::NeedsRecovery {
+                path: self.path.clone(),
+                reason: "no complete commit was found in the pack; nothing to publish".into(),
+            });
+        }
+        let path = &self.path;
+        let dir = File::open(path).map_err(|source| StoreError::Directory {
+            path: path.clone(),
+            op: "open",
+            source,
+        })?;
+        match fs4::fs_std::FileExt::try_lock_exclusive(&dir) {
+            Ok(true) => {}
+            Ok(false) => return Err(StoreError::Locked { path: path.clone() }),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(StoreError::Locked { path: path.clone() });
+            }
+            Err(source) => return Err(StoreError::Directory { path: path.clone(), op: "lock", source }),
+        }
+        let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
+            let file = FileStorage::open(&path.join(kind.file_name()), true, true)
+                .map_err(|e| StoreError::io(kind, 0, "open", e))?;
+            Ok(Arc::new(file))
+        };
+        let files = StoreFiles {
+            control: open(FileKind::Control)?,
+            pack: open(FileKind::Pack)?,
+            index: open(FileKind::Index)?,
+        };
+        self.apply_to(&files)?;
+        File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
+            path: path.clone(),
+            op: "sync",
+            source,
+        })?;
+        Ok(())
+    }
+
+    /// [`RecoveryPlan::apply`] on `files` (no lock taken): rewrites the commit index (synced), then
+    /// both control slots (each synced) and the confirmation. The pack is not written.
+    pub fn apply_to(&self, files: &StoreFiles) -> Result<()> {
+        let Some(state) = &self.state else {
+            return Err(StoreError::NeedsRecovery {
+                path: self.path.clone(),
+                reason: "no complete commit was found in the pack; nothing to publish".into(),
+            });
+        };
+        let mut bytes = index::header().to_vec();
+        for (hash, offset) in &self.entries {
+            index::encode_entry(&mut bytes, hash, *offset);
+        }
+        files.index.write_at(0, &bytes).map_err(|e| StoreError::io(FileKind::Index, 0, "write", e))?;
+        files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+        let control = &*files.control;
+        let mut state = state.clone();
+        for slot in 0..2 {
+            state.generation += 1;
+            switch::write_slot(control, slot, &state.encode()?)?;
+            control.sync().map_err(|e| StoreError::io(FileKind::Control, slot as u64 * PAGE, "sync", e))?;
+        }
+        switch::write_confirm(control, state.generation)?;
+        control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
+        Ok(())
+    }
+}
+
+/// Examines the store at `path` (read-only) and plans its recovery.
+pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
+    let path = path.as_ref().to_path_buf();
+    match classify(&path)? {
+        DirKind::Store | DirKind::NoControl(_) => {}
+        DirKind::Interrupted | DirKind::Empty => {
+            return Err(StoreError::NotAStore {
+                path,
+                reason: "no store data here (empty directory)".into(),
+            });
+        }
+        DirKind::Missing => return Err(StoreError::NotAStore { path, reason: "no such directory".into() }),
+        DirKind::Foreign(reason) => return Err(StoreError::NotAStore { path, reason }),
+    }
+    let open_error = Repo::open_read_only(&path).err().map(|e| e.to_string());
+    let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
+        match FileStorage::open(&path.join(kind.file_name()), false, false) {
+            Ok(file) => Ok(Arc::new(file)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Arc::new(MemStorage::new())),
+            Err(e) => Err(StoreError::io(kind, 0, "open", e)),
+        }
+    };
+    let files = StoreFiles {
+        control: open(FileKind::Control)?,
+        pack: open(FileKind::Pack)?,
+        index: open(FileKind::Index)?,
+    };
+    plan(files, path, open_error)
+}
+
+/// [`plan_recovery`] of a store held by `files` (any [`Storage`]: memory, fault injection).
+pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
+    let options = RepoOptions { create: false, cache_bytes: 1 << 20, ..RepoOptions::default() };
+    let open_error = Repo::open_files(files.clone(), false, options, None).err().map(|e| e.to_string());
+    let pack_len = files.pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+    if pack_len <= PACK_HEADER_LEN {
+        return Err(StoreError::NotAStore { path: "<storage>".into(), reason: "no store data".into() });
+    }
+    plan(files, PathBuf::from("<storage>"), open_error)
+}
+
+fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<RecoveryPlan> {
+    let (control, pack, index_file) = (files.control, files.pack, files.index);
+    let control_state: ControlFileState = switch::read_control(&*control)?;
+    let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
+    let pack_len = pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+    switch::check_header(&*pack, FileKind::Pack, PACK_HEADER_LEN)?;
+
+    // Scan the records from the header until the first one that does not check out.
+    let reader = PackReader::new(pack.clone(), pack_len, 0);
+    let mut found = Vec::new();
+    let mut at = PACK_HEADER_LEN;
+    while at < pack_len {
+        let Ok((hash, total)) = reader.with_record(at, |kind, body| match kind {
+            RecordKind::Commit => Ok(Some(codec::decode_commit(body, at)?.hash())),
+            _ => Ok(None),
+        }) else {
+            break;
+        };
+        if let Some(hash) = hash {
+            found.push(FoundCommit { hash, offset: at, end: at + total });
+        }
+        at += total;
+    }
+    let scan_end = at;
+    // Index entries (checksums valid) naming commits the scan did not reach.
+    let mut index_only = Vec::new();
+    if let Ok(len) = index_file.len()
+        && len > index::INDEX_HEADER_LEN
+    {
+        let whole = (len - index::INDEX_HEADER_LEN) / index::ENTRY_LEN as u64 * index::ENTRY_LEN as u64;
+        let mut bytes = vec![0u8; usize::try_from(whole).unwrap_or(0)];
+        if index_file.read_at(index::INDEX_HEADER_LEN, &mut bytes).is_ok() {
+            for chunk in bytes.chunks(index::ENTRY_LEN) {
+                if let Ok(entries) = index::decode_entries(chunk, 0)
+                    && let Some((hash, offset)) = entries.first()
+                    && *offset >= scan_end
+                {
+                    index_only.push((*hash, *offset));
+                }
+            }
+        }
+    }
+
+    let mut plan = RecoveryPlan {
+        path: path.clone(),
+        published: published.clone(),
+        open_error,
+        pack_len,
+        scan_end,
+        found: found.clone(),
+        chosen: None,
+        rejected: Vec::new(),
+        index_only,
+        dropped_branches: Vec::new(),
+        state: None,
+        entries: Vec::new(),
+    };
+    for position in (0..found.len()).rev().take(MAX_CANDIDATES) {
+        let Some(candidate) = found.get(position).cloned() else { continue };
+        let entries: Vec<(Hash, u64)> =
+            found.get(..=position).unwrap_or_default().iter().map(|c| (c.hash, c.offset)).collect();
+        let mut state = ControlState {
+            generation: published
+                .as_ref()
+                .map_or(0, |state| state.generation)
+                .max(control_state.max_generation()),
+            pack_end: candidate.end,
+            index_end: index::INDEX_HEADER_LEN + (entries.len() * index::ENTRY_LEN) as u64,
+            index_synced: 0,
+            branches: Default::default(),
+        };
+        state.index_synced = state.index_end;
+        let mut dropped = Vec::new();
+        if let Some(published) = &published {
+            for (name, target) in &published.branches {
+                if entries.contains(target) {
+                    state.branches.insert(name.clone(), *target);
+                } else {
+                    dropped.push(name.clone());
+                }
+            }
+        }
+        // Keep `main` where the published state put it when that commit is kept and nothing newer
+        // than the published state exists; otherwise it moves to the newest complete commit.
+        let beyond = published.as_ref().is_none_or(|published| candidate.end > published.pack_end);
+        if beyond || !state.branches.contains_key(DEFAULT_BRANCH) {
+            state.branches.insert(DEFAULT_BRANCH.to_string(), (candidate.hash, candidate.offset));
+        }
+        match check_candidate(&pack, &state, &entries) {
+            Ok(()) => {
+                plan.chosen = Some(candidate);
+                plan.dropped_branches = dropped;
+                plan.state = Some(state);
+                plan.entries = entries;
+                break;
+            }
+            Err(problem) => plan.rejected.push((candidate, problem)),
+        }
+    }
+    Ok(plan)
+}
+
+/// Opens the candidate state over the real pack (index and control in memory) and checks it.
+fn check_candidate(
+    pack: &Arc<dyn Storage>,
+    state: &ControlState,
+    entries: &[(Hash, u64)],
+) -> Result<(), String> {
+    let mut control = vec![0u8; crate::control::CONTROL_LEN as usize];
+    let encoded = state.encode().map_err(|e| e.to_string())?;
+    control.get_mut(..encoded.len()).unwrap_or_default().copy_from_slice(&encoded);
+    let mut index_bytes = index::header().to_vec();
+    for (hash, offset) in entries {
+        index::encode_entry(&mut index_bytes, hash, *offset);
+    }
+    let files = StoreFiles {
+        control: Arc::new(MemStorage::from_bytes(control)),
+        pack: pack.clone(),
+        index: Arc::new(MemStorage::from_bytes(index_bytes)),
+    };
+    let options = RepoOptions { create: false, cache_bytes: 64 << 20, ..RepoOptions::default() };
+    let repo = Repo::open_files(files, false, options, None).map_err(|e| e.to_string())?;
+    let report = repo.fsck();
+    match report.problems.first() {
+        None => Ok(()),
+        Some(problem) => Err(format!("{} problems, first: {problem}", report.problems.len())),
+    }
+}
