@@ -23,6 +23,8 @@ pub mod tree;
 pub use hash::{Hash, HashParseError};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};
-pub use tree::node::{Contents, ContentsRef, Entry, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey};
+pub use tree::node::{
+    Contents, ContentsRef, Entry, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey, StoreId,
+};
 pub use tree::source::{LoadError, MemorySource, NoSource, ObjectSource};
 pub use tree::{Tree, TreeError};

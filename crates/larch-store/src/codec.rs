@@ -3,7 +3,10 @@
 
 use crate::error::{FileKind, Result, StoreError};
 use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
-use larch_core::{CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef};
+use larch_core::{
+    CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey,
+    StoreId,
+};
 use std::sync::Arc;
 
 /// Magic of the pack header.
@@ -185,6 +188,12 @@ impl<'a> Cursor<'a> {
             _ => Err(self.error(format!("child pointer back {back} leaves the pack"))),
         }
     }
+
+    /// A child pointer as a key of `store`.
+    pub fn key_pointer(&mut self, store: StoreId) -> Result<(Hash, ObjectKey)> {
+        let (hash, offset) = self.pointer()?;
+        Ok((hash, ObjectKey::new(store, offset)))
+    }
 }
 
 /// Whether a name is stored hex-packed: an even number ≥ 2 of lowercase hex digits.
@@ -289,6 +298,7 @@ fn decode_entries(
     cursor: &mut Cursor<'_>,
     max: usize,
     counts: &mut EntryCounts,
+    store: StoreId,
 ) -> Result<Vec<(Name, Entry)>> {
     let count = cursor.leb()?;
     if count > max as u64 {
@@ -297,7 +307,7 @@ fn decode_entries(
     let mut names = DecodedNames::with_capacity(count as usize);
     let mut entries = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        match decode_entry(cursor, counts, &mut names)? {
+        match decode_entry(cursor, counts, &mut names, store)? {
             Some(entry) => entries.push(entry),
             None => return Err(cursor.error("a removal where an entry was expected")),
         }
@@ -348,6 +358,7 @@ pub(crate) fn decode_entry(
     cursor: &mut Cursor<'_>,
     counts: &mut EntryCounts,
     names: &mut DecodedNames,
+    store: StoreId,
 ) -> Result<Option<Entry>> {
     let tag = cursor.u8()?;
     if tag & !(TAG_HEX | 3) != 0 {
@@ -367,7 +378,7 @@ pub(crate) fn decode_entry(
     names.ends.push(names.bytes.len());
     let entry = match tag & 3 {
         TAG_NODE => {
-            let (hash, key) = cursor.pointer()?;
+            let (hash, key) = cursor.key_pointer(store)?;
             Some(Entry::Node(NodeRef::Stored { hash, key }))
         }
         TAG_INLINE => {
@@ -378,7 +389,7 @@ pub(crate) fn decode_entry(
             Some(Entry::Contents(ContentsRef::Mem(Arc::new(Contents::from_slice(bytes)))))
         }
         TAG_CONTENTS => {
-            let (hash, key) = cursor.pointer()?;
+            let (hash, key) = cursor.key_pointer(store)?;
             Some(Entry::Contents(ContentsRef::Stored { hash, key }))
         }
         _ => None,
@@ -397,17 +408,19 @@ pub fn encode_removal(out: &mut Vec<u8>, name: &[u8]) {
     out.pop();
 }
 
-/// Decodes the body of a node record (`Flat`, `Values` or `Tree`).
+/// Decodes the body of a node record (`Flat`, `Values` or `Tree`); its child pointers become
+/// keys of `store`.
 pub fn decode_node_body(
     kind: RecordKind,
     body: &[u8],
     offset: u64,
     counts: &mut EntryCounts,
+    store: StoreId,
 ) -> Result<NodeBody> {
     let mut cursor = Cursor::new(body, FileKind::Pack, offset);
     let decoded = match kind {
-        RecordKind::Flat => NodeBody::Flat(decode_entries(&mut cursor, STABLE_HASH_MAX, counts)?),
-        RecordKind::Values => NodeBody::Values(decode_entries(&mut cursor, INODE_VALUES_MAX, counts)?),
+        RecordKind::Flat => NodeBody::Flat(decode_entries(&mut cursor, STABLE_HASH_MAX, counts, store)?),
+        RecordKind::Values => NodeBody::Values(decode_entries(&mut cursor, INODE_VALUES_MAX, counts, store)?),
         RecordKind::Tree => {
             let depth = cursor.u8()?;
             if depth >= INODE_MAX_DEPTH {
@@ -426,7 +439,7 @@ pub fn decode_node_body(
                     return Err(cursor.error(format!("bad bucket index {bucket}")));
                 }
                 previous = Some(bucket);
-                let (hash, key) = cursor.pointer()?;
+                let (hash, key) = cursor.key_pointer(store)?;
                 children.push((bucket, NodeRef::Stored { hash, key }));
             }
             NodeBody::Tree(InodeTree { depth, length, children })
@@ -501,11 +514,12 @@ pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
     Ok(CommitData { tree_hash, tree_offset, parents, info: CommitInfo { date, author, message } })
 }
 
-/// Decodes a node record body into a node carrying its trusted `hash` and its key `offset`.
-pub fn decode_node(kind: RecordKind, body: &[u8], offset: u64, hash: Hash) -> Result<Node> {
-    let body = decode_node_body(kind, body, offset, &mut EntryCounts::default())?;
+/// Decodes a node record body into a node carrying its trusted `hash` and its key `offset` in
+/// `store`.
+pub fn decode_node(kind: RecordKind, body: &[u8], offset: u64, hash: Hash, store: StoreId) -> Result<Node> {
+    let body = decode_node_body(kind, body, offset, &mut EntryCounts::default(), store)?;
     let node = Node::with_hash(body, hash);
-    node.set_stored_key(offset);
+    node.set_stored_key(ObjectKey::new(store, offset));
     Ok(node)
 }
 
@@ -521,7 +535,8 @@ mod tests {
             let mut counts = EntryCounts::default();
             let mut body = vec![1u8];
             body.extend_from_slice(&out);
-            let decoded = decode_node_body(RecordKind::Flat, &body, 100, &mut counts).unwrap();
+            let decoded =
+                decode_node_body(RecordKind::Flat, &body, 100, &mut counts, StoreId::fresh()).unwrap();
             let NodeBody::Flat(entries) = decoded else { panic!("not flat") };
             assert_eq!(entries[0].0.as_bytes(), name);
             assert_eq!(counts.hex_names, 1);

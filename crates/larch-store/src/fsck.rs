@@ -136,12 +136,19 @@ enum Expect {
     Inode(u8),
 }
 
+/// An object still to check, and how it was reached.
+enum Task {
+    Node { offset: u64, hash: Hash, parent: u64, expect: Expect, depth: u32 },
+    Contents { offset: u64, hash: Hash, parent: u64 },
+}
+
 struct Checker<'a> {
     repo: &'a Repo,
     report: FsckReport,
-    /// Offsets visited, with a 64-bit prefix of the hash they were reached with (the full hash
-    /// would double the memory of a check of millions of objects).
-    visited: HashMap<u64, u64, std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
+    /// Offsets visited, with the full hash they were first reached with: every other reference
+    /// to the same record must name the same hash, all 32 bytes of it (a prefix would let a
+    /// crafted store name one record by two hashes).
+    visited: HashMap<u64, Hash, std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
     reachable_bytes: u64,
 }
 
@@ -167,16 +174,15 @@ impl Checker<'_> {
 
     /// Returns false when already visited (after checking the hash agrees).
     fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64) -> bool {
-        let prefix = hash.as_bytes().first_chunk::<8>().map_or(0, |bytes| u64::from_le_bytes(*bytes));
         match self.visited.get(&offset) {
-            Some(seen) if *seen != prefix => {
+            Some(seen) if *seen != hash => {
                 let what = "referenced with two different hashes".to_string();
                 self.problem(offset, Some(hash), Some(parent), what);
                 false
             }
             Some(_) => false,
             None => {
-                self.visited.insert(offset, prefix);
+                self.visited.insert(offset, hash);
                 true
             }
         }
@@ -209,19 +215,42 @@ impl Checker<'_> {
         }
     }
 
-    fn node(&mut self, offset: u64, hash: Hash, parent: u64, expect: Expect, depth: u32) {
+    /// Checks everything reachable from the node at `offset`, with an explicit work list (a
+    /// store's directories may be nested arbitrarily deep: no recursion follows them).
+    fn walk(&mut self, start: Task) {
+        let mut tasks = vec![start];
+        while let Some(task) = tasks.pop() {
+            match task {
+                Task::Node { offset, hash, parent, expect, depth } => {
+                    self.node(offset, hash, parent, expect, depth, &mut tasks)
+                }
+                Task::Contents { offset, hash, parent } => self.contents(offset, hash, parent),
+            }
+        }
+    }
+
+    fn node(
+        &mut self,
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+        expect: Expect,
+        depth: u32,
+        tasks: &mut Vec<Task>,
+    ) {
         if !self.first_visit(offset, hash, parent) {
             return;
         }
         let mut counts = EntryCounts::default();
+        let store = self.repo.reader().store();
         let read = self.repo.reader().with_record(offset, |kind, body| {
             Ok((
                 kind,
                 match kind {
                     RecordKind::PatchEntries | RecordKind::PatchTree => {
-                        patch::decode(kind, body, offset, &mut counts).map(Decoded::Patch)
+                        patch::decode(kind, body, offset, &mut counts, store).map(Decoded::Patch)
                     }
-                    _ => codec::decode_node_body(kind, body, offset, &mut counts).map(Decoded::Full),
+                    _ => codec::decode_node_body(kind, body, offset, &mut counts, store).map(Decoded::Full),
                 },
             ))
         });
@@ -236,9 +265,16 @@ impl Checker<'_> {
         let body = match decoded {
             Decoded::Full(body) => body,
             Decoded::Patch(patch) => {
-                // The base is checked as an object of its own, then the patch is applied to it.
+                // The base is checked as an object of its own (its full hash against the one this
+                // patch names), then the patch is applied to it.
                 let (base_hash, base_offset) = patch.base();
-                self.node(base_offset, base_hash, offset, expect, depth);
+                tasks.push(Task::Node {
+                    offset: base_offset,
+                    hash: base_hash,
+                    parent: offset,
+                    expect,
+                    depth,
+                });
                 let applied = self
                     .repo
                     .reader()
@@ -292,12 +328,15 @@ impl Checker<'_> {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 for (_, entry) in entries {
                     match entry {
-                        Entry::Node(NodeRef::Stored { hash: child_hash, key }) => {
-                            self.node(*key, *child_hash, offset, Expect::Directory, depth + 1)
-                        }
-                        Entry::Contents(ContentsRef::Stored { hash: child_hash, key }) => {
-                            self.contents(*key, *child_hash, offset)
-                        }
+                        Entry::Node(NodeRef::Stored { hash: child_hash, key }) => tasks.push(Task::Node {
+                            offset: key.offset(),
+                            hash: *child_hash,
+                            parent: offset,
+                            expect: Expect::Directory,
+                            depth: depth.saturating_add(1),
+                        }),
+                        Entry::Contents(ContentsRef::Stored { hash: child_hash, key }) => tasks
+                            .push(Task::Contents { offset: key.offset(), hash: *child_hash, parent: offset }),
                         _ => {}
                     }
                 }
@@ -305,7 +344,13 @@ impl Checker<'_> {
             NodeBody::Tree(tree) => {
                 for (_, child) in &tree.children {
                     if let NodeRef::Stored { hash: child_hash, key } = child {
-                        self.node(*key, *child_hash, offset, Expect::Inode(tree.depth + 1), depth);
+                        tasks.push(Task::Node {
+                            offset: key.offset(),
+                            hash: *child_hash,
+                            parent: offset,
+                            expect: Expect::Inode(tree.depth.saturating_add(1)),
+                            depth,
+                        });
                     }
                 }
             }
@@ -343,7 +388,13 @@ impl Checker<'_> {
                 );
             }
         }
-        self.node(data.tree_offset, data.tree_hash, offset, Expect::Directory, 1);
+        self.walk(Task::Node {
+            offset: data.tree_offset,
+            hash: data.tree_hash,
+            parent: offset,
+            expect: Expect::Directory,
+            depth: 1,
+        });
     }
 }
 

@@ -6,7 +6,7 @@ use crate::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
 use crate::patch;
 use crate::storage::Storage;
-use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource};
+use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource, StoreId};
 use quick_cache::Weighter;
 use std::cell::RefCell;
 use std::fmt;
@@ -89,6 +89,8 @@ pub(crate) struct ReadCounters {
 
 /// The read side of a pack: storage, published end, cache, counters.
 pub(crate) struct PackReader {
+    /// The identity of the keys this reader hands out and accepts.
+    store: StoreId,
     storage: Arc<dyn Storage>,
     end: AtomicU64,
     cache: quick_cache::sync::Cache<u64, CacheItem, ItemWeight>,
@@ -135,12 +137,23 @@ impl PackReader {
     pub fn new(storage: Arc<dyn Storage>, end: u64, cache_bytes: u64) -> PackReader {
         let items = usize::try_from(cache_bytes / 512).unwrap_or(1 << 20).max(16);
         PackReader {
+            store: StoreId::fresh(),
             storage,
             end: AtomicU64::new(end),
             cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), ItemWeight),
             cache_capacity: cache_bytes,
             counters: ReadCounters::default(),
         }
+    }
+
+    /// The identity of this store instance: the store of every key it decodes.
+    pub fn store(&self) -> StoreId {
+        self.store
+    }
+
+    /// The key of the object at `offset` of this store.
+    pub fn key(&self, offset: u64) -> ObjectKey {
+        ObjectKey::new(self.store, offset)
     }
 
     /// The published end: records are read below it only.
@@ -263,10 +276,10 @@ impl PackReader {
             let mut counts = codec::EntryCounts::default();
             match kind {
                 RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
-                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts)?))
+                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts, self.store)?))
                 }
                 RecordKind::PatchEntries | RecordKind::PatchTree => {
-                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts)?))
+                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts, self.store)?))
                 }
                 other => Err(StoreError::corrupt(
                     FileKind::Pack,
@@ -291,7 +304,7 @@ impl PackReader {
             }
         };
         let node = Node::with_hash(body, *hash);
-        node.set_stored_key(offset);
+        node.set_stored_key(self.key(offset));
         let node = Arc::new(node);
         if keep {
             let weight = node_weight(&node);
@@ -357,9 +370,17 @@ pub struct PackSource {
     pub(crate) reader: PackReader,
 }
 
+impl PackSource {
+    /// The position of `key` in this store: a key of another store is refused (its position means
+    /// nothing here).
+    fn offset(&self, key: ObjectKey) -> Result<u64> {
+        key.offset_in(self.reader.store).ok_or(StoreError::OtherStoreKey { key, store: self.reader.store })
+    }
+}
+
 impl ObjectSource for PackSource {
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
-        self.reader.node(key, hash).map_err(|e| LoadError {
+        self.offset(key).and_then(|offset| self.reader.node(offset, hash)).map_err(|e| LoadError {
             what: "node",
             key,
             hash: *hash,
@@ -368,7 +389,7 @@ impl ObjectSource for PackSource {
     }
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
-        self.reader.contents(key).map_err(|e| LoadError {
+        self.offset(key).and_then(|offset| self.reader.contents(offset)).map_err(|e| LoadError {
             what: "contents",
             key,
             hash: *hash,

@@ -369,7 +369,10 @@ impl Repo {
     pub fn checkout(&self, hash: &Hash) -> Result<Tree> {
         let offset = self.commit_offset(hash)?;
         let data = self.source.reader.commit(offset)?;
-        let root = Entry::Node(NodeRef::Stored { hash: data.tree_hash, key: data.tree_offset });
+        let root = Entry::Node(NodeRef::Stored {
+            hash: data.tree_hash,
+            key: self.source.reader.key(data.tree_offset),
+        });
         Ok(Tree::from_entry(root, self.source()))
     }
 
@@ -412,12 +415,10 @@ impl Repo {
             }
             return Ok(hash);
         }
-        let own = self.source() as Arc<dyn ObjectSource>;
-        let foreign =
-            (!std::ptr::addr_eq(Arc::as_ptr(tree.source()), Arc::as_ptr(&own))).then(|| &**tree.source());
         let base = self.state.pack_end;
+        let store = self.source.reader.store();
         // Rewritten nodes may be written as patches of their versions in the first parent's tree.
-        let reader = (self.options.patches && foreign.is_none()).then_some(&self.source.reader);
+        let reader = self.options.patches.then_some(&self.source.reader);
         let root_base = match (reader, parent_offsets.first()) {
             (Some(reader), Some((_, offset))) => {
                 reader.commit(*offset).ok().map(|parent| (parent.tree_hash, parent.tree_offset))
@@ -427,8 +428,14 @@ impl Repo {
         let mut buffer = std::mem::take(&mut self.buffer);
         let result = (|| {
             let prime_budget = self.source.reader.cache_capacity() / PRIME_FRACTION;
-            let mut encoder =
-                Encoder::new(&mut buffer, base, Some(&*self.files.pack), foreign, reader, prime_budget);
+            let mut encoder = Encoder::new(
+                &mut buffer,
+                (base, store),
+                Some(&*self.files.pack),
+                &**tree.source(),
+                reader,
+                prime_budget,
+            );
             let (root_hash, root_offset) = encoder.node(root, root_base)?;
             let commit =
                 CommitData { tree_hash: root_hash, tree_offset: root_offset, parents: parent_offsets, info };
@@ -463,7 +470,7 @@ impl Repo {
         self.publish(state, pack_len, index_len)?;
         self.commits.insert(hash, commit_offset);
         for (node, offset) in marks {
-            node.set_stored_key(offset);
+            node.set_stored_key(self.source.reader.key(offset));
         }
         for record in records {
             self.source.reader.prime(record.offset, record.node, record.chain, record.weight);

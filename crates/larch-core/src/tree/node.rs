@@ -7,8 +7,91 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-/// Where an object lives in an [`ObjectSource`](crate::ObjectSource) (a pack offset for the disk store).
-pub type ObjectKey = u64;
+/// The identity of one object store instance (a [`MemorySource`](crate::MemorySource), an open
+/// disk store) within this process. A position ([`ObjectKey`]) is meaningful only to the store
+/// that made it: keys carry the identity, so a store treats a key of another store as absent
+/// (a writer copies the object, a source refuses the load) instead of misreading its offset.
+///
+/// Identities are drawn from a process-wide counter, so two live stores never share one (after
+/// 2^32 - 1 stores opened in one process the counter wraps around).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StoreId(std::num::NonZeroU32);
+
+impl StoreId {
+    /// A new identity, different from every other one handed out in this process (until the
+    /// counter wraps around).
+    pub fn fresh() -> StoreId {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        loop {
+            let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some(id) = std::num::NonZeroU32::new(id) {
+                return StoreId(id);
+            }
+        }
+    }
+
+    /// The identity as a number (for messages).
+    pub fn get(self) -> u32 {
+        self.0.get()
+    }
+}
+
+impl fmt::Debug for StoreId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "store#{}", self.0)
+    }
+}
+
+impl fmt::Display for StoreId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "store#{}", self.0)
+    }
+}
+
+/// Where an object lives: the store that wrote it and its position there (a pack offset for the
+/// disk store, an index for [`MemorySource`](crate::MemorySource)). Only the store named by
+/// [`store`](ObjectKey::store) may interpret the position. (The identity's zero niche keeps a
+/// `NodeRef` at 48 bytes.)
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    offset: u64,
+    store: StoreId,
+}
+
+impl ObjectKey {
+    /// The object at `offset` of `store`.
+    pub fn new(store: StoreId, offset: u64) -> ObjectKey {
+        ObjectKey { offset, store }
+    }
+
+    /// The store whose position this is.
+    pub fn store(self) -> StoreId {
+        self.store
+    }
+
+    /// The position within [`store`](ObjectKey::store).
+    pub fn offset(self) -> u64 {
+        self.offset
+    }
+
+    /// The position, if this key belongs to `store`.
+    #[inline]
+    pub fn offset_in(self, store: StoreId) -> Option<u64> {
+        (self.store == store).then_some(self.offset)
+    }
+}
+
+impl fmt::Debug for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.offset, self.store)
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.offset, self.store)
+    }
+}
 
 /// A step of a path: arbitrary bytes, ordered bytewise (OCaml `String.compare`).
 ///
@@ -345,12 +428,20 @@ impl Node {
         &mut self.body
     }
 
-    /// The key at which a store holds exactly this value, if recorded.
+    /// The key at which a store holds exactly this value, if recorded (by any store: see
+    /// [`stored_offset_in`](Node::stored_offset_in)).
     pub fn stored_key(&self) -> Option<ObjectKey> {
         self.key.get().copied()
     }
 
-    /// Records that a store holds this value at `key` (first record wins).
+    /// The position at which `store` holds exactly this value, if `store` recorded it.
+    #[inline]
+    pub fn stored_offset_in(&self, store: StoreId) -> Option<u64> {
+        self.key.get().and_then(|key| key.offset_in(store))
+    }
+
+    /// Records that a store holds this value at `key` (first record wins: a node committed to
+    /// two stores keeps the first one's key, and the second store writes it again each time).
     pub fn set_stored_key(&self, key: ObjectKey) {
         let _ = self.key.set(key);
     }

@@ -1,7 +1,8 @@
 //! The object-source seam: how a lazy tree loads the nodes and contents it knows only by key.
 
-use super::node::{Contents, ContentsRef, Entry, Node, NodeBody, NodeRef, ObjectKey};
+use super::node::{Contents, ContentsRef, Entry, Node, NodeBody, NodeRef, ObjectKey, StoreId};
 use crate::hash::Hash;
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -51,6 +52,8 @@ impl ObjectSource for NoSource {
 enum MemorySourceError {
     #[error("no object at key {0}")]
     Missing(ObjectKey),
+    #[error("key {0} belongs to another store than {1}")]
+    OtherStore(ObjectKey, StoreId),
     #[error("the object at key {key} has hash {actual}, the reference says {expected}")]
     HashMismatch { key: ObjectKey, expected: Hash, actual: Hash },
 }
@@ -63,8 +66,9 @@ struct MemoryObjects {
 
 /// An in-memory object store: `persist` turns a tree's in-memory nodes into stored records whose
 /// children are lazy references, exactly as a disk store would, and loads count as a disk's reads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemorySource {
+    id: StoreId,
     objects: RwLock<MemoryObjects>,
     node_loads: AtomicU64,
     contents_loads: AtomicU64,
@@ -74,10 +78,26 @@ pub struct MemorySource {
 /// as the disk store does; longer ones become objects of their own.
 pub const MEMORY_INLINE_CONTENTS_MAX: usize = 32;
 
+impl Default for MemorySource {
+    fn default() -> MemorySource {
+        MemorySource {
+            id: StoreId::fresh(),
+            objects: RwLock::default(),
+            node_loads: AtomicU64::new(0),
+            contents_loads: AtomicU64::new(0),
+        }
+    }
+}
+
 impl MemorySource {
     /// An empty source.
     pub fn new() -> MemorySource {
         MemorySource::default()
+    }
+
+    /// This source's identity: the store of the keys it hands out.
+    pub fn id(&self) -> StoreId {
+        self.id
     }
 
     /// Number of node loads served so far.
@@ -96,63 +116,138 @@ impl MemorySource {
         (objects.nodes.len(), objects.contents.len())
     }
 
-    /// Stores every in-memory node reachable from `entry` that is not stored yet, and returns the
-    /// lazy reference to it. Nodes already stored (recorded key) are not written again.
-    pub fn persist(&self, entry: &Entry) -> Entry {
+    /// Stores every in-memory node reachable from `entry` that this source does not hold yet,
+    /// and returns the lazy reference to it. Nodes this source already holds (a key of its own)
+    /// are not written again; nodes and contents of another store (a key of another identity,
+    /// recorded on a node or in a lazy reference) are copied, loading lazy parts from `source`,
+    /// the source of the tree `entry` belongs to.
+    pub fn persist(&self, entry: &Entry, source: &dyn ObjectSource) -> Result<Entry, LoadError> {
+        let mut persist = Persist {
+            id: self.id,
+            source,
+            objects: Vec::new(),
+            contents: Vec::new(),
+            next: (0, 0),
+            seen: HashMap::new(),
+        };
+        {
+            let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+            persist.next = (objects.nodes.len() as u64, objects.contents.len() as u64);
+        }
+        // Loads from `source` happen without this source's lock held (the source may be this
+        // one); the new objects are appended in one step at the end.
+        let stored = persist.entry(entry)?;
         let mut objects = self.objects.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        persist_entry(&mut objects, entry)
-    }
-}
-
-fn persist_entry(objects: &mut MemoryObjects, entry: &Entry) -> Entry {
-    match entry {
-        Entry::Contents(ContentsRef::Mem(contents)) if contents.len() >= MEMORY_INLINE_CONTENTS_MAX => {
-            let key = objects.contents.len() as ObjectKey;
-            objects.contents.push(contents.clone());
-            Entry::Contents(ContentsRef::Stored { hash: contents.hash(), key })
+        if (objects.nodes.len() as u64, objects.contents.len() as u64) != persist.next_start() {
+            // Another thread persisted meanwhile: the keys handed out are stale; do it again
+            // under the lock (rare: only concurrent commits to one `MemoryRepo` reach here).
+            drop(objects);
+            return self.persist(entry, source);
         }
-        Entry::Contents(contents) => Entry::Contents(contents.clone()),
-        Entry::Node(node) => Entry::Node(persist_node(objects, node)),
-    }
-}
-
-fn persist_node(objects: &mut MemoryObjects, node: &NodeRef) -> NodeRef {
-    let node = match node {
-        NodeRef::Stored { .. } => return node.clone(),
-        NodeRef::Mem(node) => node,
-    };
-    let hash = node.hash();
-    if let Some(key) = node.stored_key() {
-        return NodeRef::Stored { hash, key };
-    }
-    let entries = |entries: &super::node::Entries, objects: &mut MemoryObjects| {
-        entries.iter().map(|(name, entry)| (name.clone(), persist_entry(objects, entry))).collect()
-    };
-    let body = match node.body() {
-        NodeBody::Flat(list) => NodeBody::Flat(entries(list, objects)),
-        NodeBody::Values(list) => NodeBody::Values(entries(list, objects)),
-        NodeBody::Tree(tree) => {
-            let mut stored = tree.clone();
-            for (_, child) in &mut stored.children {
-                *child = persist_node(objects, child);
+        objects.nodes.extend(persist.objects.iter().map(|(node, _)| node.clone()));
+        objects.contents.extend(persist.contents);
+        for (record, original) in persist.objects {
+            if let (Some(original), Some(key)) = (original, record.stored_key()) {
+                original.set_stored_key(key);
             }
-            NodeBody::Tree(stored)
         }
-    };
-    let key = objects.nodes.len() as ObjectKey;
-    let record = Node::with_hash(body, hash);
-    record.set_stored_key(key);
-    objects.nodes.push(Arc::new(record));
-    node.set_stored_key(key);
-    NodeRef::Stored { hash, key }
+        Ok(stored)
+    }
+}
+
+/// One call of [`MemorySource::persist`]: the objects to append, numbered from `next`.
+struct Persist<'a> {
+    id: StoreId,
+    source: &'a dyn ObjectSource,
+    /// New node records, with the in-memory node each copies (to record its key on).
+    objects: Vec<(Arc<Node>, Option<Arc<Node>>)>,
+    contents: Vec<Arc<Contents>>,
+    /// The number of nodes and contents held before this call.
+    next: (u64, u64),
+    /// In-memory nodes persisted by this call (by address), shared subtrees being stored once.
+    seen: HashMap<usize, ObjectKey>,
+}
+
+impl Persist<'_> {
+    fn next_start(&self) -> (u64, u64) {
+        self.next
+    }
+
+    fn entry(&mut self, entry: &Entry) -> Result<Entry, LoadError> {
+        Ok(match entry {
+            Entry::Contents(ContentsRef::Mem(contents)) if contents.len() >= MEMORY_INLINE_CONTENTS_MAX => {
+                Entry::Contents(self.contents(contents.clone()))
+            }
+            Entry::Contents(ContentsRef::Stored { hash, key }) if key.store() != self.id => {
+                let loaded = self.source.load_contents(*key, hash)?;
+                if loaded.len() >= MEMORY_INLINE_CONTENTS_MAX {
+                    Entry::Contents(self.contents(loaded))
+                } else {
+                    Entry::Contents(ContentsRef::Mem(loaded))
+                }
+            }
+            Entry::Contents(contents) => Entry::Contents(contents.clone()),
+            Entry::Node(node) => Entry::Node(self.node(node)?),
+        })
+    }
+
+    fn contents(&mut self, contents: Arc<Contents>) -> ContentsRef {
+        let key = ObjectKey::new(self.id, self.next.1 + self.contents.len() as u64);
+        let hash = contents.hash();
+        self.contents.push(contents);
+        ContentsRef::Stored { hash, key }
+    }
+
+    fn node(&mut self, node: &NodeRef) -> Result<NodeRef, LoadError> {
+        let (node, original) = match node {
+            NodeRef::Stored { key, .. } if key.store() == self.id => return Ok(node.clone()),
+            NodeRef::Stored { hash, key } => (self.source.load_node(*key, hash)?, None),
+            NodeRef::Mem(node) => (node.clone(), Some(node.clone())),
+        };
+        let hash = node.hash();
+        if let Some(offset) = node.stored_offset_in(self.id) {
+            return Ok(NodeRef::Stored { hash, key: ObjectKey::new(self.id, offset) });
+        }
+        let address = Arc::as_ptr(&node) as usize;
+        if let Some(key) = self.seen.get(&address) {
+            return Ok(NodeRef::Stored { hash, key: *key });
+        }
+        let body = match node.body() {
+            NodeBody::Flat(list) => NodeBody::Flat(self.entries(list)?),
+            NodeBody::Values(list) => NodeBody::Values(self.entries(list)?),
+            NodeBody::Tree(tree) => {
+                let mut stored = tree.clone();
+                for (_, child) in &mut stored.children {
+                    *child = self.node(child)?;
+                }
+                NodeBody::Tree(stored)
+            }
+        };
+        let key = ObjectKey::new(self.id, self.next.0 + self.objects.len() as u64);
+        let record = Node::with_hash(body, hash);
+        record.set_stored_key(key);
+        if original.is_some() {
+            // Only nodes of the tree (alive until the call ends) are remembered by address: a
+            // loaded node may be freed and its address reused.
+            self.seen.insert(address, key);
+        }
+        self.objects.push((Arc::new(record), original));
+        Ok(NodeRef::Stored { hash, key })
+    }
+
+    fn entries(&mut self, list: &super::node::Entries) -> Result<super::node::Entries, LoadError> {
+        list.iter().map(|(name, entry)| Ok((name.clone(), self.entry(entry)?))).collect()
+    }
 }
 
 impl ObjectSource for MemorySource {
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
         self.node_loads.fetch_add(1, Ordering::Relaxed);
-        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         let fail = |reason| LoadError { what: "node", key, hash: *hash, reason: Box::new(reason) };
-        let node = usize::try_from(key)
+        let index =
+            key.offset_in(self.id).ok_or_else(|| fail(MemorySourceError::OtherStore(key, self.id)))?;
+        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let node = usize::try_from(index)
             .ok()
             .and_then(|index| objects.nodes.get(index))
             .ok_or_else(|| fail(MemorySourceError::Missing(key)))?;
@@ -165,9 +260,11 @@ impl ObjectSource for MemorySource {
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
         self.contents_loads.fetch_add(1, Ordering::Relaxed);
-        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         let fail = |reason| LoadError { what: "contents", key, hash: *hash, reason: Box::new(reason) };
-        let contents = usize::try_from(key)
+        let index =
+            key.offset_in(self.id).ok_or_else(|| fail(MemorySourceError::OtherStore(key, self.id)))?;
+        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let contents = usize::try_from(index)
             .ok()
             .and_then(|index| objects.contents.get(index))
             .ok_or_else(|| fail(MemorySourceError::Missing(key)))?;
