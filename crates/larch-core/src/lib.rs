@@ -18,6 +18,7 @@ pub mod hash;
 pub mod ocaml_hash;
 pub mod repo;
 pub mod schema;
+pub mod stack;
 pub mod tree;
 
 pub use hash::{Hash, HashParseError};

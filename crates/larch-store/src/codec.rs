@@ -17,8 +17,11 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const PACK_HEADER_LEN: u64 = 16;
 /// Contents of at most this many bytes are stored inline in their parent record.
 pub const INLINE_MAX: usize = 32;
-/// The largest record body accepted.
+/// The largest record body accepted (by readers, and by the writer, which refuses a larger one
+/// with [`StoreError::TooLarge`] before writing it).
 pub const MAX_BODY_LEN: u64 = 1 << 30;
+/// The most parents a commit record may have.
+pub const MAX_PARENTS: usize = 1024;
 
 /// Kinds of pack records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -496,7 +499,7 @@ pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
     let mut cursor = Cursor::new(body, FileKind::Pack, offset);
     let (tree_hash, tree_offset) = cursor.pointer()?;
     let count = cursor.leb()?;
-    if count > 1024 {
+    if count > MAX_PARENTS as u64 {
         return Err(cursor.error(format!("{count} parents")));
     }
     let parents = (0..count).map(|_| cursor.pointer()).collect::<Result<Vec<_>>>()?;

@@ -397,6 +397,13 @@ impl Repo {
         let Entry::Node(root) = tree.root() else {
             return Err(StoreError::RootIsContents);
         };
+        if parents.len() > codec::MAX_PARENTS {
+            return Err(StoreError::TooLarge(format!(
+                "{} parents (at most {} are allowed)",
+                parents.len(),
+                codec::MAX_PARENTS
+            )));
+        }
         let parent_offsets = parents
             .iter()
             .map(|parent| {
@@ -439,8 +446,8 @@ impl Repo {
             let (root_hash, root_offset) = encoder.node(root, root_base)?;
             let commit =
                 CommitData { tree_hash: root_hash, tree_offset: root_offset, parents: parent_offsets, info };
-            let commit_offset =
-                encoder.record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit));
+            let commit_offset = encoder
+                .record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit))?;
             Ok::<_, StoreError>((
                 commit_offset,
                 encoder.flushed,

@@ -172,22 +172,28 @@ impl<'a> Encoder<'a> {
         Ok(())
     }
 
-    /// Appends a framed record whose body was built by `fill` (given the record's offset).
-    pub fn record(&mut self, kind: RecordKind, fill: impl FnOnce(&mut Vec<u8>, u64)) -> u64 {
+    /// Appends a framed record whose body was built by `fill` (given the record's offset); a body
+    /// over [`MAX_BODY_LEN`](codec::MAX_BODY_LEN) is refused with [`StoreError::TooLarge`] (no
+    /// reader would accept it), and nothing of it is appended.
+    pub fn record(&mut self, kind: RecordKind, fill: impl FnOnce(&mut Vec<u8>, u64)) -> Result<u64> {
         let offset = self.next_offset();
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         fill(&mut scratch, offset);
-        codec::frame(self.buf, kind, &scratch);
+        let too_large = check_body_len(kind, scratch.len() as u64);
+        if too_large.is_ok() {
+            codec::frame(self.buf, kind, &scratch);
+        }
         self.scratch = scratch;
-        offset
+        too_large.map(|()| offset)
     }
 
     /// Writes whatever `node` needs, returning its hash and offset. `base` is the stored node at
     /// the same place in the parent commit's tree, if any: a rewritten node may be written as a
     /// patch of it.
     pub fn node(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
-        let written = self.node_inner(node, base)?;
+        // One level of the tree per call: the recursion is guarded (a path may be any depth).
+        let written = larch_core::stack::guarded(|| self.node_inner(node, base))?;
         self.flush_if_large()?;
         Ok(written)
     }
@@ -226,7 +232,9 @@ impl<'a> Encoder<'a> {
         Ok((hash, key))
     }
 
-    fn contents_record(&mut self, bytes: &[u8]) -> u64 {
+    fn contents_record(&mut self, bytes: &[u8]) -> Result<u64> {
+        // Checked before the value is copied: a value over the limit is never buffered.
+        check_body_len(RecordKind::Contents, bytes.len() as u64)?;
         self.counts.contents += 1;
         self.record(RecordKind::Contents, |out, _| out.extend_from_slice(bytes))
     }
@@ -245,7 +253,7 @@ impl<'a> Encoder<'a> {
                 let offset = match self.pending_contents.get(&id) {
                     Some(offset) => *offset,
                     None => {
-                        let offset = self.contents_record(contents.as_bytes());
+                        let offset = self.contents_record(contents.as_bytes())?;
                         self.pending_contents.insert(id, offset);
                         offset
                     }
@@ -265,7 +273,7 @@ impl<'a> Encoder<'a> {
                     if loaded.len() <= INLINE_MAX {
                         Loc::Inline(loaded)
                     } else {
-                        Loc::Contents(*hash, self.contents_record(loaded.as_bytes()))
+                        Loc::Contents(*hash, self.contents_record(loaded.as_bytes())?)
                     }
                 }
             },
@@ -367,7 +375,7 @@ impl<'a> Encoder<'a> {
                                 })
                                 .collect();
                             patch::encode_entries(out, offset, &list);
-                        });
+                        })?;
                         (offset, chain)
                     }
                     _ => {
@@ -376,7 +384,7 @@ impl<'a> Encoder<'a> {
                             for ((name, _), loc) in entries.iter().zip(&locs) {
                                 codec::encode_entry(out, offset, name.as_bytes(), &target_of(Some(loc)));
                             }
-                        });
+                        })?;
                         (offset, 0)
                     }
                 };
@@ -441,7 +449,7 @@ impl<'a> Encoder<'a> {
                         let offset = self.record(RecordKind::PatchTree, |out, offset| {
                             patch::encode_head(out, offset, head, chain);
                             patch::encode_tree(out, offset, tree.length, &changes);
-                        });
+                        })?;
                         (offset, chain)
                     }
                     _ => {
@@ -450,7 +458,7 @@ impl<'a> Encoder<'a> {
                             for (bucket, (hash, child)) in &children {
                                 codec::encode_tree_child(out, offset, *bucket, hash, *child);
                             }
-                        });
+                        })?;
                         (offset, 0)
                     }
                 };
@@ -472,6 +480,18 @@ impl<'a> Encoder<'a> {
         self.marks.push((node.clone(), offset));
         Ok((hash, offset))
     }
+}
+
+/// Refuses a record body of `len` bytes over the format's limit.
+pub(crate) fn check_body_len(kind: RecordKind, len: u64) -> Result<()> {
+    if len > codec::MAX_BODY_LEN {
+        return Err(StoreError::TooLarge(format!(
+            "a {} record of {len} bytes (at most {} are allowed); nothing was written",
+            kind.name(),
+            codec::MAX_BODY_LEN
+        )));
+    }
+    Ok(())
 }
 
 /// A loaded base: the stored version a rewritten node may be written as a patch of.

@@ -255,7 +255,7 @@ fn set_path<P: AsRef<[u8]>>(
     let emptied = match dir::entry_mut(node, name, source)? {
         Some(Entry::Node(child)) => {
             let child = dir::node_mut(child, source)?;
-            set_path(child, rest, new, source)?;
+            crate::stack::guarded(|| set_path(child, rest, new, source))?;
             child.length() == 0
         }
         _ => {
@@ -265,7 +265,7 @@ fn set_path<P: AsRef<[u8]>>(
                 return Ok(());
             }
             let mut child = Node::empty();
-            set_path(&mut child, rest, new, source)?;
+            crate::stack::guarded(|| set_path(&mut child, rest, new, source))?;
             return dir::set(node, name, Some(Entry::Node(NodeRef::Mem(Arc::new(child)))), source);
         }
     };

@@ -459,9 +459,28 @@ impl Node {
         }
     }
 
-    /// The node's hash under the Tezos schema, computed bottom-up once and cached.
+    /// The node's hash under the Tezos schema, computed bottom-up once and cached (at any depth:
+    /// the recursion through modified children is [guarded](crate::stack::guarded)).
     pub fn hash(&self) -> Hash {
-        *self.hash.get_or_init(|| compute_hash(&self.body))
+        if let Some(hash) = self.hash.get() {
+            return *hash;
+        }
+        *self.hash.get_or_init(|| crate::stack::guarded(|| compute_hash(&self.body)))
+    }
+}
+
+impl Drop for Node {
+    /// Drops the body on a [guarded](crate::stack::guarded) stack: dropping the last reference to
+    /// a deep chain of in-memory directories drops it level by level, recursively.
+    fn drop(&mut self) {
+        let body = std::mem::replace(&mut self.body, NodeBody::Flat(Vec::new()));
+        let has_children = match &body {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => !entries.is_empty(),
+            NodeBody::Tree(tree) => !tree.children.is_empty(),
+        };
+        if has_children {
+            crate::stack::guarded(move || drop(body));
+        }
     }
 }
 

@@ -187,7 +187,7 @@ impl Persist<'_> {
                 }
             }
             Entry::Contents(contents) => Entry::Contents(contents.clone()),
-            Entry::Node(node) => Entry::Node(self.node(node)?),
+            Entry::Node(node) => Entry::Node(crate::stack::guarded(|| self.node(node))?),
         })
     }
 
@@ -218,7 +218,7 @@ impl Persist<'_> {
             NodeBody::Tree(tree) => {
                 let mut stored = tree.clone();
                 for (_, child) in &mut stored.children {
-                    *child = self.node(child)?;
+                    *child = crate::stack::guarded(|| self.node(child))?;
                 }
                 NodeBody::Tree(stored)
             }
