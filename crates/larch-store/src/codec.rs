@@ -20,6 +20,9 @@ pub const INLINE_MAX: usize = 32;
 /// The largest record body accepted (by readers, and by the writer, which refuses a larger one
 /// with [`StoreError::TooLarge`] before writing it).
 pub const MAX_BODY_LEN: u64 = 1 << 30;
+/// The smallest commit record, framing included (no parents, empty author and message, a
+/// one-byte `back`): a pack of `n` bytes holds at most `n / MIN_COMMIT_RECORD` commits.
+pub const MIN_COMMIT_RECORD: u64 = 50;
 /// The most parents a commit record may have.
 pub const MAX_PARENTS: usize = 1024;
 
@@ -314,6 +317,9 @@ fn decode_entries(
             Some(entry) => entries.push(entry),
             None => return Err(cursor.error("a removal where an entry was expected")),
         }
+        if names.previous().is_some_and(|previous| previous >= names.last()) {
+            return Err(cursor.error("entries not sorted by name (or a name repeated)"));
+        }
     }
     names.attach(entries, cursor)
 }
@@ -411,6 +417,18 @@ pub fn encode_removal(out: &mut Vec<u8>, name: &[u8]) {
     out.pop();
 }
 
+/// Whether `length` entries may lie below a `Tree` inode at `depth`: the trie is canonical, so a
+/// directory root (depth 0) has more than 256 entries (else it is flat) and an inner inode more
+/// than 32 (else it is a `Values` leaf). (That `length` is the sum of the children's lengths is
+/// checked by fsck, which reads them.)
+pub fn check_tree_length(depth: u8, length: u64) -> std::result::Result<(), String> {
+    let least = if depth == 0 { STABLE_HASH_MAX } else { INODE_VALUES_MAX } as u64 + 1;
+    if length < least {
+        return Err(format!("an inode tree at depth {depth} with {length} entries (at least {least})"));
+    }
+    Ok(())
+}
+
 /// Decodes the body of a node record (`Flat`, `Values` or `Tree`); its child pointers become
 /// keys of `store`.
 pub fn decode_node_body(
@@ -430,6 +448,7 @@ pub fn decode_node_body(
                 return Err(cursor.error(format!("inode depth {depth} too deep")));
             }
             let length = cursor.leb()?;
+            check_tree_length(depth, length).map_err(|reason| cursor.error(reason))?;
             let count = cursor.u8()?;
             if count == 0 || count > 32 {
                 return Err(cursor.error(format!("inode with {count} children")));

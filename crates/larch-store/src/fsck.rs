@@ -319,6 +319,26 @@ impl Checker<'_> {
             largest.sort_unstable_by(|a, b| b.cmp(a));
             largest.truncate(10);
         }
+        if let NodeBody::Tree(tree) = &body {
+            // The length an inode claims is the sum of its children's (read here through the
+            // cache; each child is checked as an object of its own later).
+            let mut sum = Some(0u64);
+            for (_, child) in &tree.children {
+                if let NodeRef::Stored { hash: child_hash, key } = child {
+                    let length =
+                        self.repo.reader().node(key.offset(), child_hash).ok().map(|child| child.length());
+                    sum = sum.zip(length).map(|(sum, length)| sum.saturating_add(length));
+                }
+            }
+            if let Some(sum) = sum.filter(|sum| *sum != tree.length) {
+                self.problem(
+                    offset,
+                    Some(hash),
+                    Some(parent),
+                    format!("an inode of length {} whose children hold {sum} entries", tree.length),
+                );
+            }
+        }
         let node = Node::new(body);
         let actual = node.hash();
         if actual != hash {

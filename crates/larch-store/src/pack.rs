@@ -95,6 +95,9 @@ pub(crate) struct PackReader {
     end: AtomicU64,
     cache: quick_cache::sync::Cache<u64, CacheItem, ItemWeight>,
     cache_capacity: u64,
+    /// Rehash every object loaded (and compare full hashes on cache hits): tampering is then
+    /// detected on reads, not only by fsck ([`crate::RepoOptions::verify_on_load`]).
+    verify: bool,
     pub counters: ReadCounters,
 }
 
@@ -142,8 +145,15 @@ impl PackReader {
             end: AtomicU64::new(end),
             cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), ItemWeight),
             cache_capacity: cache_bytes,
+            verify: false,
             counters: ReadCounters::default(),
         }
+    }
+
+    /// This reader, verifying the full hash of every object it loads when `verify`.
+    pub fn verifying(mut self, verify: bool) -> PackReader {
+        self.verify = verify;
+        self
     }
 
     /// The identity of this store instance: the store of every key it decodes.
@@ -251,7 +261,7 @@ impl PackReader {
             self.cache.get(&offset)
         {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
-            if prefix != hash_prefix(hash) {
+            if prefix != hash_prefix(hash) || (self.verify && node.hash() != *hash) {
                 return Err(StoreError::corrupt(
                     FileKind::Pack,
                     offset,
@@ -303,7 +313,22 @@ impl PackReader {
                 (patch::apply(base.body(), patch, offset)?, chain)
             }
         };
-        let node = Node::with_hash(body, *hash);
+        let node = if self.verify {
+            // The record's own hash (its children's as their pointers say, which their own loads
+            // verify in turn), against the reference's.
+            let node = Node::new(body);
+            let actual = node.hash();
+            if actual != *hash {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("the node hashes to {actual}, its reference says {hash}"),
+                ));
+            }
+            node
+        } else {
+            Node::with_hash(body, *hash)
+        };
         node.set_stored_key(self.key(offset));
         let node = Arc::new(node);
         if keep {
@@ -326,10 +351,25 @@ impl PackReader {
         self.cache.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain, hash_prefix });
     }
 
-    /// The contents at `offset`, from the cache or read.
-    pub fn contents(&self, offset: u64) -> Result<Arc<Contents>> {
-        if let Some(CacheItem { object: CachedObject::Contents(contents), .. }) = self.cache.get(&offset) {
+    /// The contents at `offset`, whose hash is `hash`, from the cache or read. As for nodes, a
+    /// cache hit reached with a hash whose first 8 bytes differ from those of the reference that
+    /// loaded it is corruption; in verifying mode the value is rehashed on a miss and full hashes
+    /// are compared on hits.
+    pub fn contents(&self, offset: u64, hash: &Hash) -> Result<Arc<Contents>> {
+        let disagree = || {
+            StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("references disagree on the hash of these contents ({hash})"),
+            )
+        };
+        if let Some(CacheItem { object: CachedObject::Contents(contents), hash_prefix: prefix, .. }) =
+            self.cache.get(&offset)
+        {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
+            if prefix != hash_prefix(hash) || (self.verify && contents.hash() != *hash) {
+                return Err(disagree());
+            }
             return Ok(contents);
         }
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
@@ -341,12 +381,25 @@ impl PackReader {
                 format!("a {} record where contents were expected", other.name()),
             )),
         })?;
+        if self.verify {
+            let actual = contents.hash();
+            if actual != *hash {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("the contents hash to {actual}, their reference says {hash}"),
+                ));
+            }
+        }
         let contents = Arc::new(contents);
         let weight = u32::try_from(contents.len() + 64).unwrap_or(u32::MAX);
-        self.cache.insert(
-            offset,
-            CacheItem { object: CachedObject::Contents(contents.clone()), weight, chain: 0, hash_prefix: 0 },
-        );
+        let item = CacheItem {
+            object: CachedObject::Contents(contents.clone()),
+            weight,
+            chain: 0,
+            hash_prefix: hash_prefix(hash),
+        };
+        self.cache.insert(offset, item);
         Ok(contents)
     }
 
@@ -389,7 +442,7 @@ impl ObjectSource for PackSource {
     }
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
-        self.offset(key).and_then(|offset| self.reader.contents(offset)).map_err(|e| LoadError {
+        self.offset(key).and_then(|offset| self.reader.contents(offset, hash)).map_err(|e| LoadError {
             what: "contents",
             key,
             hash: *hash,

@@ -199,6 +199,7 @@ pub fn apply(base: &NodeBody, patch: Patch, offset: u64) -> Result<NodeBody> {
             if children.is_empty() {
                 return Err(corrupt("the patched inode has no children"));
             }
+            codec::check_tree_length(tree.depth, length).map_err(|reason| corrupt(&reason))?;
             Ok(NodeBody::Tree(InodeTree { depth: tree.depth, length, children }))
         }
         _ => Err(corrupt("the patch does not match the kind of its base")),

@@ -11,6 +11,9 @@ use crate::storage::{ControlFile, FileStorage, Storage, StoreFiles};
 use crate::writer::{Encoder, WriteCounts};
 use larch_core::{CommitInfo, Entry, Hash, NodeRef, ObjectSource, Tree, schema};
 use std::collections::HashMap;
+
+/// Commit index entries read at once when opening or reloading (64 Ki entries: 2.8 MiB).
+const INDEX_CHUNK_ENTRIES: u64 = 1 << 16;
 use std::fs::File;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -172,7 +175,8 @@ impl Repo {
         Self::check_header(&*files.index, FileKind::Index, state.index_end)?;
         let mut commits = HashMap::new();
         Self::read_index(&files, PACK_HEADER_LEN, state.index_end, &mut commits)?;
-        let reader = PackReader::new(files.pack.clone(), state.pack_end, options.cache_bytes);
+        let reader = PackReader::new(files.pack.clone(), state.pack_end, options.cache_bytes)
+            .verifying(options.verify_on_load);
         let stats = StoreStats::default();
         Ok(Repo {
             path: path.map(Path::to_path_buf),
@@ -252,16 +256,48 @@ impl Repo {
         if to < from {
             return Err(StoreError::corrupt(FileKind::Index, to, "published index shrank"));
         }
-        let len =
-            usize::try_from(to - from).map_err(|_| StoreError::corrupt(FileKind::Index, from, "huge"))?;
-        let mut bytes = vec![0; len];
-        files
-            .index
-            .read_at(from, &mut bytes)
-            .map_err(|e| StoreError::io(FileKind::Index, from, "read", e))?;
-        let entries = index::decode_entries(&bytes, from)?;
-        commits.reserve(entries.len());
-        commits.extend(entries);
+        if (to - from) % index::ENTRY_LEN as u64 != 0 {
+            return Err(StoreError::corrupt(
+                FileKind::Index,
+                from,
+                "length is not a whole number of entries",
+            ));
+        }
+        let mut entries = (to - from) / index::ENTRY_LEN as u64;
+        if entries > INDEX_CHUNK_ENTRIES {
+            // More commits than a chunk: they must fit the pack, each commit record taking at
+            // least `MIN_COMMIT_RECORD` bytes of it (checked before reading or allocating).
+            let pack_len = files.pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+            let most = pack_len / codec::MIN_COMMIT_RECORD;
+            if entries > most {
+                return Err(StoreError::corrupt(
+                    FileKind::Index,
+                    from,
+                    format!(
+                        "{entries} commits published, but a pack of {pack_len} bytes holds at most {most}"
+                    ),
+                ));
+            }
+        }
+        // Streamed in chunks: the memory used is the map of the entries read, never a buffer of
+        // the whole claimed length, and the first bad entry stops the read.
+        let mut bytes = Vec::new();
+        let mut at = from;
+        while entries > 0 {
+            let chunk = entries.min(INDEX_CHUNK_ENTRIES);
+            let len = usize::try_from(chunk).map_err(|_| StoreError::corrupt(FileKind::Index, at, "huge"))?
+                * index::ENTRY_LEN;
+            bytes.resize(len, 0);
+            files
+                .index
+                .read_at(at, &mut bytes)
+                .map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
+            let decoded = index::decode_entries(&bytes, at)?;
+            commits.reserve(decoded.len());
+            commits.extend(decoded);
+            at += len as u64;
+            entries -= chunk;
+        }
         Ok(())
     }
 
