@@ -50,7 +50,8 @@ fn flat_directory_record() {
     // length 1, "x"; tag 2 = contents pointer, name "k", hash, back 40; tag 0 = node pointer,
     // name "n", hash, back 10; crc32.
     assert_eq!(framed(RecordKind::Flat, &body), expected(&want));
-    let decoded = codec::decode_node_body(RecordKind::Flat, &body, 100, &mut EntryCounts::default(), StoreId::fresh());
+    let decoded =
+        codec::decode_node_body(RecordKind::Flat, &body, 100, &mut EntryCounts::default(), StoreId::fresh());
     assert!(decoded.is_ok());
 }
 
