@@ -204,7 +204,19 @@ impl PackReader {
         // One read usually covers the whole record (most are under `FIRST_READ`); a second read fetches the
         // rest of a larger one.
         let first = usize::try_from((end - offset).min(FIRST_READ)).unwrap_or(0);
-        let io = |e| StoreError::io(FileKind::Pack, offset, "read", e);
+        let io = |e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                // The file is shorter than the length the store published: it was truncated behind
+                // the store's back (larch never truncates below a published length).
+                StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("the file ends inside this record, below its published length {end} (truncated by another program?)"),
+                )
+            } else {
+                StoreError::io(FileKind::Pack, offset, "read", e)
+            }
+        };
         let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
             buffer.clear();
             buffer.resize(first, 0);

@@ -236,3 +236,22 @@ fn a_commit_index_longer_than_the_pack_can_hold_fails_before_reading_it() {
     assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
     assert!(error.to_string().contains("holds at most"), "{error}");
 }
+
+#[test]
+fn a_pack_truncated_under_an_open_reader_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..50 {
+        tree.add(&["d", &format!("k{i}")], vec![i as u8; 40]).unwrap();
+    }
+    let commit = repo.commit(&tree, &[], info(1)).unwrap();
+    repo.close().unwrap();
+    // The default reader (positioned reads): opened, then the pack is cut behind its back.
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let tree = reader.checkout(&commit).unwrap();
+    std::fs::OpenOptions::new().write(true).open(dir.path().join("pack")).unwrap().set_len(100).unwrap();
+    let error = tree.find(&["d", "k7"]).unwrap_err().to_string();
+    assert!(error.contains("truncated"), "{error}");
+    assert!(!error.contains("failed to fill whole buffer"), "{error}");
+}
