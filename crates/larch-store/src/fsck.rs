@@ -148,7 +148,7 @@ struct Checker<'a> {
     /// Offsets visited, with the full hash they were first reached with: every other reference
     /// to the same record must name the same hash, all 32 bytes of it (a prefix would let a
     /// crafted store name one record by two hashes).
-    visited: HashMap<u64, Hash, std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
+    visited: HashMap<u64, (Hash, u8), std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
     reachable_bytes: u64,
 }
 
@@ -172,24 +172,31 @@ impl Checker<'_> {
         self.reachable_bytes += bytes;
     }
 
-    /// Returns false when already visited (after checking the hash agrees).
-    fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64) -> bool {
+    /// Returns false when already visited (after checking the hash agrees, and that the record
+    /// is reached as the same kind of object: `role` 0 for contents, 1 for a directory, 2 + d for
+    /// an inode of depth d).
+    fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64, role: u8) -> bool {
         match self.visited.get(&offset) {
-            Some(seen) if *seen != hash => {
+            Some((seen, _)) if *seen != hash => {
                 let what = "referenced with two different hashes".to_string();
+                self.problem(offset, Some(hash), Some(parent), what);
+                false
+            }
+            Some((_, seen_role)) if *seen_role != role => {
+                let what = "referenced as two different kinds of object".to_string();
                 self.problem(offset, Some(hash), Some(parent), what);
                 false
             }
             Some(_) => false,
             None => {
-                self.visited.insert(offset, hash);
+                self.visited.insert(offset, (hash, role));
                 true
             }
         }
     }
 
     fn contents(&mut self, offset: u64, hash: Hash, parent: u64) {
-        if !self.first_visit(offset, hash, parent) {
+        if !self.first_visit(offset, hash, parent, 0) {
             return;
         }
         let read = self.repo.reader().with_record(offset, |kind, body| {
@@ -238,7 +245,11 @@ impl Checker<'_> {
         depth: u32,
         tasks: &mut Vec<Task>,
     ) {
-        if !self.first_visit(offset, hash, parent) {
+        let role = match expect {
+            Expect::Directory => 1,
+            Expect::Inode(depth) => depth.saturating_add(2),
+        };
+        if !self.first_visit(offset, hash, parent, role) {
             return;
         }
         let mut counts = EntryCounts::default();
@@ -275,11 +286,20 @@ impl Checker<'_> {
                     expect,
                     depth,
                 });
-                let applied = self
-                    .repo
-                    .reader()
-                    .node_chained(base_offset, &base_hash, patch.chain() - 1)
-                    .and_then(|(base, _)| patch::apply(base.body(), patch, offset));
+                let chain = patch.chain();
+                let applied = self.repo.reader().node_chained(base_offset, &base_hash, chain - 1).and_then(
+                    |(base, base_chain)| {
+                        // As the reader requires: the base is exactly one patch shorter.
+                        if base_chain != chain - 1 {
+                            return Err(StoreError::corrupt(
+                                FileKind::Pack,
+                                offset,
+                                format!("a patch of chain {chain} over a base of chain {base_chain}"),
+                            ));
+                        }
+                        patch::apply(base.body(), patch, offset)
+                    },
+                );
                 match applied {
                     Ok(body) => body,
                     Err(e) => {

@@ -211,7 +211,9 @@ impl PackReader {
                 StoreError::corrupt(
                     FileKind::Pack,
                     offset,
-                    format!("the file ends inside this record, below its published length {end} (truncated by another program?)"),
+                    format!(
+                        "the file ends inside this record, below its published length {end} (truncated by another program?)"
+                    ),
                 )
             } else {
                 StoreError::io(FileKind::Pack, offset, "read", e)

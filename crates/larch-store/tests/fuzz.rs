@@ -226,14 +226,20 @@ fn mutate_record_in_place(rng: &mut TestRng, pack: &mut [u8]) {
     pack[body + len..body + len + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Every value of every commit of `repo`, errors counted: false if any load failed.
-fn read_everything(repo: &Repo) -> bool {
-    let mut clean = true;
+/// Every value of every commit of `repo`: the first load error, if any.
+fn read_everything(repo: &Repo) -> Result<(), String> {
+    let mut first: Option<String> = None;
+    let mut note = |error: String| {
+        first.get_or_insert(error);
+    };
     let commits: Vec<Hash> = repo.commits().map(|(hash, _)| *hash).collect();
     for commit in commits {
-        let Ok(tree) = repo.checkout(&commit) else {
-            clean = false;
-            continue;
+        let tree = match repo.checkout(&commit) {
+            Ok(tree) => tree,
+            Err(error) => {
+                note(error.to_string());
+                continue;
+            }
         };
         let none: &[&[u8]] = &[];
         let mut stack: Vec<Tree> = vec![tree];
@@ -243,15 +249,19 @@ fn read_everything(repo: &Repo) -> bool {
                     for (_, child) in entries {
                         match child.kind() {
                             larch_core::Kind::Node => stack.push(child),
-                            larch_core::Kind::Contents => clean &= child.find(none).is_ok(),
+                            larch_core::Kind::Contents => {
+                                if let Err(error) = child.find(none) {
+                                    note(error.to_string());
+                                }
+                            }
                         }
                     }
                 }
-                Err(_) => clean = false,
+                Err(error) => note(error.to_string()),
             }
         }
     }
-    clean
+    first.map_or(Ok(()), Err)
 }
 
 fn open_images(control: &[u8], pack: &[u8], index: &[u8], verify: bool) -> Option<Repo> {
@@ -270,7 +280,7 @@ fn whole_stores_survive_mutations() {
     let pack = std::fs::read(corpus_dir().join("store/pack")).unwrap();
     let index = std::fs::read(corpus_dir().join("store/commits")).unwrap();
     let repo = open_images(&control, &pack, &index, false).expect("the corpus store opens");
-    assert!(read_everything(&repo) && repo.fsck().is_clean(), "the corpus store is clean");
+    assert!(read_everything(&repo).is_ok() && repo.fsck().is_clean(), "the corpus store is clean");
     assert!(repo.commit_count() >= 2);
     drop(repo);
     let (mut rng, _) = seeded_rng("fuzz_store", 0x5eed_0003);
@@ -295,10 +305,15 @@ fn whole_stores_survive_mutations() {
             let report = repo.fsck();
             if !report.is_clean() {
                 unclean += 1;
-            } else if !readable {
+            } else if let Err(error) = &readable {
                 fsck_clean_but_unreadable += 1;
+                eprintln!(
+                    "fsck clean, read failed ({error}); pack {}, index {}",
+                    hex::encode(&pack),
+                    hex::encode(&index)
+                );
             }
-            readable && report.is_clean()
+            readable.is_ok() && report.is_clean()
         });
     }
     eprintln!("fuzz store: {tally:?}, {unclean} reported by fsck");
