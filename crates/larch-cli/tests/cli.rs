@@ -263,3 +263,21 @@ fn replay_without_a_trace_generates_the_default_one_and_checks_it() {
     // The generator's report went to stderr, leaving stdout to the summary.
     assert!(stderr(&out).contains("final commit"), "{}", stderr(&out));
 }
+
+#[test]
+fn replay_with_verified_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = small_trace(dir.path(), "larch");
+    let store = dir.path().join("store");
+    let out = larch(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&store),
+        "--sync",
+        "never",
+        "--verify-reads",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("22 commits, all ok"), "{}", stdout(&out));
+}
