@@ -255,3 +255,23 @@ fn a_pack_truncated_under_an_open_reader_is_a_typed_error() {
     assert!(error.contains("truncated"), "{error}");
     assert!(!error.contains("failed to fill whole buffer"), "{error}");
 }
+
+#[test]
+fn an_inode_at_the_wrong_depth_is_refused_on_read() {
+    let (mut images, commits) = build();
+    // The root inode of "big" (depth 0) claims depth 1: as a directory it is refused, not
+    // searched with the wrong bucket function.
+    let record = records(&images.pack)
+        .into_iter()
+        .find(|r| r.kind == RecordKind::Tree && images.pack[r.body] == 0)
+        .unwrap();
+    images.pack[record.body] = 1;
+    fix_crc(&mut images.pack, record);
+    let repo = images.open(false);
+    let tree = repo.checkout(&commits[0]).unwrap();
+    let error = tree.find(&["big", "n001"]).unwrap_err().to_string();
+    assert!(error.contains("inner inode used as a directory"), "{error}");
+    let mut tree = tree;
+    assert!(tree.add(&["big", "n001"], b"x".to_vec()).is_err());
+    assert!(!repo.fsck().is_clean());
+}
