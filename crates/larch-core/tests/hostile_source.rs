@@ -39,3 +39,14 @@ fn a_self_referencing_trie_is_malformed_for_every_walk() {
     malformed(tree.add(&["x"], b"v".to_vec()));
     malformed(tree.remove(&["x", "y"]));
 }
+
+#[test]
+fn copying_a_self_referencing_trie_into_a_repository_fails() {
+    let store = StoreId::fresh();
+    let root = Entry::Node(NodeRef::Stored { hash: Hash([1; 32]), key: ObjectKey::new(store, 7) });
+    let tree = Tree::from_entry(root, Arc::new(Loop));
+    let mut repo = larch_core::MemoryRepo::new();
+    let error = repo.commit(&tree, &[], larch_core::CommitInfo::tezos(0, "loop")).unwrap_err();
+    assert!(error.to_string().contains("wrong shape or depth"), "{error}");
+    assert_eq!(repo.commit_count(), 0);
+}

@@ -116,6 +116,11 @@ pub(crate) struct Encoder<'a> {
     source: &'a dyn ObjectSource,
     /// This store's identity: only its keys are positions in this pack.
     store: StoreId,
+    /// Nodes and contents of other stores copied by this commit, by their key there (two maps: a
+    /// source may number nodes and contents apart): each is copied once, however many references
+    /// to it the tree holds.
+    copied: HashMap<ObjectKey, (Hash, u64)>,
+    copied_contents: HashMap<ObjectKey, (Hash, u64)>,
     /// What was written.
     pub counts: WriteCounts,
 }
@@ -149,6 +154,8 @@ impl<'a> Encoder<'a> {
             reader,
             source,
             store,
+            copied: HashMap::new(),
+            copied_contents: HashMap::new(),
             counts: WriteCounts::default(),
         }
     }
@@ -192,26 +199,48 @@ impl<'a> Encoder<'a> {
     /// the same place in the parent commit's tree, if any: a rewritten node may be written as a
     /// patch of it.
     pub fn node(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
+        self.node_at(node, base, None)
+    }
+
+    /// [`Encoder::node`] for a node in the position `inode_parent` says: a directory (`None`) or
+    /// an inner inode below a `Tree` inode of that depth.
+    fn node_at(
+        &mut self,
+        node: &NodeRef,
+        base: Option<(Hash, u64)>,
+        inode_parent: Option<u8>,
+    ) -> Result<(Hash, u64)> {
         // One level of the tree per call: the recursion is guarded (a path may be any depth).
-        let written = larch_core::stack::guarded(|| self.node_inner(node, base))?;
+        let written = larch_core::stack::guarded(|| self.node_inner(node, base, inode_parent))?;
         self.flush_if_large()?;
         Ok(written)
     }
 
-    fn node_inner(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
+    fn node_inner(
+        &mut self,
+        node: &NodeRef,
+        base: Option<(Hash, u64)>,
+        inode_parent: Option<u8>,
+    ) -> Result<(Hash, u64)> {
         match node {
             NodeRef::Stored { hash, key } => match key.offset_in(self.store) {
                 Some(offset) => self.own_key(*hash, offset),
                 None => {
-                    // Another store's position: copy the node, loading it from the tree's source.
+                    // Another store's position: copy the node (once), loading it from the tree's
+                    // source.
+                    if let Some(written) = self.copied.get(key) {
+                        return Ok(*written);
+                    }
                     let loaded = self
                         .source
                         .load_node(*key, hash)
                         .map_err(|e| StoreError::Tree(TreeError::from(e)))?;
-                    self.encode_node(&loaded, None)
+                    let written = self.encode_node(&loaded, None, inode_parent)?;
+                    self.copied.insert(*key, written);
+                    Ok(written)
                 }
             },
-            NodeRef::Mem(node) => self.encode_node(node, base),
+            NodeRef::Mem(node) => self.encode_node(node, base, inode_parent),
         }
     }
 
@@ -272,8 +301,12 @@ impl<'a> Encoder<'a> {
                         .map_err(|e| StoreError::Tree(TreeError::from(e)))?;
                     if loaded.len() <= INLINE_MAX {
                         Loc::Inline(loaded)
+                    } else if let Some((hash, offset)) = self.copied_contents.get(key) {
+                        Loc::Contents(*hash, *offset)
                     } else {
-                        Loc::Contents(*hash, self.contents_record(loaded.as_bytes())?)
+                        let offset = self.contents_record(loaded.as_bytes())?;
+                        self.copied_contents.insert(*key, (*hash, offset));
+                        Loc::Contents(*hash, offset)
                     }
                 }
             },
@@ -292,7 +325,13 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    fn encode_node(&mut self, node: &Arc<Node>, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
+    fn encode_node(
+        &mut self,
+        node: &Arc<Node>,
+        base: Option<(Hash, u64)>,
+        inode_parent: Option<u8>,
+    ) -> Result<(Hash, u64)> {
+        check_shape(node, inode_parent)?;
         let hash = node.hash();
         if let Some(offset) = node.stored_offset_in(self.store) {
             return self.own_key(hash, offset);
@@ -431,7 +470,9 @@ impl<'a> Encoder<'a> {
                 let children = tree
                     .children
                     .iter()
-                    .map(|(bucket, child)| Ok((*bucket, self.node(child, child_base(*bucket))?)))
+                    .map(|(bucket, child)| {
+                        Ok((*bucket, self.node_at(child, child_base(*bucket), Some(tree.depth))?))
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 self.counts.tree += 1;
                 let changes = match (&base, base_children) {
@@ -479,6 +520,27 @@ impl<'a> Encoder<'a> {
         self.pending_nodes.insert(id, offset);
         self.marks.push((node.clone(), offset));
         Ok((hash, offset))
+    }
+}
+
+/// Refuses a node that cannot stand where it is: a directory must be flat or an inode root (depth
+/// 0), an inner inode below a `Tree` at depth `d` a `Values` leaf or a `Tree` at `d + 1`. (The
+/// tree's own operations only build such nodes; a part copied from another source is checked, so
+/// that a malformed source cannot make the copy endless.)
+fn check_shape(node: &Node, inode_parent: Option<u8>) -> Result<()> {
+    let fits = match (inode_parent, node.body()) {
+        (None, NodeBody::Flat(_)) => true,
+        (None, NodeBody::Tree(tree)) => tree.depth == 0,
+        (Some(_), NodeBody::Values(_)) => true,
+        (Some(depth), NodeBody::Tree(tree)) => u16::from(tree.depth) == u16::from(depth) + 1,
+        _ => false,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(StoreError::Tree(TreeError::Malformed(
+            "a node of the wrong shape or depth for its place in the tree",
+        )))
     }
 }
 

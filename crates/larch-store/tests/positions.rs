@@ -166,3 +166,43 @@ fn two_handles_on_one_store_do_not_share_positions_blindly() {
     writer.close().unwrap();
     check_reopened(dir.path(), &second, &expected);
 }
+
+/// Serves, for every key, a depth-0 inode whose buckets all point at that same key: a malformed
+/// (self-referencing) trie, as a crafted source could serve.
+#[derive(Debug)]
+struct Loop;
+
+impl larch_core::ObjectSource for Loop {
+    fn load_node(
+        &self,
+        key: larch_core::ObjectKey,
+        hash: &larch_core::Hash,
+    ) -> Result<std::sync::Arc<larch_core::Node>, larch_core::LoadError> {
+        use larch_core::{InodeTree, Node, NodeBody, NodeRef};
+        let child = NodeRef::Stored { hash: *hash, key };
+        let children = (0..32).map(|bucket| (bucket, child.clone())).collect();
+        let body = NodeBody::Tree(InodeTree { depth: 0, length: 300, children });
+        Ok(std::sync::Arc::new(Node::with_hash(body, *hash)))
+    }
+    fn load_contents(
+        &self,
+        key: larch_core::ObjectKey,
+        hash: &larch_core::Hash,
+    ) -> Result<std::sync::Arc<larch_core::Contents>, larch_core::LoadError> {
+        Err(larch_core::LoadError { what: "contents", key, hash: *hash, reason: "no contents".into() })
+    }
+}
+
+#[test]
+fn copying_a_malformed_tree_of_another_source_fails_and_writes_nothing() {
+    use larch_core::{Entry, Hash, NodeRef, ObjectKey, StoreId};
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let root = Entry::Node(NodeRef::Stored { hash: Hash([1; 32]), key: ObjectKey::new(StoreId::fresh(), 7) });
+    let tree = Tree::from_entry(root, std::sync::Arc::new(Loop));
+    let error = repo.commit(&tree, &[], info(1)).unwrap_err();
+    assert!(error.to_string().contains("wrong shape or depth"), "{error}");
+    assert_eq!(repo.commit_count(), 0);
+    repo.close().unwrap();
+    assert!(larch_store::fsck(dir.path()).unwrap().is_clean());
+}

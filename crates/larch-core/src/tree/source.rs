@@ -129,6 +129,7 @@ impl MemorySource {
             contents: Vec::new(),
             next: (0, 0),
             seen: HashMap::new(),
+            copied: HashMap::new(),
         };
         {
             let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -166,6 +167,8 @@ struct Persist<'a> {
     next: (u64, u64),
     /// In-memory nodes persisted by this call (by address), shared subtrees being stored once.
     seen: HashMap<usize, ObjectKey>,
+    /// Nodes of other stores copied by this call, by their key there, to their new reference.
+    copied: HashMap<ObjectKey, NodeRef>,
 }
 
 impl Persist<'_> {
@@ -187,7 +190,7 @@ impl Persist<'_> {
                 }
             }
             Entry::Contents(contents) => Entry::Contents(contents.clone()),
-            Entry::Node(node) => Entry::Node(crate::stack::guarded(|| self.node(node))?),
+            Entry::Node(node) => Entry::Node(crate::stack::guarded(|| self.node(node, None))?),
         })
     }
 
@@ -198,12 +201,34 @@ impl Persist<'_> {
         ContentsRef::Stored { hash, key }
     }
 
-    fn node(&mut self, node: &NodeRef) -> Result<NodeRef, LoadError> {
-        let (node, original) = match node {
+    /// Persists `node`, which stands as a directory (`inode_parent` `None`) or as an inner inode
+    /// below a `Tree` of that depth.
+    fn node(&mut self, node: &NodeRef, inode_parent: Option<u8>) -> Result<NodeRef, LoadError> {
+        let (node, original, foreign) = match node {
             NodeRef::Stored { key, .. } if key.store() == self.id => return Ok(node.clone()),
-            NodeRef::Stored { hash, key } => (self.source.load_node(*key, hash)?, None),
-            NodeRef::Mem(node) => (node.clone(), Some(node.clone())),
+            NodeRef::Stored { key, .. } if self.copied.contains_key(key) => {
+                // Another store's node already copied by this call (shared below several parents).
+                return Ok(self.copied.get(key).cloned().unwrap_or_else(|| node.clone()));
+            }
+            NodeRef::Stored { hash, key } => (self.source.load_node(*key, hash)?, None, Some(*key)),
+            NodeRef::Mem(node) => (node.clone(), Some(node.clone()), None),
         };
+        let fits = match (inode_parent, node.body()) {
+            (None, NodeBody::Flat(_)) => true,
+            (None, NodeBody::Tree(tree)) => tree.depth == 0,
+            (Some(_), NodeBody::Values(_)) => true,
+            (Some(depth), NodeBody::Tree(tree)) => u16::from(tree.depth) == u16::from(depth) + 1,
+            _ => false,
+        };
+        if !fits {
+            // A malformed part of another source is not copied (and cannot make the copy endless).
+            return Err(LoadError {
+                what: "node",
+                key: ObjectKey::new(self.id, 0),
+                hash: node.hash(),
+                reason: "a node of the wrong shape or depth for its place in the tree".into(),
+            });
+        }
         let hash = node.hash();
         if let Some(offset) = node.stored_offset_in(self.id) {
             return Ok(NodeRef::Stored { hash, key: ObjectKey::new(self.id, offset) });
@@ -217,8 +242,9 @@ impl Persist<'_> {
             NodeBody::Values(list) => NodeBody::Values(self.entries(list)?),
             NodeBody::Tree(tree) => {
                 let mut stored = tree.clone();
+                let depth = tree.depth;
                 for (_, child) in &mut stored.children {
-                    *child = crate::stack::guarded(|| self.node(child))?;
+                    *child = crate::stack::guarded(|| self.node(child, Some(depth)))?;
                 }
                 NodeBody::Tree(stored)
             }
@@ -232,6 +258,9 @@ impl Persist<'_> {
             self.seen.insert(address, key);
         }
         self.objects.push((Arc::new(record), original));
+        if let Some(foreign) = foreign {
+            self.copied.insert(foreign, NodeRef::Stored { hash, key });
+        }
         Ok(NodeRef::Stored { hash, key })
     }
 
