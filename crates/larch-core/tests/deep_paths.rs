@@ -35,6 +35,7 @@ fn check_depth(depth: usize) {
     doubled.extend_from_slice(&path[1..]);
     assert_eq!(tree.find(&doubled).unwrap().unwrap().as_bytes(), b"bottom");
     let _ = tree.hash();
+    assert!(format!("{tree:?}").len() > depth);
     // The repository persists and reloads it.
     let mut repo = MemoryRepo::new();
     let commit = repo.commit(&tree, &[], CommitInfo::tezos(0, "deep")).unwrap();

@@ -235,6 +235,12 @@ fn a_commit_index_longer_than_the_pack_can_hold_fails_before_reading_it() {
     let error = Repo::open_read_only(dir.path()).unwrap_err();
     assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
     assert!(error.to_string().contains("holds at most"), "{error}");
+    // With a sparse 8 GiB pack beside it the claim fits the pack: the index is streamed, and its
+    // first zeroed entry (past the real one) stops the open.
+    std::fs::OpenOptions::new().write(true).open(dir.path().join("pack")).unwrap().set_len(8 << 30).unwrap();
+    let error = Repo::open_read_only(dir.path()).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { offset: 60, .. }), "{error}");
+    assert!(error.to_string().contains("checksum"), "{error}");
 }
 
 #[test]

@@ -396,7 +396,10 @@ impl Clone for Node {
 
 impl fmt::Debug for Node {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Node").field("body", &self.body).field("key", &self.key.get()).finish()
+        // Formatting recurses through in-memory children: guarded, as every per-level recursion.
+        crate::stack::guarded(|| {
+            f.debug_struct("Node").field("body", &self.body).field("key", &self.key.get()).finish()
+        })
     }
 }
 
