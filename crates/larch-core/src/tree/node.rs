@@ -50,46 +50,53 @@ impl fmt::Display for StoreId {
 
 /// Where an object lives: the store that wrote it and its position there (a pack offset for the
 /// disk store, an index for [`MemorySource`](crate::MemorySource)). Only the store named by
-/// [`store`](ObjectKey::store) may interpret the position. (The identity's zero niche keeps a
-/// `NodeRef` at 48 bytes.)
+/// [`store`](ObjectKey::store) may interpret the position.
+///
+/// Laid out as three `u32`s (12 bytes, 4-aligned): a node's key cache then fits where a `u64`
+/// offset's did (a `Node` stays at 96 bytes, one allocator size class below 128), and the
+/// identity's zero niche keeps a `NodeRef` at 48 bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
-    offset: u64,
+    offset_low: u32,
+    offset_high: u32,
     store: StoreId,
 }
 
 impl ObjectKey {
     /// The object at `offset` of `store`.
+    #[inline]
     pub fn new(store: StoreId, offset: u64) -> ObjectKey {
-        ObjectKey { offset, store }
+        ObjectKey { offset_low: offset as u32, offset_high: (offset >> 32) as u32, store }
     }
 
     /// The store whose position this is.
+    #[inline]
     pub fn store(self) -> StoreId {
         self.store
     }
 
     /// The position within [`store`](ObjectKey::store).
+    #[inline]
     pub fn offset(self) -> u64 {
-        self.offset
+        (u64::from(self.offset_high) << 32) | u64::from(self.offset_low)
     }
 
     /// The position, if this key belongs to `store`.
     #[inline]
     pub fn offset_in(self, store: StoreId) -> Option<u64> {
-        (self.store == store).then_some(self.offset)
+        (self.store == store).then(|| self.offset())
     }
 }
 
 impl fmt::Debug for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.offset, self.store)
+        write!(f, "{}@{}", self.offset(), self.store)
     }
 }
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.offset, self.store)
+        write!(f, "{}@{}", self.offset(), self.store)
     }
 }
 
@@ -520,6 +527,18 @@ fn compute_hash(body: &NodeBody) -> Hash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layouts_stay_compact() {
+        // A node's key cache costs what a `u64` offset did, and references stay 48 bytes.
+        assert_eq!(std::mem::size_of::<ObjectKey>(), 12);
+        assert!(std::mem::size_of::<Node>() <= 96, "{}", std::mem::size_of::<Node>());
+        assert_eq!(std::mem::size_of::<NodeRef>(), 48);
+        assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
+        assert!(std::mem::size_of::<Entry>() <= 56);
+        let key = ObjectKey::new(StoreId::fresh(), (7 << 40) | 5);
+        assert_eq!(key.offset(), (7 << 40) | 5);
+    }
 
     #[test]
     fn contents_small_and_large() {

@@ -120,62 +120,25 @@ impl MemorySource {
     /// and returns the lazy reference to it. Nodes this source already holds (a key of its own)
     /// are not written again; nodes and contents of another store (a key of another identity,
     /// recorded on a node or in a lazy reference) are copied, loading lazy parts from `source`,
-    /// the source of the tree `entry` belongs to.
+    /// the source of the tree `entry` belongs to. (Loads happen with this source's lock held: a
+    /// load from this very source is of another store's key, refused before taking the lock.)
     pub fn persist(&self, entry: &Entry, source: &dyn ObjectSource) -> Result<Entry, LoadError> {
-        let mut persist = Persist {
-            id: self.id,
-            source,
-            objects: Vec::new(),
-            contents: Vec::new(),
-            next: (0, 0),
-            seen: HashMap::new(),
-            copied: HashMap::new(),
-        };
-        {
-            let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-            persist.next = (objects.nodes.len() as u64, objects.contents.len() as u64);
-        }
-        // Loads from `source` happen without this source's lock held (the source may be this
-        // one); the new objects are appended in one step at the end.
-        let stored = persist.entry(entry)?;
         let mut objects = self.objects.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if (objects.nodes.len() as u64, objects.contents.len() as u64) != persist.next_start() {
-            // Another thread persisted meanwhile: the keys handed out are stale; do it again
-            // under the lock (rare: only concurrent commits to one `MemoryRepo` reach here).
-            drop(objects);
-            return self.persist(entry, source);
-        }
-        objects.nodes.extend(persist.objects.iter().map(|(node, _)| node.clone()));
-        objects.contents.extend(persist.contents);
-        for (record, original) in persist.objects {
-            if let (Some(original), Some(key)) = (original, record.stored_key()) {
-                original.set_stored_key(key);
-            }
-        }
-        Ok(stored)
+        let mut persist = Persist { id: self.id, source, objects: &mut objects, copied: HashMap::new() };
+        persist.entry(entry)
     }
 }
 
-/// One call of [`MemorySource::persist`]: the objects to append, numbered from `next`.
+/// One call of [`MemorySource::persist`].
 struct Persist<'a> {
     id: StoreId,
     source: &'a dyn ObjectSource,
-    /// New node records, with the in-memory node each copies (to record its key on).
-    objects: Vec<(Arc<Node>, Option<Arc<Node>>)>,
-    contents: Vec<Arc<Contents>>,
-    /// The number of nodes and contents held before this call.
-    next: (u64, u64),
-    /// In-memory nodes persisted by this call (by address), shared subtrees being stored once.
-    seen: HashMap<usize, ObjectKey>,
+    objects: &'a mut MemoryObjects,
     /// Nodes of other stores copied by this call, by their key there, to their new reference.
     copied: HashMap<ObjectKey, NodeRef>,
 }
 
 impl Persist<'_> {
-    fn next_start(&self) -> (u64, u64) {
-        self.next
-    }
-
     fn entry(&mut self, entry: &Entry) -> Result<Entry, LoadError> {
         Ok(match entry {
             Entry::Contents(ContentsRef::Mem(contents)) if contents.len() >= MEMORY_INLINE_CONTENTS_MAX => {
@@ -195,23 +158,23 @@ impl Persist<'_> {
     }
 
     fn contents(&mut self, contents: Arc<Contents>) -> ContentsRef {
-        let key = ObjectKey::new(self.id, self.next.1 + self.contents.len() as u64);
+        let key = ObjectKey::new(self.id, self.objects.contents.len() as u64);
         let hash = contents.hash();
-        self.contents.push(contents);
+        self.objects.contents.push(contents);
         ContentsRef::Stored { hash, key }
     }
 
     /// Persists `node`, which stands as a directory (`inode_parent` `None`) or as an inner inode
     /// below a `Tree` of that depth.
     fn node(&mut self, node: &NodeRef, inode_parent: Option<u8>) -> Result<NodeRef, LoadError> {
-        let (node, original, foreign) = match node {
+        let (node, foreign) = match node {
             NodeRef::Stored { key, .. } if key.store() == self.id => return Ok(node.clone()),
             NodeRef::Stored { key, .. } if self.copied.contains_key(key) => {
                 // Another store's node already copied by this call (shared below several parents).
                 return Ok(self.copied.get(key).cloned().unwrap_or_else(|| node.clone()));
             }
-            NodeRef::Stored { hash, key } => (self.source.load_node(*key, hash)?, None, Some(*key)),
-            NodeRef::Mem(node) => (node.clone(), Some(node.clone()), None),
+            NodeRef::Stored { hash, key } => (self.source.load_node(*key, hash)?, Some(*key)),
+            NodeRef::Mem(node) => (node.clone(), None),
         };
         let fits = match (inode_parent, node.body()) {
             (None, NodeBody::Flat(_)) => true,
@@ -233,10 +196,6 @@ impl Persist<'_> {
         if let Some(offset) = node.stored_offset_in(self.id) {
             return Ok(NodeRef::Stored { hash, key: ObjectKey::new(self.id, offset) });
         }
-        let address = Arc::as_ptr(&node) as usize;
-        if let Some(key) = self.seen.get(&address) {
-            return Ok(NodeRef::Stored { hash, key: *key });
-        }
         let body = match node.body() {
             NodeBody::Flat(list) => NodeBody::Flat(self.entries(list)?),
             NodeBody::Values(list) => NodeBody::Values(self.entries(list)?),
@@ -249,15 +208,12 @@ impl Persist<'_> {
                 NodeBody::Tree(stored)
             }
         };
-        let key = ObjectKey::new(self.id, self.next.0 + self.objects.len() as u64);
+        let key = ObjectKey::new(self.id, self.objects.nodes.len() as u64);
         let record = Node::with_hash(body, hash);
         record.set_stored_key(key);
-        if original.is_some() {
-            // Only nodes of the tree (alive until the call ends) are remembered by address: a
-            // loaded node may be freed and its address reused.
-            self.seen.insert(address, key);
-        }
-        self.objects.push((Arc::new(record), original));
+        self.objects.nodes.push(Arc::new(record));
+        // Recorded at once: a subtree shared below several parents is stored once.
+        node.set_stored_key(key);
         if let Some(foreign) = foreign {
             self.copied.insert(foreign, NodeRef::Stored { hash, key });
         }
@@ -265,7 +221,13 @@ impl Persist<'_> {
     }
 
     fn entries(&mut self, list: &super::node::Entries) -> Result<super::node::Entries, LoadError> {
-        list.iter().map(|(name, entry)| Ok((name.clone(), self.entry(entry)?))).collect()
+        // Exactly sized (collecting into a `Result` would grow the vector by doubling: stored
+        // records would keep up to twice the memory their entries need).
+        let mut out = Vec::with_capacity(list.len());
+        for (name, entry) in list {
+            out.push((name.clone(), self.entry(entry)?));
+        }
+        Ok(out)
     }
 }
 
