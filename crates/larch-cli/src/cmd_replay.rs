@@ -46,6 +46,10 @@ pub struct ReplayArgs {
     /// Read the pack through a memory map instead of positioned reads.
     #[arg(long)]
     mmap: bool,
+    /// Verify the full hash of every object read back from the store (a BLAKE2b per record
+    /// read): tampering with the pack is then reported on read, not only by fsck.
+    #[arg(long)]
+    verify_reads: bool,
     /// Write per-block statistics to this file (JSON lines, docs/stats-format.md).
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
@@ -122,6 +126,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 cache_bytes: args.cache_size,
                 create: true,
                 mmap: args.mmap,
+                verify_on_load: args.verify_reads,
                 ..RepoOptions::default()
             };
             let mut repo = Repo::open_with(path, store_options)

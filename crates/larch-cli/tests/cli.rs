@@ -287,3 +287,21 @@ fn replay_accepts_sync_every_n_as_two_words_and_names_its_last_commit() {
     let out = larch(&["replay", path_str(&trace), "--in-memory", "--sync", "every", "zero"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn replay_with_verified_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = small_trace(dir.path(), "larch");
+    let store = dir.path().join("store");
+    let out = larch(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&store),
+        "--sync",
+        "never",
+        "--verify-reads",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("22 commits, all ok"), "{}", stdout(&out));
+}

@@ -23,12 +23,15 @@ pub mod ocaml_hash;
 pub mod proof;
 pub mod repo;
 pub mod schema;
+pub mod stack;
 pub mod tree;
 
 pub use context_repo::{BackendStats, ContextRepo};
 pub use hash::{Hash, HashParseError};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};
-pub use tree::node::{Contents, ContentsRef, Entry, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey};
+pub use tree::node::{
+    Contents, ContentsRef, Entry, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey, StoreId,
+};
 pub use tree::source::{LoadError, MemorySource, NoSource, ObjectSource};
 pub use tree::{Tree, TreeError};

@@ -74,7 +74,7 @@ impl MemoryRepo {
         }
         let tree_hash = tree.hash();
         let hash = commit_hash(&tree_hash, parents, &info);
-        let root = self.source.persist(tree.root());
+        let root = self.source.persist(tree.root(), &**tree.source()).map_err(TreeError::from)?;
         self.commits.insert(hash, CommitRecord { tree_hash, root, parents: parents.to_vec(), info });
         Ok(hash)
     }

@@ -115,6 +115,10 @@ impl ObjectSource for PlaceholderSource {
     }
 }
 
+/// The identity of the keys the placeholder source is handed.
+static PLACEHOLDER_STORE: std::sync::LazyLock<larch_core::StoreId> =
+    std::sync::LazyLock::new(larch_core::StoreId::fresh);
+
 fn stored_entry(kind: Kind, hash: Hash, key: ObjectKey) -> Entry {
     match kind {
         Kind::Node => Entry::Node(NodeRef::Stored { hash, key }),
@@ -134,7 +138,9 @@ fn hundred_directories_via_trees_of_lazy_children() {
         let body: Vec<(Name, Entry)> = entries
             .iter()
             .enumerate()
-            .map(|(key, (name, kind, hash))| (Name::new(name), stored_entry(*kind, *hash, key as ObjectKey)))
+            .map(|(key, (name, kind, hash))| {
+                (Name::new(name), stored_entry(*kind, *hash, ObjectKey::new(*PLACEHOLDER_STORE, key as u64)))
+            })
             .collect();
         let direct = Tree::from_entry(
             Entry::Node(NodeRef::Mem(Arc::new(Node::new(NodeBody::Flat(body))))),
@@ -146,7 +152,10 @@ fn hundred_directories_via_trees_of_lazy_children() {
         let loads_before = source.node_loads.load(Ordering::Relaxed);
         let mut grafted = Tree::empty_with_source(dyn_source.clone());
         for (key, (name, kind, hash)) in entries.iter().enumerate().rev() {
-            let child = Tree::from_entry(stored_entry(*kind, *hash, key as ObjectKey), dyn_source.clone());
+            let child = Tree::from_entry(
+                stored_entry(*kind, *hash, ObjectKey::new(*PLACEHOLDER_STORE, key as u64)),
+                dyn_source.clone(),
+            );
             grafted.add_tree(&[name], &child).unwrap();
         }
         assert_eq!(grafted.hash(), expected, "directory {i}: grafted lazy children");

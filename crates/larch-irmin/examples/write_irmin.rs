@@ -19,7 +19,7 @@ struct Writer {
     pos: u64,
     dict: HashMap<Vec<u8>, u64>,
     dict_bytes: Vec<u8>,
-    nodes: HashMap<u64, (u64, Hash)>,
+    nodes: HashMap<larch_core::ObjectKey, (u64, Hash)>,
     contents: HashMap<Hash, u64>,
     commits: HashMap<Hash, u64>,
     index: Vec<u8>,

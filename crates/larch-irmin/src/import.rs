@@ -130,7 +130,8 @@ impl Builder<'_> {
                             list.binary_search_by_key(bucket, |(b, _)| *b).ok().and_then(|i| list.get(i))
                         })
                         .map(|(_, child)| child);
-                    children.push((*bucket, self.node(*key, hash, base_child, depth + 1)?));
+                    let offset = self.store.offset_of(*key)?;
+                    children.push((*bucket, self.node(offset, hash, base_child, depth + 1)?));
                 }
                 NodeBody::Tree(InodeTree { depth: tree.depth, length: tree.length, children })
             }
@@ -148,7 +149,8 @@ impl Builder<'_> {
                     Some(Entry::Node(node)) => Some(node),
                     _ => None,
                 };
-                Ok(Entry::Node(self.node(*key, hash, base, depth + 1)?))
+                let offset = self.store.offset_of(*key)?;
+                Ok(Entry::Node(self.node(offset, hash, base, depth + 1)?))
             }
             Entry::Contents(ContentsRef::Stored { hash, key }) => {
                 if let Some(Entry::Contents(base)) = base
@@ -157,13 +159,14 @@ impl Builder<'_> {
                     self.stats.reused += 1;
                     return Ok(Entry::Contents(base.clone()));
                 }
-                if let Some(contents) = self.contents.get(key) {
+                let key = self.store.offset_of(*key)?;
+                if let Some(contents) = self.contents.get(&key) {
                     return Ok(Entry::Contents(ContentsRef::Mem(contents.clone())));
                 }
-                let contents = Arc::new(self.store.load_contents(*key, hash)?);
+                let contents = Arc::new(self.store.load_contents(key, hash)?);
                 self.stats.contents += 1;
                 self.tick();
-                self.contents.insert(*key, contents.clone());
+                self.contents.insert(key, contents.clone());
                 Ok(Entry::Contents(ContentsRef::Mem(contents)))
             }
             other => Ok(other.clone()),

@@ -25,11 +25,19 @@ fn load_error(what: &'static str, key: ObjectKey, hash: &Hash, error: IrminError
 
 impl ObjectSource for IrminSource {
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
-        self.store.load_node(key, hash).map(Arc::new).map_err(|e| load_error("node", key, hash, e))
+        self.store
+            .offset_of(key)
+            .and_then(|offset| self.store.load_node(offset, hash))
+            .map(Arc::new)
+            .map_err(|e| load_error("node", key, hash, e))
     }
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
-        self.store.load_contents(key, hash).map(Arc::new).map_err(|e| load_error("contents", key, hash, e))
+        self.store
+            .offset_of(key)
+            .and_then(|offset| self.store.load_contents(offset, hash))
+            .map(Arc::new)
+            .map_err(|e| load_error("contents", key, hash, e))
     }
 }
 
@@ -37,7 +45,7 @@ impl IrminStore {
     /// The tree of `commit` as a lazy larch tree reading this store (each node is decoded and
     /// verified when first reached).
     pub fn checkout(&self, commit: &IrminCommit) -> Tree {
-        let root = Entry::Node(NodeRef::Stored { hash: commit.tree_hash, key: commit.tree_offset });
+        let root = Entry::Node(NodeRef::Stored { hash: commit.tree_hash, key: self.key(commit.tree_offset) });
         Tree::from_entry(root, Arc::new(IrminSource::new(self.clone())))
     }
 }

@@ -8,7 +8,10 @@ use crate::error::{IrminError, Result};
 use crate::index::{Index, IndexEntry};
 use crate::layout::{DataFile, Layout};
 use larch_core::schema::{self, STABLE_HASH_MAX};
-use larch_core::{CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef};
+use larch_core::{
+    CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey,
+    StoreId,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +51,8 @@ struct Inner {
     dict: Dict,
     index: Index,
     objects: AtomicU64,
+    /// This handle's identity in the keys of the lazy references it hands out.
+    id: StoreId,
 }
 
 /// An irmin-pack store (Irmin 3.x, Tezos schema), opened read-only; cheap to clone.
@@ -84,7 +89,29 @@ impl IrminStore {
         let dict = Dict::open(&dir.join("store.dict"), dict_header, control.dict_end_poff)?;
         let index = Index::open(&dir.join("index"))?;
         Ok(IrminStore {
-            inner: Arc::new(Inner { dir, control, layout, dict, index, objects: AtomicU64::new(0) }),
+            inner: Arc::new(Inner {
+                dir,
+                control,
+                layout,
+                dict,
+                index,
+                objects: AtomicU64::new(0),
+                id: StoreId::fresh(),
+            }),
+        })
+    }
+
+    /// The key of the object at pack `offset`, as this store's lazy references carry it.
+    pub fn key(&self, offset: u64) -> ObjectKey {
+        ObjectKey::new(self.inner.id, offset)
+    }
+
+    /// The pack offset of `key`, a key this store handed out; a key of another store is not
+    /// readable here.
+    pub fn offset_of(&self, key: ObjectKey) -> Result<u64> {
+        key.offset_in(self.inner.id).ok_or(IrminError::Unreadable {
+            offset: key.offset(),
+            reason: "the key belongs to another store",
         })
     }
 
@@ -412,10 +439,10 @@ impl IrminStore {
             let (hash, kind, file) = self.header(offset)?;
             let entry = match target {
                 Target::Contents if kind == b'B' => {
-                    Entry::Contents(ContentsRef::Stored { hash, key: offset })
+                    Entry::Contents(ContentsRef::Stored { hash, key: self.key(offset) })
                 }
                 Target::Node if matches!(kind, b'R' | b'N' | b'I') => {
-                    Entry::Node(NodeRef::Stored { hash, key: offset })
+                    Entry::Node(NodeRef::Stored { hash, key: self.key(offset) })
                 }
                 _ => {
                     return Err(IrminError::corrupt(
@@ -469,7 +496,7 @@ impl IrminStore {
                     format!("inode child of the inode at {} has kind {:?}", decoded.offset, kind as char),
                 ));
             }
-            children.push((*bucket, NodeRef::Stored { hash, key: offset }));
+            children.push((*bucket, NodeRef::Stored { hash, key: self.key(offset) }));
         }
         Ok(InodeTree { depth, length, children })
     }

@@ -120,6 +120,7 @@ pub fn stream_tree(
             };
             match child {
                 Some(Entry::Contents(ContentsRef::Stored { hash, key })) => {
+                    let key = store.offset_of(key)?;
                     if let Some(written) = contents.get(&key) {
                         stats.shared += 1;
                         frame.done.push(Resolved::Contents(hash, *written));
@@ -142,6 +143,7 @@ pub fn stream_tree(
                     }
                 }
                 Some(Entry::Node(NodeRef::Stored { hash, key })) => {
+                    let key = store.offset_of(key)?;
                     if let Some(written) = nodes.get(&key) {
                         stats.shared += 1;
                         frame.done.push(Resolved::Node(hash, *written));

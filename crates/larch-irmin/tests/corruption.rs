@@ -135,7 +135,7 @@ fn a_flipped_contents_byte_is_a_hash_mismatch_naming_file_and_offset() {
             .iter()
             .find_map(|(_, entry)| match entry {
                 larch_core::Entry::Contents(larch_core::ContentsRef::Stored { key, hash }) => {
-                    Some((*key, *hash))
+                    Some((store.offset_of(*key).unwrap(), *hash))
                 }
                 _ => None,
             })

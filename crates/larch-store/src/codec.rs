@@ -3,7 +3,9 @@
 
 use crate::error::{FileKind, Result, StoreError};
 use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
-use larch_core::{CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, NodeBody, NodeRef};
+use larch_core::{
+    CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, NodeBody, NodeRef, ObjectKey, StoreId,
+};
 use std::sync::Arc;
 
 /// Magic of the pack header.
@@ -14,8 +16,14 @@ pub const FORMAT_VERSION: u32 = 2;
 pub const PACK_HEADER_LEN: u64 = 16;
 /// Contents of at most this many bytes are stored inline in their parent record.
 pub const INLINE_MAX: usize = 32;
-/// The largest record body accepted.
+/// The largest record body accepted (by readers, and by the writer, which refuses a larger one
+/// with [`StoreError::TooLarge`] before writing it).
 pub const MAX_BODY_LEN: u64 = 1 << 30;
+/// The smallest commit record, framing included (no parents, empty author and message, a
+/// one-byte `back`): a pack of `n` bytes holds at most `n / MIN_COMMIT_RECORD` commits.
+pub const MIN_COMMIT_RECORD: u64 = 50;
+/// The most parents a commit record may have.
+pub const MAX_PARENTS: usize = 1024;
 
 /// Kinds of pack records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -204,6 +212,12 @@ impl<'a> Cursor<'a> {
             _ => Err(self.error(format!("parent pointer back {back} leaves the pack"))),
         }
     }
+
+    /// A child pointer as a key of `store`.
+    pub fn key_pointer(&mut self, store: StoreId) -> Result<(Hash, ObjectKey)> {
+        let (hash, offset) = self.pointer()?;
+        Ok((hash, ObjectKey::new(store, offset)))
+    }
 }
 
 /// Whether a name is stored hex-packed: an even number ≥ 2 of lowercase hex digits.
@@ -308,6 +322,7 @@ fn decode_entries(
     cursor: &mut Cursor<'_>,
     max: usize,
     counts: &mut EntryCounts,
+    store: StoreId,
 ) -> Result<Vec<(Name, Entry)>> {
     let count = cursor.leb()?;
     if count > max as u64 {
@@ -316,9 +331,12 @@ fn decode_entries(
     let mut names = DecodedNames::with_capacity(count as usize);
     let mut entries = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        match decode_entry(cursor, counts, &mut names)? {
+        match decode_entry(cursor, counts, &mut names, store)? {
             Some(entry) => entries.push(entry),
             None => return Err(cursor.error("a removal where an entry was expected")),
+        }
+        if names.previous().is_some_and(|previous| previous >= names.last()) {
+            return Err(cursor.error("entries not sorted by name (or a name repeated)"));
         }
     }
     names.attach(entries, cursor)
@@ -367,6 +385,7 @@ pub(crate) fn decode_entry(
     cursor: &mut Cursor<'_>,
     counts: &mut EntryCounts,
     names: &mut DecodedNames,
+    store: StoreId,
 ) -> Result<Option<Entry>> {
     let tag = cursor.u8()?;
     if tag & !(TAG_HEX | 3) != 0 {
@@ -386,7 +405,7 @@ pub(crate) fn decode_entry(
     names.ends.push(names.bytes.len());
     let entry = match tag & 3 {
         TAG_NODE => {
-            let (hash, key) = cursor.pointer()?;
+            let (hash, key) = cursor.key_pointer(store)?;
             Some(Entry::Node(NodeRef::Stored { hash, key }))
         }
         TAG_INLINE => {
@@ -397,7 +416,7 @@ pub(crate) fn decode_entry(
             Some(Entry::Contents(ContentsRef::Mem(Arc::new(Contents::from_slice(bytes)))))
         }
         TAG_CONTENTS => {
-            let (hash, key) = cursor.pointer()?;
+            let (hash, key) = cursor.key_pointer(store)?;
             Some(Entry::Contents(ContentsRef::Stored { hash, key }))
         }
         _ => None,
@@ -416,23 +435,38 @@ pub fn encode_removal(out: &mut Vec<u8>, name: &[u8]) {
     out.pop();
 }
 
-/// Decodes the body of a node record (`Flat`, `Values` or `Tree`).
+/// Whether `length` entries may lie below a `Tree` inode at `depth`: the trie is canonical, so a
+/// directory root (depth 0) has more than 256 entries (else it is flat) and an inner inode more
+/// than 32 (else it is a `Values` leaf). (That `length` is the sum of the children's lengths is
+/// checked by fsck, which reads them.)
+pub fn check_tree_length(depth: u8, length: u64) -> std::result::Result<(), String> {
+    let least = if depth == 0 { STABLE_HASH_MAX } else { INODE_VALUES_MAX } as u64 + 1;
+    if length < least {
+        return Err(format!("an inode tree at depth {depth} with {length} entries (at least {least})"));
+    }
+    Ok(())
+}
+
+/// Decodes the body of a node record (`Flat`, `Values` or `Tree`); its child pointers become
+/// keys of `store`.
 pub fn decode_node_body(
     kind: RecordKind,
     body: &[u8],
     offset: u64,
     counts: &mut EntryCounts,
+    store: StoreId,
 ) -> Result<NodeBody> {
     let mut cursor = Cursor::new(body, FileKind::Pack, offset);
     let decoded = match kind {
-        RecordKind::Flat => NodeBody::Flat(decode_entries(&mut cursor, STABLE_HASH_MAX, counts)?),
-        RecordKind::Values => NodeBody::Values(decode_entries(&mut cursor, INODE_VALUES_MAX, counts)?),
+        RecordKind::Flat => NodeBody::Flat(decode_entries(&mut cursor, STABLE_HASH_MAX, counts, store)?),
+        RecordKind::Values => NodeBody::Values(decode_entries(&mut cursor, INODE_VALUES_MAX, counts, store)?),
         RecordKind::Tree => {
             let depth = cursor.u8()?;
             if depth >= INODE_MAX_DEPTH {
                 return Err(cursor.error(format!("inode depth {depth} too deep")));
             }
             let length = cursor.leb()?;
+            check_tree_length(depth, length).map_err(|reason| cursor.error(reason))?;
             let count = cursor.u8()?;
             if count == 0 || count > 32 {
                 return Err(cursor.error(format!("inode with {count} children")));
@@ -445,7 +479,7 @@ pub fn decode_node_body(
                     return Err(cursor.error(format!("bad bucket index {bucket}")));
                 }
                 previous = Some(bucket);
-                let (hash, key) = cursor.pointer()?;
+                let (hash, key) = cursor.key_pointer(store)?;
                 children.push((bucket, NodeRef::Stored { hash, key }));
             }
             NodeBody::Tree(InodeTree { depth, length, children })
@@ -516,7 +550,7 @@ pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
     let mut cursor = Cursor::new(body, FileKind::Pack, offset);
     let (tree_hash, tree_offset) = cursor.pointer()?;
     let count = cursor.leb()?;
-    if count > 1024 {
+    if count > MAX_PARENTS as u64 {
         return Err(cursor.error(format!("{count} parents")));
     }
     let parents = (0..count).map(|_| cursor.parent_pointer()).collect::<Result<Vec<_>>>()?;
@@ -546,7 +580,8 @@ mod tests {
             let mut counts = EntryCounts::default();
             let mut body = vec![1u8];
             body.extend_from_slice(&out);
-            let decoded = decode_node_body(RecordKind::Flat, &body, 100, &mut counts).unwrap();
+            let decoded =
+                decode_node_body(RecordKind::Flat, &body, 100, &mut counts, StoreId::fresh()).unwrap();
             let NodeBody::Flat(entries) = decoded else { panic!("not flat") };
             assert_eq!(entries[0].0.as_bytes(), name);
             assert_eq!(counts.hex_names, 1);

@@ -1,7 +1,7 @@
 //! Typed errors of the store: every I/O failure and every corruption names its file, offset and
 //! operation.
 
-use larch_core::{Hash, TreeError};
+use larch_core::{Hash, ObjectKey, StoreId, TreeError};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -164,6 +164,15 @@ pub enum StoreError {
         /// The system's error.
         #[source]
         source: std::io::Error,
+    },
+    /// A load asked this store for a key of another store (a tree of another repository or store
+    /// read through this one): the position means nothing here, so nothing is read.
+    #[error("key {key} belongs to another store than this one ({store})")]
+    OtherStoreKey {
+        /// The key asked for.
+        key: ObjectKey,
+        /// This store's identity.
+        store: StoreId,
     },
     /// A tree operation (often a lazy load) failed.
     #[error(transparent)]

@@ -157,12 +157,19 @@ enum Expect {
     Inode(u8),
 }
 
+/// An object still to check, and how it was reached.
+enum Task {
+    Node { offset: u64, hash: Hash, parent: u64, expect: Expect, depth: u32 },
+    Contents { offset: u64, hash: Hash, parent: u64 },
+}
+
 struct Checker<'a> {
     repo: &'a Repo,
     report: FsckReport,
-    /// Offsets visited, with a 64-bit prefix of the hash they were reached with (the full hash
-    /// would double the memory of a check of millions of objects).
-    visited: HashMap<u64, u64, std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
+    /// Offsets visited, with the full hash they were first reached with: every other reference
+    /// to the same record must name the same hash, all 32 bytes of it (a prefix would let a
+    /// crafted store name one record by two hashes).
+    visited: HashMap<u64, (Hash, u8), std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
     reachable_bytes: u64,
 }
 
@@ -186,25 +193,31 @@ impl Checker<'_> {
         self.reachable_bytes += bytes;
     }
 
-    /// Returns false when already visited (after checking the hash agrees).
-    fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64) -> bool {
-        let prefix = hash.as_bytes().first_chunk::<8>().map_or(0, |bytes| u64::from_le_bytes(*bytes));
+    /// Returns false when already visited (after checking the hash agrees, and that the record
+    /// is reached as the same kind of object: `role` 0 for contents, 1 for a directory, 2 + d for
+    /// an inode of depth d).
+    fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64, role: u8) -> bool {
         match self.visited.get(&offset) {
-            Some(seen) if *seen != prefix => {
+            Some((seen, _)) if *seen != hash => {
                 let what = "referenced with two different hashes".to_string();
+                self.problem(offset, Some(hash), Some(parent), what);
+                false
+            }
+            Some((_, seen_role)) if *seen_role != role => {
+                let what = "referenced as two different kinds of object".to_string();
                 self.problem(offset, Some(hash), Some(parent), what);
                 false
             }
             Some(_) => false,
             None => {
-                self.visited.insert(offset, prefix);
+                self.visited.insert(offset, (hash, role));
                 true
             }
         }
     }
 
     fn contents(&mut self, offset: u64, hash: Hash, parent: u64) {
-        if !self.first_visit(offset, hash, parent) {
+        if !self.first_visit(offset, hash, parent, 0) {
             return;
         }
         let read = self.repo.reader().with_record(offset, |kind, body| {
@@ -230,19 +243,46 @@ impl Checker<'_> {
         }
     }
 
-    fn node(&mut self, offset: u64, hash: Hash, parent: u64, expect: Expect, depth: u32) {
-        if !self.first_visit(offset, hash, parent) {
+    /// Checks everything reachable from the node at `offset`, with an explicit work list (a
+    /// store's directories may be nested arbitrarily deep: no recursion follows them).
+    fn walk(&mut self, start: Task) {
+        let mut tasks = vec![start];
+        while let Some(task) = tasks.pop() {
+            match task {
+                Task::Node { offset, hash, parent, expect, depth } => {
+                    self.node(offset, hash, parent, expect, depth, &mut tasks)
+                }
+                Task::Contents { offset, hash, parent } => self.contents(offset, hash, parent),
+            }
+        }
+    }
+
+    fn node(
+        &mut self,
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+        expect: Expect,
+        depth: u32,
+        tasks: &mut Vec<Task>,
+    ) {
+        let role = match expect {
+            Expect::Directory => 1,
+            Expect::Inode(depth) => depth.saturating_add(2),
+        };
+        if !self.first_visit(offset, hash, parent, role) {
             return;
         }
         let mut counts = EntryCounts::default();
+        let store = self.repo.reader().store();
         let read = self.repo.reader().with_record(offset, |kind, body| {
             Ok((
                 kind,
                 match kind {
                     RecordKind::PatchEntries | RecordKind::PatchTree => {
-                        patch::decode(kind, body, offset, &mut counts).map(Decoded::Patch)
+                        patch::decode(kind, body, offset, &mut counts, store).map(Decoded::Patch)
                     }
-                    _ => codec::decode_node_body(kind, body, offset, &mut counts).map(Decoded::Full),
+                    _ => codec::decode_node_body(kind, body, offset, &mut counts, store).map(Decoded::Full),
                 },
             ))
         });
@@ -257,14 +297,30 @@ impl Checker<'_> {
         let body = match decoded {
             Decoded::Full(body) => body,
             Decoded::Patch(patch) => {
-                // The base is checked as an object of its own, then the patch is applied to it.
+                // The base is checked as an object of its own (its full hash against the one this
+                // patch names), then the patch is applied to it.
                 let (base_hash, base_offset) = patch.base();
-                self.node(base_offset, base_hash, offset, expect, depth);
-                let applied = self
-                    .repo
-                    .reader()
-                    .node_chained(base_offset, &base_hash, patch.chain() - 1)
-                    .and_then(|(base, _)| patch::apply(base.body(), patch, offset));
+                tasks.push(Task::Node {
+                    offset: base_offset,
+                    hash: base_hash,
+                    parent: offset,
+                    expect,
+                    depth,
+                });
+                let chain = patch.chain();
+                let applied = self.repo.reader().node_chained(base_offset, &base_hash, chain - 1).and_then(
+                    |(base, base_chain)| {
+                        // As the reader requires: the base is exactly one patch shorter.
+                        if base_chain != chain - 1 {
+                            return Err(StoreError::corrupt(
+                                FileKind::Pack,
+                                offset,
+                                format!("a patch of chain {chain} over a base of chain {base_chain}"),
+                            ));
+                        }
+                        patch::apply(base.body(), patch, offset)
+                    },
+                );
                 match applied {
                     Ok(body) => body,
                     Err(e) => {
@@ -304,6 +360,26 @@ impl Checker<'_> {
             largest.sort_unstable_by(|a, b| b.cmp(a));
             largest.truncate(10);
         }
+        if let NodeBody::Tree(tree) = &body {
+            // The length an inode claims is the sum of its children's (read here through the
+            // cache; each child is checked as an object of its own later).
+            let mut sum = Some(0u64);
+            for (_, child) in &tree.children {
+                if let NodeRef::Stored { hash: child_hash, key } = child {
+                    let length =
+                        self.repo.reader().node(key.offset(), child_hash).ok().map(|child| child.length());
+                    sum = sum.zip(length).map(|(sum, length)| sum.saturating_add(length));
+                }
+            }
+            if let Some(sum) = sum.filter(|sum| *sum != tree.length) {
+                self.problem(
+                    offset,
+                    Some(hash),
+                    Some(parent),
+                    format!("an inode of length {} whose children hold {sum} entries", tree.length),
+                );
+            }
+        }
         let node = Node::new(body);
         let actual = node.hash();
         if actual != hash {
@@ -313,12 +389,15 @@ impl Checker<'_> {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 for (_, entry) in entries {
                     match entry {
-                        Entry::Node(NodeRef::Stored { hash: child_hash, key }) => {
-                            self.node(*key, *child_hash, offset, Expect::Directory, depth + 1)
-                        }
-                        Entry::Contents(ContentsRef::Stored { hash: child_hash, key }) => {
-                            self.contents(*key, *child_hash, offset)
-                        }
+                        Entry::Node(NodeRef::Stored { hash: child_hash, key }) => tasks.push(Task::Node {
+                            offset: key.offset(),
+                            hash: *child_hash,
+                            parent: offset,
+                            expect: Expect::Directory,
+                            depth: depth.saturating_add(1),
+                        }),
+                        Entry::Contents(ContentsRef::Stored { hash: child_hash, key }) => tasks
+                            .push(Task::Contents { offset: key.offset(), hash: *child_hash, parent: offset }),
                         _ => {}
                     }
                 }
@@ -326,7 +405,13 @@ impl Checker<'_> {
             NodeBody::Tree(tree) => {
                 for (_, child) in &tree.children {
                     if let NodeRef::Stored { hash: child_hash, key } = child {
-                        self.node(*key, *child_hash, offset, Expect::Inode(tree.depth + 1), depth);
+                        tasks.push(Task::Node {
+                            offset: key.offset(),
+                            hash: *child_hash,
+                            parent: offset,
+                            expect: Expect::Inode(tree.depth.saturating_add(1)),
+                            depth,
+                        });
                     }
                 }
             }
@@ -368,7 +453,13 @@ impl Checker<'_> {
                 );
             }
         }
-        self.node(data.tree_offset, data.tree_hash, offset, Expect::Directory, 1);
+        self.walk(Task::Node {
+            offset: data.tree_offset,
+            hash: data.tree_hash,
+            parent: offset,
+            expect: Expect::Directory,
+            depth: 1,
+        });
     }
 }
 

@@ -28,6 +28,9 @@
 //! ```
 
 mod bulk;
+#[cfg(feature = "fault-injection")]
+pub mod codec;
+#[cfg(not(feature = "fault-injection"))]
 mod codec;
 mod context_repo;
 #[cfg(feature = "fault-injection")]
@@ -38,10 +41,16 @@ mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod fsck;
+#[cfg(feature = "fault-injection")]
+pub mod index;
+#[cfg(not(feature = "fault-injection"))]
 mod index;
 mod open;
 mod options;
 mod pack;
+#[cfg(feature = "fault-injection")]
+pub mod patch;
+#[cfg(not(feature = "fault-injection"))]
 mod patch;
 mod recover;
 mod repo;

@@ -403,7 +403,8 @@ impl Repo {
         slot: usize,
         max_generation: u64,
     ) -> Repo {
-        let reader = PackReader::new(files.pack.clone(), state.pack_end, options.cache_bytes);
+        let reader = PackReader::new(files.pack.clone(), state.pack_end, options.cache_bytes)
+            .verifying(options.verify_on_load);
         Repo {
             path: path.map(Path::to_path_buf),
             files: files.clone(),

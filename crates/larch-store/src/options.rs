@@ -67,6 +67,11 @@ pub struct RepoOptions {
     /// Write rewritten directories and inodes as patches of their previous version when smaller
     /// (docs/format.md §3.7). Readers always understand patches.
     pub patches: bool,
+    /// Verify the full hash of every node and contents value loaded (a BLAKE2b of each record
+    /// read, and a full comparison on cache hits), so that a pack altered behind the store's back
+    /// is reported as corruption on read, not only by fsck. Off by default: the checksums of
+    /// records already catch accidental damage.
+    pub verify_on_load: bool,
 }
 
 impl Default for RepoOptions {
@@ -77,6 +82,7 @@ impl Default for RepoOptions {
             create: true,
             mmap: false,
             patches: true,
+            verify_on_load: false,
         }
     }
 }

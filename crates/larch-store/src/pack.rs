@@ -6,7 +6,7 @@ use crate::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
 use crate::patch;
 use crate::storage::Storage;
-use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource};
+use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource, StoreId};
 use quick_cache::Weighter;
 use std::cell::RefCell;
 use std::fmt;
@@ -89,10 +89,15 @@ pub(crate) struct ReadCounters {
 
 /// The read side of a pack: storage, published end, cache, counters.
 pub(crate) struct PackReader {
+    /// The identity of the keys this reader hands out and accepts.
+    store: StoreId,
     storage: Arc<dyn Storage>,
     end: AtomicU64,
     cache: quick_cache::sync::Cache<u64, CacheItem, ItemWeight>,
     cache_capacity: u64,
+    /// Rehash every object loaded (and compare full hashes on cache hits): tampering is then
+    /// detected on reads, not only by fsck ([`crate::RepoOptions::verify_on_load`]).
+    verify: bool,
     pub counters: ReadCounters,
 }
 
@@ -140,12 +145,30 @@ impl PackReader {
     pub fn new(storage: Arc<dyn Storage>, end: u64, cache_bytes: u64) -> PackReader {
         let items = usize::try_from(cache_bytes / 512).unwrap_or(1 << 20).max(16);
         PackReader {
+            store: StoreId::fresh(),
             storage,
             end: AtomicU64::new(end),
             cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), ItemWeight),
             cache_capacity: cache_bytes,
+            verify: false,
             counters: ReadCounters::default(),
         }
+    }
+
+    /// This reader, verifying the full hash of every object it loads when `verify`.
+    pub fn verifying(mut self, verify: bool) -> PackReader {
+        self.verify = verify;
+        self
+    }
+
+    /// The identity of this store instance: the store of every key it decodes.
+    pub fn store(&self) -> StoreId {
+        self.store
+    }
+
+    /// The key of the object at `offset` of this store.
+    pub fn key(&self, offset: u64) -> ObjectKey {
+        ObjectKey::new(self.store, offset)
     }
 
     /// The published end: records are read below it only.
@@ -252,7 +275,7 @@ impl PackReader {
             self.cache.get(&offset)
         {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
-            if prefix != hash_prefix(hash) {
+            if prefix != hash_prefix(hash) || (self.verify && node.hash() != *hash) {
                 return Err(StoreError::corrupt(
                     FileKind::Pack,
                     offset,
@@ -277,10 +300,10 @@ impl PackReader {
             let mut counts = codec::EntryCounts::default();
             match kind {
                 RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
-                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts)?))
+                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts, self.store)?))
                 }
                 RecordKind::PatchEntries | RecordKind::PatchTree => {
-                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts)?))
+                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts, self.store)?))
                 }
                 other => Err(StoreError::corrupt(
                     FileKind::Pack,
@@ -304,8 +327,23 @@ impl PackReader {
                 (patch::apply(base.body(), patch, offset)?, chain)
             }
         };
-        let node = Node::with_hash(body, *hash);
-        node.set_stored_key(offset);
+        let node = if self.verify {
+            // The record's own hash (its children's as their pointers say, which their own loads
+            // verify in turn), against the reference's.
+            let node = Node::new(body);
+            let actual = node.hash();
+            if actual != *hash {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("the node hashes to {actual}, its reference says {hash}"),
+                ));
+            }
+            node
+        } else {
+            Node::with_hash(body, *hash)
+        };
+        node.set_stored_key(self.key(offset));
         let node = Arc::new(node);
         if keep {
             let weight = node_weight(&node);
@@ -327,10 +365,25 @@ impl PackReader {
         self.cache.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain, hash_prefix });
     }
 
-    /// The contents at `offset`, from the cache or read.
-    pub fn contents(&self, offset: u64) -> Result<Arc<Contents>> {
-        if let Some(CacheItem { object: CachedObject::Contents(contents), .. }) = self.cache.get(&offset) {
+    /// The contents at `offset`, whose hash is `hash`, from the cache or read. As for nodes, a
+    /// cache hit reached with a hash whose first 8 bytes differ from those of the reference that
+    /// loaded it is corruption; in verifying mode the value is rehashed on a miss and full hashes
+    /// are compared on hits.
+    pub fn contents(&self, offset: u64, hash: &Hash) -> Result<Arc<Contents>> {
+        let disagree = || {
+            StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("references disagree on the hash of these contents ({hash})"),
+            )
+        };
+        if let Some(CacheItem { object: CachedObject::Contents(contents), hash_prefix: prefix, .. }) =
+            self.cache.get(&offset)
+        {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
+            if prefix != hash_prefix(hash) || (self.verify && contents.hash() != *hash) {
+                return Err(disagree());
+            }
             return Ok(contents);
         }
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
@@ -342,12 +395,25 @@ impl PackReader {
                 format!("a {} record where contents were expected", other.name()),
             )),
         })?;
+        if self.verify {
+            let actual = contents.hash();
+            if actual != *hash {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("the contents hash to {actual}, their reference says {hash}"),
+                ));
+            }
+        }
         let contents = Arc::new(contents);
         let weight = u32::try_from(contents.len() + 64).unwrap_or(u32::MAX);
-        self.cache.insert(
-            offset,
-            CacheItem { object: CachedObject::Contents(contents.clone()), weight, chain: 0, hash_prefix: 0 },
-        );
+        let item = CacheItem {
+            object: CachedObject::Contents(contents.clone()),
+            weight,
+            chain: 0,
+            hash_prefix: hash_prefix(hash),
+        };
+        self.cache.insert(offset, item);
         Ok(contents)
     }
 
@@ -371,9 +437,17 @@ pub struct PackSource {
     pub(crate) reader: PackReader,
 }
 
+impl PackSource {
+    /// The position of `key` in this store: a key of another store is refused (its position means
+    /// nothing here).
+    fn offset(&self, key: ObjectKey) -> Result<u64> {
+        key.offset_in(self.reader.store).ok_or(StoreError::OtherStoreKey { key, store: self.reader.store })
+    }
+}
+
 impl ObjectSource for PackSource {
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
-        self.reader.node(key, hash).map_err(|e| LoadError {
+        self.offset(key).and_then(|offset| self.reader.node(offset, hash)).map_err(|e| LoadError {
             what: "node",
             key,
             hash: *hash,
@@ -382,7 +456,7 @@ impl ObjectSource for PackSource {
     }
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
-        self.reader.contents(key).map_err(|e| LoadError {
+        self.offset(key).and_then(|offset| self.reader.contents(offset, hash)).map_err(|e| LoadError {
             what: "contents",
             key,
             hash: *hash,

@@ -6,7 +6,7 @@
 use crate::codec::{self, Cursor, EncodedTarget, EntryCounts, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
 use larch_core::schema::{INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
-use larch_core::{Entry, Hash, InodeTree, Name, NodeBody, NodeRef};
+use larch_core::{Entry, Hash, InodeTree, Name, NodeBody, NodeRef, StoreId};
 
 /// The longest chain of patches: a record whose base is at this depth is written in full.
 pub const MAX_CHAIN: u8 = 8;
@@ -93,8 +93,14 @@ pub fn encode_tree(out: &mut Vec<u8>, self_offset: u64, length: u64, changes: &[
     }
 }
 
-/// Decodes the body of a patch record at `offset`.
-pub fn decode(kind: RecordKind, body: &[u8], offset: u64, counts: &mut EntryCounts) -> Result<Patch> {
+/// Decodes the body of a patch record at `offset`; its child pointers become keys of `store`.
+pub fn decode(
+    kind: RecordKind,
+    body: &[u8],
+    offset: u64,
+    counts: &mut EntryCounts,
+    store: StoreId,
+) -> Result<Patch> {
     let mut cursor = Cursor::new(body, FileKind::Pack, offset);
     let base = cursor.pointer()?;
     let chain = cursor.u8()?;
@@ -110,7 +116,7 @@ pub fn decode(kind: RecordKind, body: &[u8], offset: u64, counts: &mut EntryCoun
             let mut names = codec::DecodedNames::with_capacity(count as usize);
             let mut entries: Vec<Option<Entry>> = Vec::with_capacity(count as usize);
             for _ in 0..count {
-                entries.push(codec::decode_entry(&mut cursor, counts, &mut names)?);
+                entries.push(codec::decode_entry(&mut cursor, counts, &mut names, store)?);
                 if names.previous().is_some_and(|previous| previous >= names.last()) {
                     return Err(cursor.error("patch changes not sorted by name"));
                 }
@@ -133,7 +139,7 @@ pub fn decode(kind: RecordKind, body: &[u8], offset: u64, counts: &mut EntryCoun
                 let target = match cursor.u8()? {
                     0 => None,
                     1 => {
-                        let (hash, key) = cursor.pointer()?;
+                        let (hash, key) = cursor.key_pointer(store)?;
                         Some(NodeRef::Stored { hash, key })
                     }
                     flag => return Err(cursor.error(format!("bad bucket change flag {flag}"))),
@@ -193,6 +199,7 @@ pub fn apply(base: &NodeBody, patch: Patch, offset: u64) -> Result<NodeBody> {
             if children.is_empty() {
                 return Err(corrupt("the patched inode has no children"));
             }
+            codec::check_tree_length(tree.depth, length).map_err(|reason| corrupt(&reason))?;
             Ok(NodeBody::Tree(InodeTree { depth: tree.depth, length, children }))
         }
         _ => Err(corrupt("the patch does not match the kind of its base")),
@@ -227,7 +234,9 @@ mod tests {
                 EntryChange::Set(b"d", EncodedTarget::Inline(b"d")),
             ],
         );
-        let patch = decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).unwrap();
+        let patch =
+            decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default(), StoreId::fresh())
+                .unwrap();
         assert_eq!((patch.base(), patch.chain()), ((Hash([4; 32]), 500), 1));
         let NodeBody::Flat(out) = apply(&flat(&["a", "b", "c"]), patch, 1000).unwrap() else { panic!() };
         let names: Vec<&[u8]> = out.iter().map(|(name, _)| name.as_bytes()).collect();
@@ -240,7 +249,10 @@ mod tests {
     fn bad_patches_are_corruption() {
         for chain in [0, MAX_CHAIN + 1] {
             let body = entries_patch(chain, &[]);
-            assert!(decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).is_err());
+            assert!(
+                decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default(), StoreId::fresh())
+                    .is_err()
+            );
         }
         // Unsorted changes.
         let body = entries_patch(
@@ -250,22 +262,31 @@ mod tests {
                 EntryChange::Set(b"a", EncodedTarget::Inline(b"")),
             ],
         );
-        assert!(decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).is_err());
+        assert!(
+            decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default(), StoreId::fresh())
+                .is_err()
+        );
         // Removing a name the base lacks.
         let body = entries_patch(1, &[EntryChange::Remove(b"zz")]);
-        let patch = decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).unwrap();
+        let patch =
+            decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default(), StoreId::fresh())
+                .unwrap();
         assert!(matches!(apply(&flat(&["a"]), patch, 1000), Err(StoreError::Corrupt { offset: 1000, .. })));
         // An entries patch on a tree inode.
         let body = entries_patch(1, &[]);
-        let patch = decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default()).unwrap();
+        let patch =
+            decode(RecordKind::PatchEntries, &body, 1000, &mut EntryCounts::default(), StoreId::fresh())
+                .unwrap();
         let tree = NodeBody::Tree(InodeTree { depth: 0, length: 300, children: vec![] });
         assert!(apply(&tree, patch, 1000).is_err());
         // A tree patch removing every bucket.
         let mut body = Vec::new();
         encode_head(&mut body, 1000, (Hash([4; 32]), 500), 1);
         encode_tree(&mut body, 1000, 0, &[(3, None)]);
-        let patch = decode(RecordKind::PatchTree, &body, 1000, &mut EntryCounts::default()).unwrap();
-        let child = NodeRef::Stored { hash: Hash([1; 32]), key: 100 };
+        let patch = decode(RecordKind::PatchTree, &body, 1000, &mut EntryCounts::default(), StoreId::fresh())
+            .unwrap();
+        let child =
+            NodeRef::Stored { hash: Hash([1; 32]), key: larch_core::ObjectKey::new(StoreId::fresh(), 100) };
         let tree = NodeBody::Tree(InodeTree { depth: 1, length: 40, children: vec![(3, child)] });
         assert!(apply(&tree, patch, 1000).is_err());
     }

@@ -11,6 +11,7 @@ use crate::storage::{Storage, StoreFiles};
 use crate::writer::{Encoder, WriteCounts};
 use larch_core::{CommitInfo, Entry, Hash, NodeRef, ObjectSource, Tree, schema};
 use std::collections::HashMap;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -119,7 +120,10 @@ impl Repo {
     pub fn checkout(&self, hash: &Hash) -> Result<Tree> {
         let offset = self.commit_offset(hash)?;
         let data = self.source.reader.commit(offset)?;
-        let root = Entry::Node(NodeRef::Stored { hash: data.tree_hash, key: data.tree_offset });
+        let root = Entry::Node(NodeRef::Stored {
+            hash: data.tree_hash,
+            key: self.source.reader.key(data.tree_offset),
+        });
         Ok(Tree::from_entry(root, self.source()))
     }
 
@@ -180,6 +184,13 @@ impl Repo {
         let Entry::Node(root) = tree.root() else {
             return Err(StoreError::RootIsContents);
         };
+        if parents.len() > codec::MAX_PARENTS {
+            return Err(StoreError::TooLarge(format!(
+                "{} parents (at most {} are allowed)",
+                parents.len(),
+                codec::MAX_PARENTS
+            )));
+        }
         let parent_offsets = parents
             .iter()
             .map(|parent| match self.commits.get(parent).copied() {
@@ -200,12 +211,10 @@ impl Repo {
             }
             return Ok(hash);
         }
-        let own = self.source() as Arc<dyn ObjectSource>;
-        let foreign =
-            (!std::ptr::addr_eq(Arc::as_ptr(tree.source()), Arc::as_ptr(&own))).then(|| &**tree.source());
         let base = self.state.pack_end;
+        let store = self.source.reader.store();
         // Rewritten nodes may be written as patches of their versions in the first parent's tree.
-        let reader = (self.options.patches && foreign.is_none()).then_some(&self.source.reader);
+        let reader = self.options.patches.then_some(&self.source.reader);
         let root_base = match (reader, parent_offsets.first()) {
             (Some(reader), Some((_, Some(offset)))) => {
                 reader.commit(*offset).ok().map(|parent| (parent.tree_hash, parent.tree_offset))
@@ -215,13 +224,19 @@ impl Repo {
         let mut buffer = std::mem::take(&mut self.buffer);
         let result = (|| {
             let prime_budget = self.source.reader.cache_capacity() / PRIME_FRACTION;
-            let mut encoder =
-                Encoder::new(&mut buffer, base, Some(&*self.files.pack), foreign, reader, prime_budget);
+            let mut encoder = Encoder::new(
+                &mut buffer,
+                (base, store),
+                Some(&*self.files.pack),
+                &**tree.source(),
+                reader,
+                prime_budget,
+            );
             let (root_hash, root_offset) = encoder.node(root, root_base)?;
             let commit =
                 CommitData { tree_hash: root_hash, tree_offset: root_offset, parents: parent_offsets, info };
-            let commit_offset =
-                encoder.record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit));
+            let commit_offset = encoder
+                .record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit))?;
             Ok::<_, StoreError>((
                 commit_offset,
                 encoder.flushed,
@@ -252,7 +267,7 @@ impl Repo {
         self.commits.insert(hash, commit_offset);
         self.last_commit = Some(commit_offset);
         for (node, offset) in marks {
-            node.set_stored_key(offset);
+            node.set_stored_key(self.source.reader.key(offset));
         }
         for record in records {
             self.source.reader.prime(record.offset, record.node, record.chain, record.weight);

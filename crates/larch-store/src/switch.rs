@@ -2,6 +2,7 @@
 //! confirmation, and loading the commit index, whose entries past the durable part are checked
 //! against the pack and rebuilt from it when a crash lost or damaged them.
 
+use crate::codec::MIN_COMMIT_RECORD;
 use crate::codec::{self, PACK_HEADER_LEN, RecordKind};
 use crate::control::{self, CONFIRM_AT, CONTROL_LEN, ControlFileState, PAGE};
 use crate::error::{FileKind, Result, StoreError};
@@ -39,10 +40,6 @@ pub(crate) fn write_confirm(control: &dyn Storage, generation: u64) -> Result<()
         .write_at(CONFIRM_AT, &control::encode_confirm(generation))
         .map_err(|e| StoreError::io(FileKind::Control, CONFIRM_AT, "write", e))
 }
-
-/// The smallest commit record: kind, length, tree pointer (32-byte hash and a 1-byte offset),
-/// parent count, 8-byte date, two empty strings' lengths, checksum.
-const MIN_COMMIT_RECORD: u64 = 1 + 1 + 33 + 1 + 8 + 1 + 1 + 4;
 
 /// A commit index loaded and checked against the pack.
 pub(crate) struct LoadedIndex {

@@ -9,7 +9,8 @@ use crate::pack::{PackReader, node_weight};
 use crate::patch::{self, EntryChange};
 use crate::storage::Storage;
 use larch_core::{
-    Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef, ObjectSource, TreeError,
+    Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey, ObjectSource,
+    StoreId, TreeError,
 };
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -109,22 +110,31 @@ pub(crate) struct Encoder<'a> {
     /// This store's reader, to load the earlier versions (bases) of rewritten nodes; `None` when
     /// no patch records are written.
     reader: Option<&'a PackReader>,
-    /// The tree's own source when it is not this store's: everything is re-encoded, loading lazy
-    /// parts from it, and recorded keys are ignored.
-    foreign: Option<&'a dyn ObjectSource>,
+    /// The tree's own source: the parts of the tree known by a key of another store (another
+    /// repository's or store's tree, or nodes another store recorded its key on) are loaded from
+    /// it and written again.
+    source: &'a dyn ObjectSource,
+    /// This store's identity: only its keys are positions in this pack.
+    store: StoreId,
+    /// Nodes and contents of other stores copied by this commit, by their key there (two maps: a
+    /// source may number nodes and contents apart): each is copied once, however many references
+    /// to it the tree holds.
+    copied: HashMap<ObjectKey, (Hash, u64)>,
+    copied_contents: HashMap<ObjectKey, (Hash, u64)>,
     /// What was written.
     pub counts: WriteCounts,
 }
 
 impl<'a> Encoder<'a> {
-    /// An encoder appending to `buf` (cleared), to be written at pack offset `base`; with a
-    /// `sink`, a buffer that reaches [`FLUSH_BYTES`] is written there early. At most
-    /// `prime_budget` bytes of decoded records are kept to prime the cache.
+    /// An encoder appending to `buf` (cleared), to be written at pack offset `base` of the store
+    /// `store`; with a `sink`, a buffer that reaches [`FLUSH_BYTES`] is written there early. At
+    /// most `prime_budget` bytes of decoded records are kept to prime the cache. Lazy parts of
+    /// the tree that are not this store's load from `source`, the tree's source.
     pub fn new(
         buf: &'a mut Vec<u8>,
-        base: u64,
+        (base, store): (u64, StoreId),
         sink: Option<&'a dyn Storage>,
-        foreign: Option<&'a dyn ObjectSource>,
+        source: &'a dyn ObjectSource,
         reader: Option<&'a PackReader>,
         prime_budget: u64,
     ) -> Encoder<'a> {
@@ -141,8 +151,11 @@ impl<'a> Encoder<'a> {
             records: VecDeque::new(),
             records_weight: 0,
             prime_budget,
-            reader: if foreign.is_some() { None } else { reader },
-            foreign,
+            reader,
+            source,
+            store,
+            copied: HashMap::new(),
+            copied_contents: HashMap::new(),
             counts: WriteCounts::default(),
         }
     }
@@ -166,37 +179,68 @@ impl<'a> Encoder<'a> {
         Ok(())
     }
 
-    /// Appends a framed record whose body was built by `fill` (given the record's offset).
-    pub fn record(&mut self, kind: RecordKind, fill: impl FnOnce(&mut Vec<u8>, u64)) -> u64 {
+    /// Appends a framed record whose body was built by `fill` (given the record's offset); a body
+    /// over [`MAX_BODY_LEN`](codec::MAX_BODY_LEN) is refused with [`StoreError::TooLarge`] (no
+    /// reader would accept it), and nothing of it is appended.
+    pub fn record(&mut self, kind: RecordKind, fill: impl FnOnce(&mut Vec<u8>, u64)) -> Result<u64> {
         let offset = self.next_offset();
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         fill(&mut scratch, offset);
-        codec::frame(self.buf, kind, &scratch);
+        let too_large = check_body_len(kind, scratch.len() as u64);
+        if too_large.is_ok() {
+            codec::frame(self.buf, kind, &scratch);
+        }
         self.scratch = scratch;
-        offset
+        too_large.map(|()| offset)
     }
 
     /// Writes whatever `node` needs, returning its hash and offset. `base` is the stored node at
     /// the same place in the parent commit's tree, if any: a rewritten node may be written as a
     /// patch of it.
     pub fn node(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
-        let written = self.node_inner(node, base)?;
+        self.node_at(node, base, None)
+    }
+
+    /// [`Encoder::node`] for a node in the position `inode_parent` says: a directory (`None`) or
+    /// an inner inode below a `Tree` inode of that depth.
+    fn node_at(
+        &mut self,
+        node: &NodeRef,
+        base: Option<(Hash, u64)>,
+        inode_parent: Option<u8>,
+    ) -> Result<(Hash, u64)> {
+        // One level of the tree per call: the recursion is guarded (a path may be any depth).
+        let written = larch_core::stack::guarded(|| self.node_inner(node, base, inode_parent))?;
         self.flush_if_large()?;
         Ok(written)
     }
 
-    fn node_inner(&mut self, node: &NodeRef, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
+    fn node_inner(
+        &mut self,
+        node: &NodeRef,
+        base: Option<(Hash, u64)>,
+        inode_parent: Option<u8>,
+    ) -> Result<(Hash, u64)> {
         match node {
-            NodeRef::Stored { hash, key } => match self.foreign {
-                None => self.own_key(*hash, *key),
-                Some(source) => {
-                    let loaded =
-                        source.load_node(*key, hash).map_err(|e| StoreError::Tree(TreeError::from(e)))?;
-                    self.encode_node(&loaded, None)
+            NodeRef::Stored { hash, key } => match key.offset_in(self.store) {
+                Some(offset) => self.own_key(*hash, offset),
+                None => {
+                    // Another store's position: copy the node (once), loading it from the tree's
+                    // source.
+                    if let Some(written) = self.copied.get(key) {
+                        return Ok(*written);
+                    }
+                    let loaded = self
+                        .source
+                        .load_node(*key, hash)
+                        .map_err(|e| StoreError::Tree(TreeError::from(e)))?;
+                    let written = self.encode_node(&loaded, None, inode_parent)?;
+                    self.copied.insert(*key, written);
+                    Ok(written)
                 }
             },
-            NodeRef::Mem(node) => self.encode_node(node, base),
+            NodeRef::Mem(node) => self.encode_node(node, base, inode_parent),
         }
     }
 
@@ -208,8 +252,8 @@ impl<'a> Encoder<'a> {
         Some(Base { hash, offset, node, chain })
     }
 
-    /// A reference the tree claims is stored in this store: it must point into the published pack
-    /// (a reference of another store, grafted by mistake, is refused rather than written).
+    /// A position of this store that the tree refers to: it must point into the published pack
+    /// (anything else is refused rather than written).
     fn own_key(&self, hash: Hash, key: u64) -> Result<(Hash, u64)> {
         if key < codec::PACK_HEADER_LEN || key >= self.base {
             return Err(StoreError::ForeignReference { key, hash });
@@ -217,7 +261,9 @@ impl<'a> Encoder<'a> {
         Ok((hash, key))
     }
 
-    fn contents_record(&mut self, bytes: &[u8]) -> u64 {
+    fn contents_record(&mut self, bytes: &[u8]) -> Result<u64> {
+        // Checked before the value is copied: a value over the limit is never buffered.
+        check_body_len(RecordKind::Contents, bytes.len() as u64)?;
         self.counts.contents += 1;
         self.record(RecordKind::Contents, |out, _| out.extend_from_slice(bytes))
     }
@@ -236,25 +282,31 @@ impl<'a> Encoder<'a> {
                 let offset = match self.pending_contents.get(&id) {
                     Some(offset) => *offset,
                     None => {
-                        let offset = self.contents_record(contents.as_bytes());
+                        let offset = self.contents_record(contents.as_bytes())?;
                         self.pending_contents.insert(id, offset);
                         offset
                     }
                 };
                 Loc::Contents(contents.hash(), offset)
             }
-            Entry::Contents(ContentsRef::Stored { hash, key }) => match self.foreign {
-                None => {
-                    let (hash, key) = self.own_key(*hash, *key)?;
+            Entry::Contents(ContentsRef::Stored { hash, key }) => match key.offset_in(self.store) {
+                Some(offset) => {
+                    let (hash, key) = self.own_key(*hash, offset)?;
                     Loc::Contents(hash, key)
                 }
-                Some(source) => {
-                    let loaded =
-                        source.load_contents(*key, hash).map_err(|e| StoreError::Tree(TreeError::from(e)))?;
+                None => {
+                    let loaded = self
+                        .source
+                        .load_contents(*key, hash)
+                        .map_err(|e| StoreError::Tree(TreeError::from(e)))?;
                     if loaded.len() <= INLINE_MAX {
                         Loc::Inline(loaded)
+                    } else if let Some((hash, offset)) = self.copied_contents.get(key) {
+                        Loc::Contents(*hash, *offset)
                     } else {
-                        Loc::Contents(*hash, self.contents_record(loaded.as_bytes()))
+                        let offset = self.contents_record(loaded.as_bytes())?;
+                        self.copied_contents.insert(*key, (*hash, offset));
+                        Loc::Contents(*hash, offset)
                     }
                 }
             },
@@ -263,7 +315,7 @@ impl<'a> Encoder<'a> {
 
     fn remember(&mut self, offset: u64, body: NodeBody, hash: Hash, chain: u8) {
         let node = Node::with_hash(body, hash);
-        node.set_stored_key(offset);
+        node.set_stored_key(ObjectKey::new(self.store, offset));
         let weight = node_weight(&node);
         self.records_weight += u64::from(weight);
         self.records.push_back(PrimedRecord { offset, node: Arc::new(node), chain, weight });
@@ -273,12 +325,16 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    fn encode_node(&mut self, node: &Arc<Node>, base: Option<(Hash, u64)>) -> Result<(Hash, u64)> {
+    fn encode_node(
+        &mut self,
+        node: &Arc<Node>,
+        base: Option<(Hash, u64)>,
+        inode_parent: Option<u8>,
+    ) -> Result<(Hash, u64)> {
+        check_shape(node, inode_parent)?;
         let hash = node.hash();
-        if self.foreign.is_none()
-            && let Some(key) = node.stored_key()
-        {
-            return self.own_key(hash, key);
+        if let Some(offset) = node.stored_offset_in(self.store) {
+            return self.own_key(hash, offset);
         }
         let id = Arc::as_ptr(node) as usize;
         if let Some(offset) = self.pending_nodes.get(&id) {
@@ -298,11 +354,14 @@ impl<'a> Encoder<'a> {
                     | (NodeBody::Values(_), Some(NodeBody::Values(list))) => Some(list),
                     _ => None,
                 };
+                let store = self.store;
                 let child_base = |name: &Name| -> Option<(Hash, u64)> {
                     let list = base_entries?;
                     let index = list.binary_search_by(|(probe, _)| probe.cmp(name)).ok()?;
                     match list.get(index) {
-                        Some((_, Entry::Node(NodeRef::Stored { hash, key }))) => Some((*hash, *key)),
+                        Some((_, Entry::Node(NodeRef::Stored { hash, key }))) => {
+                            Some((*hash, key.offset_in(store)?))
+                        }
                         _ => None,
                     }
                 };
@@ -313,7 +372,7 @@ impl<'a> Encoder<'a> {
                     .iter()
                     .map(|(name, entry)| {
                         let child = match entry {
-                            Entry::Node(NodeRef::Mem(child)) if child.stored_key().is_none() => {
+                            Entry::Node(NodeRef::Mem(child)) if child.stored_offset_in(store).is_none() => {
                                 child_base(name)
                             }
                             _ => None,
@@ -331,7 +390,7 @@ impl<'a> Encoder<'a> {
                 self.counts.inline += locs.iter().filter(|loc| matches!(loc, Loc::Inline(_))).count() as u64;
                 let changes = match (&base, base_entries) {
                     (Some(base), Some(list)) if base.chain < patch::MAX_CHAIN && entries.len() >= 4 => {
-                        entry_changes(entries, &locs, list)
+                        entry_changes(entries, &locs, list, self.store)
                             .filter(|changes| changes.len() * 2 <= entries.len())
                     }
                     _ => None,
@@ -355,7 +414,7 @@ impl<'a> Encoder<'a> {
                                 })
                                 .collect();
                             patch::encode_entries(out, offset, &list);
-                        });
+                        })?;
                         (offset, chain)
                     }
                     _ => {
@@ -364,7 +423,7 @@ impl<'a> Encoder<'a> {
                             for ((name, _), loc) in entries.iter().zip(&locs) {
                                 codec::encode_entry(out, offset, name.as_bytes(), &target_of(Some(loc)));
                             }
-                        });
+                        })?;
                         (offset, 0)
                     }
                 };
@@ -373,8 +432,13 @@ impl<'a> Encoder<'a> {
                     .zip(locs)
                     .map(|((name, _), loc)| {
                         let target = match loc {
-                            Loc::Node(hash, key) => Entry::Node(NodeRef::Stored { hash, key }),
-                            Loc::Contents(hash, key) => Entry::Contents(ContentsRef::Stored { hash, key }),
+                            Loc::Node(hash, offset) => {
+                                Entry::Node(NodeRef::Stored { hash, key: ObjectKey::new(store, offset) })
+                            }
+                            Loc::Contents(hash, offset) => Entry::Contents(ContentsRef::Stored {
+                                hash,
+                                key: ObjectKey::new(store, offset),
+                            }),
                             Loc::Inline(contents) => Entry::Contents(ContentsRef::Mem(contents)),
                         };
                         (name.clone(), target)
@@ -394,23 +458,26 @@ impl<'a> Encoder<'a> {
                     }
                     _ => None,
                 };
+                let store = self.store;
                 let child_base = |bucket: u8| -> Option<(Hash, u64)> {
                     let list = base_children?;
                     let index = list.binary_search_by_key(&bucket, |(probe, _)| *probe).ok()?;
                     match list.get(index) {
-                        Some((_, NodeRef::Stored { hash, key })) => Some((*hash, *key)),
+                        Some((_, NodeRef::Stored { hash, key })) => Some((*hash, key.offset_in(store)?)),
                         _ => None,
                     }
                 };
                 let children = tree
                     .children
                     .iter()
-                    .map(|(bucket, child)| Ok((*bucket, self.node(child, child_base(*bucket))?)))
+                    .map(|(bucket, child)| {
+                        Ok((*bucket, self.node_at(child, child_base(*bucket), Some(tree.depth))?))
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 self.counts.tree += 1;
                 let changes = match (&base, base_children) {
                     (Some(base), Some(list)) if base.chain < patch::MAX_CHAIN => {
-                        Some(bucket_changes(&children, list))
+                        Some(bucket_changes(&children, list, store))
                             .filter(|changes| changes.len() * 2 <= children.len())
                     }
                     _ => None,
@@ -423,7 +490,7 @@ impl<'a> Encoder<'a> {
                         let offset = self.record(RecordKind::PatchTree, |out, offset| {
                             patch::encode_head(out, offset, head, chain);
                             patch::encode_tree(out, offset, tree.length, &changes);
-                        });
+                        })?;
                         (offset, chain)
                     }
                     _ => {
@@ -432,7 +499,7 @@ impl<'a> Encoder<'a> {
                             for (bucket, (hash, child)) in &children {
                                 codec::encode_tree_child(out, offset, *bucket, hash, *child);
                             }
-                        });
+                        })?;
                         (offset, 0)
                     }
                 };
@@ -441,7 +508,9 @@ impl<'a> Encoder<'a> {
                     length: tree.length,
                     children: children
                         .iter()
-                        .map(|(bucket, (hash, key))| (*bucket, NodeRef::Stored { hash: *hash, key: *key }))
+                        .map(|(bucket, (hash, offset))| {
+                            (*bucket, NodeRef::Stored { hash: *hash, key: ObjectKey::new(store, *offset) })
+                        })
                         .collect(),
                 };
                 self.remember(written.0, NodeBody::Tree(stored), hash, written.1);
@@ -452,6 +521,39 @@ impl<'a> Encoder<'a> {
         self.marks.push((node.clone(), offset));
         Ok((hash, offset))
     }
+}
+
+/// Refuses a node that cannot stand where it is: a directory must be flat or an inode root (depth
+/// 0), an inner inode below a `Tree` at depth `d` a `Values` leaf or a `Tree` at `d + 1`. (The
+/// tree's own operations only build such nodes; a part copied from another source is checked, so
+/// that a malformed source cannot make the copy endless.)
+fn check_shape(node: &Node, inode_parent: Option<u8>) -> Result<()> {
+    let fits = match (inode_parent, node.body()) {
+        (None, NodeBody::Flat(_)) => true,
+        (None, NodeBody::Tree(tree)) => tree.depth == 0,
+        (Some(_), NodeBody::Values(_)) => true,
+        (Some(depth), NodeBody::Tree(tree)) => u16::from(tree.depth) == u16::from(depth) + 1,
+        _ => false,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(StoreError::Tree(TreeError::Malformed(
+            "a node of the wrong shape or depth for its place in the tree",
+        )))
+    }
+}
+
+/// Refuses a record body of `len` bytes over the format's limit.
+pub(crate) fn check_body_len(kind: RecordKind, len: u64) -> Result<()> {
+    if len > codec::MAX_BODY_LEN {
+        return Err(StoreError::TooLarge(format!(
+            "a {} record of {len} bytes (at most {} are allowed); nothing was written",
+            kind.name(),
+            codec::MAX_BODY_LEN
+        )));
+    }
+    Ok(())
 }
 
 /// A loaded base: the stored version a rewritten node may be written as a patch of.
@@ -477,14 +579,14 @@ fn target_of(loc: Option<&Loc>) -> EncodedTarget<'_> {
     }
 }
 
-/// Whether the new target `loc` is what the base entry holds.
-fn same_target(loc: &Loc, entry: &Entry) -> bool {
+/// Whether the new target `loc` is what the base entry (of `store`) holds.
+fn same_target(loc: &Loc, entry: &Entry, store: StoreId) -> bool {
     match (loc, entry) {
         (Loc::Node(hash, offset), Entry::Node(NodeRef::Stored { hash: h, key })) => {
-            hash == h && offset == key
+            hash == h && key.offset_in(store) == Some(*offset)
         }
         (Loc::Contents(hash, offset), Entry::Contents(ContentsRef::Stored { hash: h, key })) => {
-            hash == h && offset == key
+            hash == h && key.offset_in(store) == Some(*offset)
         }
         (Loc::Inline(contents), Entry::Contents(ContentsRef::Mem(old))) => {
             // An unchanged entry usually shares its value with the base (the node was copied from
@@ -497,7 +599,12 @@ fn same_target(loc: &Loc, entry: &Entry) -> bool {
 
 /// The changes from the sorted `base` entries to the new sorted `entries` (with their targets
 /// `locs`), sorted by name; `None` if the lists are not sorted as they must be.
-fn entry_changes(entries: &[(Name, Entry)], locs: &[Loc], base: &[(Name, Entry)]) -> Option<Vec<Change>> {
+fn entry_changes(
+    entries: &[(Name, Entry)],
+    locs: &[Loc],
+    base: &[(Name, Entry)],
+    store: StoreId,
+) -> Option<Vec<Change>> {
     let mut changes = Vec::new();
     let mut old = base.iter().peekable();
     for (index, ((name, _), loc)) in entries.iter().zip(locs).enumerate() {
@@ -506,7 +613,7 @@ fn entry_changes(entries: &[(Name, Entry)], locs: &[Loc], base: &[(Name, Entry)]
         loop {
             match old.peek() {
                 Some((probe, entry)) if probe == name => {
-                    if !same_target(loc, entry) {
+                    if !same_target(loc, entry, store) {
                         changes.push(Change::Set(index));
                     }
                     old.next();
@@ -528,7 +635,11 @@ fn entry_changes(entries: &[(Name, Entry)], locs: &[Loc], base: &[(Name, Entry)]
 }
 
 /// The bucket changes from the base children to the new ones (both sorted by bucket).
-fn bucket_changes(children: &[(u8, (Hash, u64))], base: &[(u8, NodeRef)]) -> Vec<(u8, Option<(Hash, u64)>)> {
+fn bucket_changes(
+    children: &[(u8, (Hash, u64))],
+    base: &[(u8, NodeRef)],
+    store: StoreId,
+) -> Vec<(u8, Option<(Hash, u64)>)> {
     let mut changes = Vec::new();
     let mut old = base.iter().peekable();
     for (bucket, (hash, offset)) in children {
@@ -536,7 +647,8 @@ fn bucket_changes(children: &[(u8, (Hash, u64))], base: &[(u8, NodeRef)]) -> Vec
             changes.push((*removed, None));
         }
         match old.next_if(|(probe, _)| probe == bucket) {
-            Some((_, NodeRef::Stored { hash: h, key })) if h == hash && key == offset => {}
+            Some((_, NodeRef::Stored { hash: h, key }))
+                if h == hash && key.offset_in(store) == Some(*offset) => {}
             _ => changes.push((*bucket, Some((*hash, *offset)))),
         }
     }

@@ -225,15 +225,32 @@ fn a_reference_outside_the_store_is_refused() {
     let mut tree = repo.empty_tree();
     tree.add(&["a"], b"1".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(1)).unwrap();
-    // A root holding a stored reference past the published end, as a directory grafted from a
-    // larger store would.
-    let stray = Entry::Node(NodeRef::Stored { hash: Hash([1; 32]), key: 1 << 40 });
+    // A root holding a key of this store past the published end (no tree can hold one: it is
+    // forged here from the store's identity).
+    let Entry::Node(NodeRef::Stored { key: root_key, .. }) = repo.checkout(&first).unwrap().root().clone()
+    else {
+        panic!("checkout is lazy")
+    };
+    let stray_key = larch_core::ObjectKey::new(root_key.store(), 1 << 40);
+    let stray = Entry::Node(NodeRef::Stored { hash: Hash([1; 32]), key: stray_key });
     let root = larch_core::Node::new(NodeBody::Flat(vec![(Name::from("z"), stray)]));
     let bad = Tree::from_entry(Entry::Node(NodeRef::Mem(std::sync::Arc::new(root))), repo.source());
     let error = repo.commit(&bad, &[first], info(2)).unwrap_err();
     assert!(matches!(error, StoreError::ForeignReference { key, .. } if key == 1 << 40), "{error}");
     assert_eq!(repo.head(), Some(first));
     assert_eq!(repo.commit_count(), 1);
+    // A key of another store that the tree's source cannot load: refused too, nothing written.
+    let other = larch_core::ObjectKey::new(larch_core::StoreId::fresh(), 100);
+    let stray = Entry::Node(NodeRef::Stored { hash: Hash([1; 32]), key: other });
+    let root = larch_core::Node::new(NodeBody::Flat(vec![(Name::from("z"), stray)]));
+    let bad = Tree::from_entry(Entry::Node(NodeRef::Mem(std::sync::Arc::new(root))), repo.source());
+    let error = repo.commit(&bad, &[first], info(3)).unwrap_err();
+    assert!(matches!(error, StoreError::Tree(_)), "{error}");
+    assert!(error.to_string().contains("another store"), "{error}");
+    assert_eq!(repo.head(), Some(first));
+    assert_eq!(repo.commit_count(), 1);
+    drop(repo);
+    assert!(larch_store::fsck(dir.path()).unwrap().is_clean());
 }
 
 #[test]

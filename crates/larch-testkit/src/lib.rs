@@ -1,6 +1,7 @@
 //! Test support for larch: seeded random generators that print their seed, random tree
 //! operations, and the reference model.
 
+pub mod fuzz;
 pub mod model;
 pub mod ops;
 pub mod seed;

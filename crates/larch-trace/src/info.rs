@@ -200,7 +200,13 @@ impl Applier {
     }
 }
 
-/// The `limit` largest directories of `tree`, largest first (ties by path).
+/// Paths of directories are shown up to about this many bytes, then end with [`ELIDED`].
+const MAX_SHOWN_PATH: usize = 1024;
+/// The end of a path shown elided.
+const ELIDED: &str = "/…";
+
+/// The `limit` largest directories of `tree`, largest first (ties by path). Paths longer than
+/// about 1 KiB are shown elided (ending in `/…`).
 pub fn largest_directories(tree: &Tree, limit: usize) -> Result<Vec<DirSize>, larch_core::TreeError> {
     let mut heap: BinaryHeap<std::cmp::Reverse<DirSize>> = BinaryHeap::new();
     let mut stack: Vec<(String, Tree)> = vec![(String::new(), tree.clone())];
@@ -219,8 +225,14 @@ pub fn largest_directories(tree: &Tree, limit: usize) -> Result<Vec<DirSize>, la
         }
         for (name, sub) in entries {
             if sub.kind() == Kind::Node {
-                let step = String::from_utf8_lossy(name.as_bytes());
-                let child = if path.is_empty() { step.into_owned() } else { format!("{path}/{step}") };
+                let child = if path.len() >= MAX_SHOWN_PATH {
+                    // Deep below a long path: the shown path stops (else a deep chain of
+                    // directories would cost time and memory quadratic in its depth).
+                    if path.ends_with(ELIDED) { path.clone() } else { format!("{path}{ELIDED}") }
+                } else {
+                    let step = String::from_utf8_lossy(name.as_bytes());
+                    if path.is_empty() { step.into_owned() } else { format!("{path}/{step}") }
+                };
                 stack.push((child, sub));
             }
         }

@@ -32,6 +32,29 @@ pub(crate) fn node_mut<'a>(
     }
 }
 
+/// Checks that `child`, reached from a `Tree` inode at `parent_depth`, is an inner inode of the
+/// next depth: a `Values` leaf or a `Tree` at `parent_depth + 1`. Every walk down an inode trie
+/// checks it, so that a stored trie (whose depths a crafted store chooses) is at most
+/// `INODE_MAX_DEPTH` levels deep and every walk through it ends.
+fn check_child(parent_depth: u8, child: &Node) -> Result<(), TreeError> {
+    match child.body() {
+        NodeBody::Values(_) => Ok(()),
+        NodeBody::Tree(sub) if u16::from(sub.depth) == u16::from(parent_depth) + 1 => Ok(()),
+        NodeBody::Tree(_) => Err(TreeError::Malformed("an inner inode at the wrong depth")),
+        NodeBody::Flat(_) => Err(TreeError::Malformed("a flat directory used as an inner inode")),
+    }
+}
+
+/// Checks that `node`, reached as a directory, is one: flat, or the root (depth 0) of an inode trie.
+pub(crate) fn check_dir(node: &Node) -> Result<(), TreeError> {
+    match node.body() {
+        NodeBody::Flat(_) => Ok(()),
+        NodeBody::Tree(tree) if tree.depth == 0 => Ok(()),
+        NodeBody::Tree(_) => Err(TreeError::Malformed("an inner inode used as a directory")),
+        NodeBody::Values(_) => Err(TreeError::Malformed("an inode leaf used as a directory")),
+    }
+}
+
 fn search(entries: &Entries, name: &[u8]) -> Result<usize, usize> {
     entries.binary_search_by(|(probe, _)| probe.as_bytes().cmp(name))
 }
@@ -55,6 +78,7 @@ pub(crate) fn find(node: &Node, name: &[u8], source: &dyn ObjectSource) -> Resul
                 return Ok(None);
             };
             let child = load(child, source)?;
+            check_child(tree.depth, &child)?;
             find(&child, name, source)
         }
     }
@@ -79,7 +103,9 @@ pub(crate) fn entry_mut<'a>(
             let Some((_, child)) = tree.children.get_mut(position) else {
                 return Ok(None);
             };
+            let depth = tree.depth;
             let child = node_mut(child, source)?;
+            check_child(depth, child)?;
             entry_mut(child, name, source)
         }
     }
@@ -162,6 +188,7 @@ fn set_in_tree(
         return Ok(());
     };
     let child = node_mut(child, source)?;
+    check_child(tree.depth, child)?;
     let before = child.length();
     let body = child.body_mut();
     let replacement = match body {
@@ -193,7 +220,8 @@ fn set_in_tree(
     if after == 0 {
         tree.children.remove(position);
     }
-    tree.length = tree.length + after - before;
+    // Saturating: the lengths of a stored trie are what its records claim.
+    tree.length = tree.length.saturating_add(after).saturating_sub(before);
     Ok(())
 }
 
@@ -232,6 +260,7 @@ pub(crate) fn collect_tree(
 ) -> Result<(), TreeError> {
     for (_, child) in &tree.children {
         let child = load(child, source)?;
+        check_child(tree.depth, &child)?;
         match child.body() {
             NodeBody::Values(entries) | NodeBody::Flat(entries) => out.extend(entries.iter().cloned()),
             NodeBody::Tree(sub) => collect_tree(sub, source, out)?,
@@ -245,7 +274,8 @@ pub(crate) fn entries(node: &Node, source: &dyn ObjectSource) -> Result<Entries,
     match node.body() {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => Ok(entries.clone()),
         NodeBody::Tree(tree) => {
-            let mut all = Vec::with_capacity(tree.length as usize);
+            // The length a stored inode claims only sizes the first allocation, within reason.
+            let mut all = Vec::with_capacity(usize::try_from(tree.length.min(1 << 16)).unwrap_or(0));
             collect_tree(tree, source, &mut all)?;
             all.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
             Ok(all)

@@ -113,6 +113,7 @@ impl Tree {
                 return Ok(None);
             };
             let node = dir::load(node, &*self.source)?;
+            dir::check_dir(&node)?;
             match dir::find(&node, step.as_ref(), &*self.source)? {
                 Some(entry) => current = entry,
                 None => return Ok(None),
@@ -199,6 +200,7 @@ impl Tree {
             return Ok(Vec::new());
         };
         let node = dir::load(&node, &*self.source)?;
+        dir::check_dir(&node)?;
         let entries = dir::entries(&node, &*self.source)?;
         let take = length.unwrap_or(usize::MAX);
         Ok(entries
@@ -233,6 +235,7 @@ impl Tree {
         };
         let source = &*self.source;
         let node = dir::node_mut(root, source)?;
+        dir::check_dir(node)?;
         set_path(node, path, new, source)
     }
 }
@@ -255,7 +258,8 @@ fn set_path<P: AsRef<[u8]>>(
     let emptied = match dir::entry_mut(node, name, source)? {
         Some(Entry::Node(child)) => {
             let child = dir::node_mut(child, source)?;
-            set_path(child, rest, new, source)?;
+            dir::check_dir(child)?;
+            crate::stack::guarded(|| set_path(child, rest, new, source))?;
             child.length() == 0
         }
         _ => {
@@ -265,7 +269,7 @@ fn set_path<P: AsRef<[u8]>>(
                 return Ok(());
             }
             let mut child = Node::empty();
-            set_path(&mut child, rest, new, source)?;
+            crate::stack::guarded(|| set_path(&mut child, rest, new, source))?;
             return dir::set(node, name, Some(Entry::Node(NodeRef::Mem(Arc::new(child)))), source);
         }
     };

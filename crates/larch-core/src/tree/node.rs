@@ -7,8 +7,98 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-/// Where an object lives in an [`ObjectSource`](crate::ObjectSource) (a pack offset for the disk store).
-pub type ObjectKey = u64;
+/// The identity of one object store instance (a [`MemorySource`](crate::MemorySource), an open
+/// disk store) within this process. A position ([`ObjectKey`]) is meaningful only to the store
+/// that made it: keys carry the identity, so a store treats a key of another store as absent
+/// (a writer copies the object, a source refuses the load) instead of misreading its offset.
+///
+/// Identities are drawn from a process-wide counter, so two live stores never share one (after
+/// 2^32 - 1 stores opened in one process the counter wraps around).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StoreId(std::num::NonZeroU32);
+
+impl StoreId {
+    /// A new identity, different from every other one handed out in this process (until the
+    /// counter wraps around).
+    pub fn fresh() -> StoreId {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        loop {
+            let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some(id) = std::num::NonZeroU32::new(id) {
+                return StoreId(id);
+            }
+        }
+    }
+
+    /// The identity as a number (for messages).
+    pub fn get(self) -> u32 {
+        self.0.get()
+    }
+}
+
+impl fmt::Debug for StoreId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "store#{}", self.0)
+    }
+}
+
+impl fmt::Display for StoreId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "store#{}", self.0)
+    }
+}
+
+/// Where an object lives: the store that wrote it and its position there (a pack offset for the
+/// disk store, an index for [`MemorySource`](crate::MemorySource)). Only the store named by
+/// [`store`](ObjectKey::store) may interpret the position.
+///
+/// Laid out as three `u32`s (12 bytes, 4-aligned): a node's key cache then fits where a `u64`
+/// offset's did (a `Node` stays at 96 bytes, one allocator size class below 128), and the
+/// identity's zero niche keeps a `NodeRef` at 48 bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    offset_low: u32,
+    offset_high: u32,
+    store: StoreId,
+}
+
+impl ObjectKey {
+    /// The object at `offset` of `store`.
+    #[inline]
+    pub fn new(store: StoreId, offset: u64) -> ObjectKey {
+        ObjectKey { offset_low: offset as u32, offset_high: (offset >> 32) as u32, store }
+    }
+
+    /// The store whose position this is.
+    #[inline]
+    pub fn store(self) -> StoreId {
+        self.store
+    }
+
+    /// The position within [`store`](ObjectKey::store).
+    #[inline]
+    pub fn offset(self) -> u64 {
+        (u64::from(self.offset_high) << 32) | u64::from(self.offset_low)
+    }
+
+    /// The position, if this key belongs to `store`.
+    #[inline]
+    pub fn offset_in(self, store: StoreId) -> Option<u64> {
+        (self.store == store).then(|| self.offset())
+    }
+}
+
+impl fmt::Debug for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.offset(), self.store)
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.offset(), self.store)
+    }
+}
 
 /// A step of a path: arbitrary bytes, ordered bytewise (OCaml `String.compare`).
 ///
@@ -313,7 +403,10 @@ impl Clone for Node {
 
 impl fmt::Debug for Node {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Node").field("body", &self.body).field("key", &self.key.get()).finish()
+        // Formatting recurses through in-memory children: guarded, as every per-level recursion.
+        crate::stack::guarded(|| {
+            f.debug_struct("Node").field("body", &self.body).field("key", &self.key.get()).finish()
+        })
     }
 }
 
@@ -345,12 +438,20 @@ impl Node {
         &mut self.body
     }
 
-    /// The key at which a store holds exactly this value, if recorded.
+    /// The key at which a store holds exactly this value, if recorded (by any store: see
+    /// [`stored_offset_in`](Node::stored_offset_in)).
     pub fn stored_key(&self) -> Option<ObjectKey> {
         self.key.get().copied()
     }
 
-    /// Records that a store holds this value at `key` (first record wins).
+    /// The position at which `store` holds exactly this value, if `store` recorded it.
+    #[inline]
+    pub fn stored_offset_in(&self, store: StoreId) -> Option<u64> {
+        self.key.get().and_then(|key| key.offset_in(store))
+    }
+
+    /// Records that a store holds this value at `key` (first record wins: a node committed to
+    /// two stores keeps the first one's key, and the second store writes it again each time).
     pub fn set_stored_key(&self, key: ObjectKey) {
         let _ = self.key.set(key);
     }
@@ -368,9 +469,28 @@ impl Node {
         }
     }
 
-    /// The node's hash under the Tezos schema, computed bottom-up once and cached.
+    /// The node's hash under the Tezos schema, computed bottom-up once and cached (at any depth:
+    /// the recursion through modified children is [guarded](crate::stack::guarded)).
     pub fn hash(&self) -> Hash {
-        *self.hash.get_or_init(|| compute_hash(&self.body))
+        if let Some(hash) = self.hash.get() {
+            return *hash;
+        }
+        *self.hash.get_or_init(|| crate::stack::guarded(|| compute_hash(&self.body)))
+    }
+}
+
+impl Drop for Node {
+    /// Drops the body on a [guarded](crate::stack::guarded) stack: dropping the last reference to
+    /// a deep chain of in-memory directories drops it level by level, recursively.
+    fn drop(&mut self) {
+        let body = std::mem::replace(&mut self.body, NodeBody::Flat(Vec::new()));
+        let has_children = match &body {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => !entries.is_empty(),
+            NodeBody::Tree(tree) => !tree.children.is_empty(),
+        };
+        if has_children {
+            crate::stack::guarded(move || drop(body));
+        }
     }
 }
 
@@ -407,6 +527,18 @@ fn compute_hash(body: &NodeBody) -> Hash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layouts_stay_compact() {
+        // A node's key cache costs what a `u64` offset did, and references stay 48 bytes.
+        assert_eq!(std::mem::size_of::<ObjectKey>(), 12);
+        assert!(std::mem::size_of::<Node>() <= 96, "{}", std::mem::size_of::<Node>());
+        assert_eq!(std::mem::size_of::<NodeRef>(), 48);
+        assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
+        assert!(std::mem::size_of::<Entry>() <= 56);
+        let key = ObjectKey::new(StoreId::fresh(), (7 << 40) | 5);
+        assert_eq!(key.offset(), (7 << 40) | 5);
+    }
 
     #[test]
     fn contents_small_and_large() {

@@ -1,7 +1,8 @@
 //! The object-source seam: how a lazy tree loads the nodes and contents it knows only by key.
 
-use super::node::{Contents, ContentsRef, Entry, Node, NodeBody, NodeRef, ObjectKey};
+use super::node::{Contents, ContentsRef, Entry, Node, NodeBody, NodeRef, ObjectKey, StoreId};
 use crate::hash::Hash;
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -51,6 +52,8 @@ impl ObjectSource for NoSource {
 enum MemorySourceError {
     #[error("no object at key {0}")]
     Missing(ObjectKey),
+    #[error("key {0} belongs to another store than {1}")]
+    OtherStore(ObjectKey, StoreId),
     #[error("the object at key {key} has hash {actual}, the reference says {expected}")]
     HashMismatch { key: ObjectKey, expected: Hash, actual: Hash },
 }
@@ -63,8 +66,9 @@ struct MemoryObjects {
 
 /// An in-memory object store: `persist` turns a tree's in-memory nodes into stored records whose
 /// children are lazy references, exactly as a disk store would, and loads count as a disk's reads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemorySource {
+    id: StoreId,
     objects: RwLock<MemoryObjects>,
     node_loads: AtomicU64,
     contents_loads: AtomicU64,
@@ -74,10 +78,26 @@ pub struct MemorySource {
 /// as the disk store does; longer ones become objects of their own.
 pub const MEMORY_INLINE_CONTENTS_MAX: usize = 32;
 
+impl Default for MemorySource {
+    fn default() -> MemorySource {
+        MemorySource {
+            id: StoreId::fresh(),
+            objects: RwLock::default(),
+            node_loads: AtomicU64::new(0),
+            contents_loads: AtomicU64::new(0),
+        }
+    }
+}
+
 impl MemorySource {
     /// An empty source.
     pub fn new() -> MemorySource {
         MemorySource::default()
+    }
+
+    /// This source's identity: the store of the keys it hands out.
+    pub fn id(&self) -> StoreId {
+        self.id
     }
 
     /// Number of node loads served so far.
@@ -96,63 +116,129 @@ impl MemorySource {
         (objects.nodes.len(), objects.contents.len())
     }
 
-    /// Stores every in-memory node reachable from `entry` that is not stored yet, and returns the
-    /// lazy reference to it. Nodes already stored (recorded key) are not written again.
-    pub fn persist(&self, entry: &Entry) -> Entry {
+    /// Stores every in-memory node reachable from `entry` that this source does not hold yet,
+    /// and returns the lazy reference to it. Nodes this source already holds (a key of its own)
+    /// are not written again; nodes and contents of another store (a key of another identity,
+    /// recorded on a node or in a lazy reference) are copied, loading lazy parts from `source`,
+    /// the source of the tree `entry` belongs to. (Loads happen with this source's lock held: a
+    /// load from this very source is of another store's key, refused before taking the lock.)
+    pub fn persist(&self, entry: &Entry, source: &dyn ObjectSource) -> Result<Entry, LoadError> {
         let mut objects = self.objects.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        persist_entry(&mut objects, entry)
+        let mut persist = Persist { id: self.id, source, objects: &mut objects, copied: HashMap::new() };
+        persist.entry(entry)
     }
 }
 
-fn persist_entry(objects: &mut MemoryObjects, entry: &Entry) -> Entry {
-    match entry {
-        Entry::Contents(ContentsRef::Mem(contents)) if contents.len() >= MEMORY_INLINE_CONTENTS_MAX => {
-            let key = objects.contents.len() as ObjectKey;
-            objects.contents.push(contents.clone());
-            Entry::Contents(ContentsRef::Stored { hash: contents.hash(), key })
-        }
-        Entry::Contents(contents) => Entry::Contents(contents.clone()),
-        Entry::Node(node) => Entry::Node(persist_node(objects, node)),
-    }
+/// One call of [`MemorySource::persist`].
+struct Persist<'a> {
+    id: StoreId,
+    source: &'a dyn ObjectSource,
+    objects: &'a mut MemoryObjects,
+    /// Nodes of other stores copied by this call, by their key there, to their new reference.
+    copied: HashMap<ObjectKey, NodeRef>,
 }
 
-fn persist_node(objects: &mut MemoryObjects, node: &NodeRef) -> NodeRef {
-    let node = match node {
-        NodeRef::Stored { .. } => return node.clone(),
-        NodeRef::Mem(node) => node,
-    };
-    let hash = node.hash();
-    if let Some(key) = node.stored_key() {
-        return NodeRef::Stored { hash, key };
-    }
-    let entries = |entries: &super::node::Entries, objects: &mut MemoryObjects| {
-        entries.iter().map(|(name, entry)| (name.clone(), persist_entry(objects, entry))).collect()
-    };
-    let body = match node.body() {
-        NodeBody::Flat(list) => NodeBody::Flat(entries(list, objects)),
-        NodeBody::Values(list) => NodeBody::Values(entries(list, objects)),
-        NodeBody::Tree(tree) => {
-            let mut stored = tree.clone();
-            for (_, child) in &mut stored.children {
-                *child = persist_node(objects, child);
+impl Persist<'_> {
+    fn entry(&mut self, entry: &Entry) -> Result<Entry, LoadError> {
+        Ok(match entry {
+            Entry::Contents(ContentsRef::Mem(contents)) if contents.len() >= MEMORY_INLINE_CONTENTS_MAX => {
+                Entry::Contents(self.contents(contents.clone()))
             }
-            NodeBody::Tree(stored)
+            Entry::Contents(ContentsRef::Stored { hash, key }) if key.store() != self.id => {
+                let loaded = self.source.load_contents(*key, hash)?;
+                if loaded.len() >= MEMORY_INLINE_CONTENTS_MAX {
+                    Entry::Contents(self.contents(loaded))
+                } else {
+                    Entry::Contents(ContentsRef::Mem(loaded))
+                }
+            }
+            Entry::Contents(contents) => Entry::Contents(contents.clone()),
+            Entry::Node(node) => Entry::Node(crate::stack::guarded(|| self.node(node, None))?),
+        })
+    }
+
+    fn contents(&mut self, contents: Arc<Contents>) -> ContentsRef {
+        let key = ObjectKey::new(self.id, self.objects.contents.len() as u64);
+        let hash = contents.hash();
+        self.objects.contents.push(contents);
+        ContentsRef::Stored { hash, key }
+    }
+
+    /// Persists `node`, which stands as a directory (`inode_parent` `None`) or as an inner inode
+    /// below a `Tree` of that depth.
+    fn node(&mut self, node: &NodeRef, inode_parent: Option<u8>) -> Result<NodeRef, LoadError> {
+        let (node, foreign) = match node {
+            NodeRef::Stored { key, .. } if key.store() == self.id => return Ok(node.clone()),
+            NodeRef::Stored { key, .. } if self.copied.contains_key(key) => {
+                // Another store's node already copied by this call (shared below several parents).
+                return Ok(self.copied.get(key).cloned().unwrap_or_else(|| node.clone()));
+            }
+            NodeRef::Stored { hash, key } => (self.source.load_node(*key, hash)?, Some(*key)),
+            NodeRef::Mem(node) => (node.clone(), None),
+        };
+        let fits = match (inode_parent, node.body()) {
+            (None, NodeBody::Flat(_)) => true,
+            (None, NodeBody::Tree(tree)) => tree.depth == 0,
+            (Some(_), NodeBody::Values(_)) => true,
+            (Some(depth), NodeBody::Tree(tree)) => u16::from(tree.depth) == u16::from(depth) + 1,
+            _ => false,
+        };
+        if !fits {
+            // A malformed part of another source is not copied (and cannot make the copy endless).
+            return Err(LoadError {
+                what: "node",
+                key: ObjectKey::new(self.id, 0),
+                hash: node.hash(),
+                reason: "a node of the wrong shape or depth for its place in the tree".into(),
+            });
         }
-    };
-    let key = objects.nodes.len() as ObjectKey;
-    let record = Node::with_hash(body, hash);
-    record.set_stored_key(key);
-    objects.nodes.push(Arc::new(record));
-    node.set_stored_key(key);
-    NodeRef::Stored { hash, key }
+        let hash = node.hash();
+        if let Some(offset) = node.stored_offset_in(self.id) {
+            return Ok(NodeRef::Stored { hash, key: ObjectKey::new(self.id, offset) });
+        }
+        let body = match node.body() {
+            NodeBody::Flat(list) => NodeBody::Flat(self.entries(list)?),
+            NodeBody::Values(list) => NodeBody::Values(self.entries(list)?),
+            NodeBody::Tree(tree) => {
+                let mut stored = tree.clone();
+                let depth = tree.depth;
+                for (_, child) in &mut stored.children {
+                    *child = crate::stack::guarded(|| self.node(child, Some(depth)))?;
+                }
+                NodeBody::Tree(stored)
+            }
+        };
+        let key = ObjectKey::new(self.id, self.objects.nodes.len() as u64);
+        let record = Node::with_hash(body, hash);
+        record.set_stored_key(key);
+        self.objects.nodes.push(Arc::new(record));
+        // Recorded at once: a subtree shared below several parents is stored once.
+        node.set_stored_key(key);
+        if let Some(foreign) = foreign {
+            self.copied.insert(foreign, NodeRef::Stored { hash, key });
+        }
+        Ok(NodeRef::Stored { hash, key })
+    }
+
+    fn entries(&mut self, list: &super::node::Entries) -> Result<super::node::Entries, LoadError> {
+        // Exactly sized (collecting into a `Result` would grow the vector by doubling: stored
+        // records would keep up to twice the memory their entries need).
+        let mut out = Vec::with_capacity(list.len());
+        for (name, entry) in list {
+            out.push((name.clone(), self.entry(entry)?));
+        }
+        Ok(out)
+    }
 }
 
 impl ObjectSource for MemorySource {
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
         self.node_loads.fetch_add(1, Ordering::Relaxed);
-        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         let fail = |reason| LoadError { what: "node", key, hash: *hash, reason: Box::new(reason) };
-        let node = usize::try_from(key)
+        let index =
+            key.offset_in(self.id).ok_or_else(|| fail(MemorySourceError::OtherStore(key, self.id)))?;
+        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let node = usize::try_from(index)
             .ok()
             .and_then(|index| objects.nodes.get(index))
             .ok_or_else(|| fail(MemorySourceError::Missing(key)))?;
@@ -165,9 +251,11 @@ impl ObjectSource for MemorySource {
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
         self.contents_loads.fetch_add(1, Ordering::Relaxed);
-        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         let fail = |reason| LoadError { what: "contents", key, hash: *hash, reason: Box::new(reason) };
-        let contents = usize::try_from(key)
+        let index =
+            key.offset_in(self.id).ok_or_else(|| fail(MemorySourceError::OtherStore(key, self.id)))?;
+        let objects = self.objects.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let contents = usize::try_from(index)
             .ok()
             .and_then(|index| objects.contents.get(index))
             .ok_or_else(|| fail(MemorySourceError::Missing(key)))?;
