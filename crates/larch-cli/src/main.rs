@@ -4,6 +4,7 @@
 mod cmd_fsck;
 mod cmd_replay;
 mod cmd_report;
+mod cmd_serve;
 mod cmd_trace;
 mod output;
 mod progress;
@@ -36,6 +37,8 @@ enum Command {
     /// Compare and plot replay runs from their stat files.
     #[command(subcommand)]
     Report(cmd_report::ReportCommand),
+    /// Serve a store's contexts over HTTP, read-only, beside a writer (Octez-like context RPCs).
+    Serve(cmd_serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Report(command) => cmd_report::run(command),
+        Command::Serve(args) => cmd_serve::run(args),
     };
     match result {
         Ok(code) => code,
