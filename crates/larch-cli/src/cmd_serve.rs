@@ -77,6 +77,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("listening on {}", args.listen))?;
+        // The bound address on stdout (with `--listen 127.0.0.1:0`, the port the system chose).
+        let addr = listener.local_addr().context("reading the bound address")?;
+        println!("larch serve: listening on http://{addr}");
+        std::io::Write::flush(&mut std::io::stdout()).context("writing to stdout")?;
         larch_server::serve(listener, state, shutdown_signal()).await.context("serving")
     })?;
     tracing::info!("stopped");

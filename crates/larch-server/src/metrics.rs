@@ -141,7 +141,7 @@ impl Metrics {
         metric(
             "larch_store_seconds_since_reload",
             "gauge",
-            "Seconds since the last successful reload.",
+            "Seconds since the last reload started.",
             format!("{:.3}", store.seconds_since_reload),
         );
         metric(

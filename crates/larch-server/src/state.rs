@@ -10,10 +10,7 @@ use larch_store::{CommitDetails, Repo, RepoOptions, StoreError, StoreStats};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::{Duration, Instant};
-
-/// A request for an unknown commit reloads the store at most this often (the timer reloads too).
-const MISS_RELOAD_INTERVAL: Duration = Duration::from_millis(5);
+use std::time::Instant;
 
 /// The head commit, checked out once per change so that requests on `head` take no store lock.
 #[derive(Debug)]
@@ -115,9 +112,8 @@ impl ServerState {
     fn reload_inner(&self) -> Result<bool, StoreError> {
         let changed = {
             let mut repo = write(&self.repo);
-            let changed = repo.reload()?;
             *self.last_reload.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
-            changed
+            repo.reload()?
         };
         if changed {
             let repo = read(&self.repo);
@@ -133,19 +129,16 @@ impl ServerState {
         Ok(changed)
     }
 
-    /// Reloads for a request that named an unknown commit, unless a reload just happened.
-    fn reload_on_miss(&self) -> bool {
-        let recent =
-            self.last_reload.lock().unwrap_or_else(PoisonError::into_inner).elapsed() < MISS_RELOAD_INTERVAL;
-        if recent {
-            return false;
+    /// Makes sure the handle has seen every commit published before `asked` (a request naming an
+    /// unknown commit): reloads unless a reload started since `asked` (then it saw them already,
+    /// and a flood of requests for unknown commits costs one reload, not one each).
+    fn reload_since(&self, asked: Instant) {
+        let started = *self.last_reload.lock().unwrap_or_else(PoisonError::into_inner);
+        if started > asked {
+            return;
         }
-        match self.reload() {
-            Ok(changed) => changed,
-            Err(err) => {
-                tracing::warn!(%err, "reload failed");
-                false
-            }
+        if let Err(err) = self.reload() {
+            tracing::warn!(%err, "reload failed");
         }
     }
 
@@ -165,6 +158,7 @@ impl ServerState {
         if let Some(snapshot) = self.head_snapshot().filter(|s| s.details.hash == hash) {
             return Ok((snapshot.details.clone(), snapshot.tree.clone()));
         }
+        let asked = Instant::now();
         for attempt in 0..2 {
             {
                 let repo = read(&self.repo);
@@ -174,8 +168,8 @@ impl ServerState {
                     return Ok((details, tree));
                 }
             }
-            if attempt == 0 && !self.reload_on_miss() {
-                break;
+            if attempt == 0 {
+                self.reload_since(asked);
             }
         }
         Err(ApiError::not_found("unknown_commit", format!("no commit {hash} in the store")))
