@@ -31,7 +31,7 @@ mod request;
 mod state;
 
 pub use error::ServerError;
-pub use state::ServerState;
+pub use state::{MAX_DEPTH_CAP, ServerState};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -48,7 +48,8 @@ use tokio::net::TcpListener;
 /// Bounds on what one request may ask, and on the request rate.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Largest `depth` a `raw/bytes` request may ask (a request without `depth` gets this depth).
+    /// Largest `depth` a `raw/bytes` request may ask (a request without `depth` gets this depth);
+    /// at most [`MAX_DEPTH_CAP`].
     pub max_depth: u32,
     /// Most tree entries (values, directories and cut-offs) one response may hold; a `raw/bytes`
     /// or `list` response that would hold more is refused with 413.

@@ -12,6 +12,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
+/// `max_depth` is clamped to this: the rendering recursion is at most this deep.
+pub const MAX_DEPTH_CAP: u32 = 256;
+
 /// The head commit, checked out once per change so that requests on `head` take no store lock.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
@@ -45,13 +48,16 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 }
 
 impl ServerState {
-    /// Opens the store at `path` read-only (no lock, no write) and checks out its head.
+    /// Opens the store at `path` read-only (no lock, no write) and checks out its head. The
+    /// configured `max_depth` is clamped to [`MAX_DEPTH_CAP`].
     pub fn open(path: impl AsRef<Path>, config: ServerConfig) -> Result<Arc<ServerState>, ServerError> {
         let path = path.as_ref().to_path_buf();
         let options = RepoOptions { cache_bytes: config.cache_bytes, ..RepoOptions::default() };
         let repo = Repo::open_read_only_options(&path, options)
             .map_err(|source| ServerError::Open { path: path.clone(), source })?;
         let head = snapshot(&repo).map_err(|source| ServerError::Head { path: path.clone(), source })?;
+        let mut config = config;
+        config.limits.max_depth = config.limits.max_depth.min(MAX_DEPTH_CAP);
         let limits = &config.limits;
         Ok(Arc::new(ServerState {
             repo: RwLock::new(repo),
