@@ -92,7 +92,10 @@ fn serve_follows_a_writer_process_and_stops_cleanly_on_sigterm() {
     let genesis = repo.commit(&tree, &[], CommitInfo::tezos(1530374852, "Genesis")).unwrap();
 
     let (server, addr) = serve(&store, &["--reload-ms", "20"]).unwrap();
-    assert_eq!(get(addr, "/context/head/raw/bytes/data/version"), (200, serde_json::json!(hex::encode("genesis"))));
+    assert_eq!(
+        get(addr, "/context/head/raw/bytes/data/version"),
+        (200, serde_json::json!(hex::encode("genesis")))
+    );
     assert_eq!(get(addr, "/commits/head").1["hash"], genesis.to_base58());
 
     tree.add(&["data", "version"], b"next".to_vec()).unwrap();
@@ -147,7 +150,8 @@ fn serve_keeps_serving_when_the_writer_is_killed_mid_replay() {
     while heads.len() < 4 {
         let (status, head) = get(addr, "/commits/head");
         assert_eq!(status, 200);
-        let (status, top) = get(addr, &format!("/context/{}/raw/bytes?depth=2", head["hash"].as_str().unwrap()));
+        let (status, top) =
+            get(addr, &format!("/context/{}/raw/bytes?depth=2", head["hash"].as_str().unwrap()));
         assert_eq!(status, 200, "{top}");
         assert!(top["data"].is_object(), "{top}");
         if heads.last() != Some(&head["hash"]) {

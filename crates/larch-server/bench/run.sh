@@ -5,7 +5,7 @@
 # Loads are bounded: two wrk runs of 20 s each on 127.0.0.1.
 # Environment: VALUES / DIRS (path files; sampled from the store after 300 blocks when absent),
 # CONNS (wrk connections, 8), DELAY_MS (pause of each connection between requests, none),
-# SERVE_OPTS (more `larch serve` options).
+# SERVE_OPTS (more `larch serve` options), NICE (niceness of the server and of wrk, 0).
 set -euo pipefail
 mode=$1 trace=$2 out=$3 port=${4:-18740}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,17 +23,19 @@ else
   "$bin/examples/sample_paths" "$store" 5000 1000 "$out/values.txt" "$out/dirs.txt" 7 2>"$out/sample.txt"
 fi
 # shellcheck disable=SC2086
-"$bin/larch" serve "$store" --listen "127.0.0.1:$port" ${SERVE_OPTS:-} >"$out/serve.out" 2>"$out/serve.log" &
+nice -n "${NICE:-0}" "$bin/larch" serve "$store" --listen "127.0.0.1:$port" ${SERVE_OPTS:-} >"$out/serve.out" 2>"$out/serve.log" &
 server=$!
 sleep 0.5
 conns=${CONNS:-8}
-echo "CONNS=$conns DELAY_MS=${DELAY_MS:-} SERVE_OPTS=${SERVE_OPTS:-}" >"$out/config"
+echo "CONNS=$conns DELAY_MS=${DELAY_MS:-} SERVE_OPTS=${SERVE_OPTS:-} NICE=${NICE:-0}" >"$out/config"
 date +%s.%N >"$out/t0"
-PATHS=$out/values.txt wrk -t1 -c"$conns" -d20s --latency -s "$here/paths.lua" "http://127.0.0.1:$port" >"$out/wrk-values.txt" 2>&1
+PATHS=$out/values.txt nice -n "${NICE:-0}" wrk -t1 -c"$conns" -d20s --latency -s "$here/paths.lua" "http://127.0.0.1:$port" >"$out/wrk-values.txt" 2>&1
 date +%s.%N >"$out/t1"
-PATHS=$out/dirs.txt DEPTH=2 wrk -t1 -c"$conns" -d20s --latency -s "$here/paths.lua" "http://127.0.0.1:$port" >"$out/wrk-dirs.txt" 2>&1
+PATHS=$out/dirs.txt DEPTH=2 nice -n "${NICE:-0}" wrk -t1 -c"$conns" -d20s --latency -s "$here/paths.lua" "http://127.0.0.1:$port" >"$out/wrk-dirs.txt" 2>&1
 date +%s.%N >"$out/t2"
 curl -s "http://127.0.0.1:$port/metrics" >"$out/metrics.txt"
+# The server's CPU time (user, system; clock ticks) over its life.
+awk '{print "server cpu ticks: user " $14 ", system " $15}' "/proc/$server/stat" >"$out/server-cpu.txt"
 kill -TERM $server
 wait $server || echo "server exit status $?" >>"$out/serve.log"
 wait $replay

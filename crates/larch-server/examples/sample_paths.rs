@@ -68,7 +68,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = Rng(seed | 1);
     let (mut value_paths, mut dir_paths) = (Vec::new(), Vec::new());
     let mut walks = 0usize;
-    while (value_paths.len() < want_values || dir_paths.len() < want_dirs) && walks < 100 * (want_values + want_dirs) {
+    while (value_paths.len() < want_values || dir_paths.len() < want_dirs)
+        && walks < 100 * (want_values + want_dirs)
+    {
         walks += 1;
         let mut path: Vec<Vec<u8>> = Vec::new();
         let mut tree: Tree = root.clone();

@@ -144,7 +144,7 @@ pub(crate) fn parse_commit(text: &str) -> Result<CommitRef, ApiError> {
 /// segment elsewhere is an error.
 fn parse_path(segments: &[&str]) -> Result<Vec<Vec<u8>>, ApiError> {
     let segments = match segments.split_last() {
-        Some((last, rest)) if last.is_empty() => rest,
+        Some((&"", rest)) => rest,
         _ => segments,
     };
     if segments.len() > MAX_PATH_SEGMENTS {

@@ -89,7 +89,10 @@ fn raw_bytes_follows_octez_depth_semantics() {
     );
     // Depth 2 below data/nested: a directory whose child directory is cut.
     assert_eq!(server.json("/context/head/raw/bytes/data/nested?depth=2"), (200, json!({"a": {"b": null}})));
-    assert_eq!(server.json("/context/head/raw/bytes/data/nested"), (200, json!({"a": {"b": hex::encode("deep")}})));
+    assert_eq!(
+        server.json("/context/head/raw/bytes/data/nested"),
+        (200, json!({"a": {"b": hex::encode("deep")}}))
+    );
     // Percent-encoded names.
     assert_eq!(server.json("/context/head/raw/bytes/data/odd%20name"), (200, json!("dead")));
     // The whole genesis context by hash, no depth.

@@ -128,7 +128,10 @@ fn metrics_count_requests_latencies_cache_and_head() {
     assert!(response.header("content-type").unwrap().starts_with("text/plain; version=0.0.4"));
     let text = response.text();
     let value = |prefix: &str| -> f64 {
-        let line = text.lines().find(|line| line.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} in\n{text}"));
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix} in\n{text}"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
     assert_eq!(value("larch_http_requests_total{endpoint=\"raw_bytes\",status=\"200\"}"), 7.0);
@@ -158,7 +161,8 @@ fn a_directory_that_is_not_a_store_fails_to_open() {
     let err = larch_server::ServerState::open(dir.path(), ServerConfig::default()).unwrap_err();
     let message = err.to_string();
     assert!(message.contains("cannot open the store") && message.contains("control file"), "{message}");
-    let missing = larch_server::ServerState::open(dir.path().join("absent"), ServerConfig::default()).unwrap_err();
+    let missing =
+        larch_server::ServerState::open(dir.path().join("absent"), ServerConfig::default()).unwrap_err();
     assert!(missing.to_string().contains("absent"), "{missing}");
     // Nothing was created in the directory.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
