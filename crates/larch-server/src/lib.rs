@@ -37,7 +37,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use std::convert::Infallible;
 use std::future::Future;
@@ -88,6 +88,9 @@ pub struct ServerConfig {
     pub blocking_reads: bool,
     /// How long a graceful shutdown waits for open connections to finish their requests.
     pub shutdown_grace: Duration,
+    /// How long a connection may take to send a request's headers (an idle keep-alive connection
+    /// included) before it is closed.
+    pub header_read_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -98,6 +101,7 @@ impl Default for ServerConfig {
             cache_bytes: larch_store::DEFAULT_CACHE_BYTES,
             blocking_reads: false,
             shutdown_grace: Duration::from_secs(5),
+            header_read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -129,12 +133,18 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let header_timeout = state.config().header_read_timeout;
                 let state = state.clone();
                 let service = service_fn(move |request| {
                     let state = state.clone();
                     async move { Ok::<_, Infallible>(handlers::handle(state, request).await) }
                 });
-                let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                // A client that does not send its headers within the timeout is dropped (slow
+                // clients cannot pin connections forever).
+                let connection = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .serve_connection(TokioIo::new(stream), service);
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
                     if let Err(err) = connection.await {

@@ -167,3 +167,26 @@ fn a_directory_that_is_not_a_store_fails_to_open() {
     // Nothing was created in the directory.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn a_client_that_never_finishes_its_headers_is_disconnected() {
+    use std::io::{Read, Write};
+    let (_dir, path, _) = store();
+    let config = ServerConfig {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(&path, config);
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    stream.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let start = std::time::Instant::now();
+    let mut rest = Vec::new();
+    // The server closes the connection (possibly after a 408) instead of waiting forever.
+    let _ = stream.read_to_end(&mut rest);
+    let waited = start.elapsed();
+    assert!(waited < std::time::Duration::from_secs(5), "still open after {waited:?}");
+    assert!(rest.is_empty() || rest.starts_with(b"HTTP/1.1 408"), "{:?}", String::from_utf8_lossy(&rest));
+    // Other clients are still served.
+    assert_eq!(server.get("/health").status, 200);
+}
