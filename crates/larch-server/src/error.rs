@@ -28,6 +28,8 @@ pub enum ServerError {
     },
 }
 
+const OFFLOAD_KIND: &str = "offload";
+
 /// A failed request: its HTTP status and the JSON body `{"error": message, "kind": kind}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ApiError {
@@ -51,6 +53,17 @@ impl ApiError {
 
     pub fn too_large(message: impl Into<String>) -> ApiError {
         ApiError::new(413, "response_too_large", message)
+    }
+
+    /// Not an answer: the request grew past what is rendered on a worker thread and must be
+    /// answered again on the blocking pool.
+    pub fn offload() -> ApiError {
+        ApiError::new(503, OFFLOAD_KIND, "request too large to answer on a worker thread")
+    }
+
+    /// Whether this is [`ApiError::offload`].
+    pub fn is_offload(&self) -> bool {
+        self.kind == OFFLOAD_KIND
     }
 
     /// A failure of the store under a well-formed request (I/O, corruption).

@@ -49,12 +49,12 @@ pub(crate) async fn handle(state: Arc<ServerState>, request: Request<Incoming>) 
     } else if request.method() != Method::GET && request.method() != Method::HEAD {
         Err(ApiError::new(405, "method_not_allowed", format!("{} is not allowed: use GET", request.method())))
     } else if state.config().blocking_reads {
-        let state = state.clone();
-        tokio::task::spawn_blocking(move || respond(&state, &path, query.as_deref())).await.unwrap_or_else(
-            |err| Err(ApiError::new(500, "internal_error", format!("request task failed: {err}"))),
-        )
+        offload(&state, path, query).await
     } else {
-        respond(&state, &path, query.as_deref())
+        match respond(&state, &path, query.as_deref(), true) {
+            Err(err) if err.is_offload() => offload(&state, path, query).await,
+            other => other,
+        }
     };
     let response = match result {
         Ok(reply) => build(StatusCode::OK, reply.content_type, reply.body),
@@ -73,6 +73,19 @@ pub(crate) async fn handle(state: Arc<ServerState>, request: Request<Incoming>) 
     response
 }
 
+/// Answers on the blocking pool, at most one large request per core at a time.
+async fn offload(state: &Arc<ServerState>, path: String, query: Option<String>) -> Result<Reply, ApiError> {
+    let _permit = state
+        .heavy
+        .acquire()
+        .await
+        .map_err(|_| ApiError::new(503, "shutting_down", "the server is stopping"))?;
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || respond(&state, &path, query.as_deref(), false)).await.unwrap_or_else(
+        |err| Err(ApiError::new(500, "internal_error", format!("request task failed: {err}"))),
+    )
+}
+
 fn build(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
@@ -80,7 +93,8 @@ fn build(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Respo
     response
 }
 
-fn respond(state: &ServerState, path: &str, query: Option<&str>) -> Result<Reply, ApiError> {
+/// The answer to a GET of `path?query`; `inline` bounds the work (see [`render::INLINE_ENTRIES`]).
+fn respond(state: &ServerState, path: &str, query: Option<&str>, inline: bool) -> Result<Reply, ApiError> {
     let limits = state.limits();
     match request::parse(path, query)? {
         Route::Health => {
@@ -111,7 +125,7 @@ fn respond(state: &ServerState, path: &str, query: Option<&str>) -> Result<Reply
             }
             let tree = subtree(state, commit, &path)?;
             let mut out = Vec::with_capacity(64);
-            let mut budget = Budget::new(limits.max_nodes, limits.max_response_bytes);
+            let mut budget = Budget::new(limits.max_nodes, limits.max_response_bytes, inline);
             render::raw_context(&tree, depth, &mut out, &mut budget)?;
             Ok(Reply::json(out))
         }
@@ -124,7 +138,7 @@ fn respond(state: &ServerState, path: &str, query: Option<&str>) -> Result<Reply
                 ));
             }
             let mut out = Vec::with_capacity(256);
-            let mut budget = Budget::new(limits.max_nodes, limits.max_response_bytes);
+            let mut budget = Budget::new(limits.max_nodes, limits.max_response_bytes, inline);
             render::list(&tree, offset, length, &mut out, &mut budget)?;
             Ok(Reply::json(out))
         }

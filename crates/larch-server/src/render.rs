@@ -8,16 +8,24 @@ use larch_store::CommitDetails;
 
 const NO_PATH: &[&[u8]] = &[];
 
+/// A response rendered on a tokio worker thread holds at most this many entries: a larger one (a
+/// big directory, a deep subtree; up to seconds of cold reads) is rendered again on the blocking
+/// pool, so that it does not stall the small requests queued on the same worker.
+pub(crate) const INLINE_ENTRIES: u64 = 2048;
+
 /// What a response may still hold.
 pub(crate) struct Budget {
     nodes: u64,
     max_nodes: u64,
     max_bytes: usize,
+    inline_nodes: Option<u64>,
 }
 
 impl Budget {
-    pub fn new(max_nodes: u64, max_bytes: usize) -> Budget {
-        Budget { nodes: 0, max_nodes, max_bytes }
+    /// At most `max_nodes` entries and `max_bytes` bytes; with `inline`, more than
+    /// [`INLINE_ENTRIES`] entries fail with [`ApiError::offload`].
+    pub fn new(max_nodes: u64, max_bytes: usize, inline: bool) -> Budget {
+        Budget { nodes: 0, max_nodes, max_bytes, inline_nodes: inline.then_some(INLINE_ENTRIES) }
     }
 
     /// Accounts for `count` more entries.
@@ -28,6 +36,9 @@ impl Budget {
                 "the response would hold more than {} entries; ask a smaller depth, or page with list's offset and length",
                 self.max_nodes
             )));
+        }
+        if self.inline_nodes.is_some_and(|limit| self.nodes > limit) {
+            return Err(ApiError::offload());
         }
         Ok(())
     }
@@ -202,7 +213,7 @@ mod tests {
         tree.add(&["b"], vec![0xffu8, 0]).unwrap();
         let render = |depth, max_nodes| {
             let mut out = Vec::new();
-            raw_context(&tree, depth, &mut out, &mut Budget::new(max_nodes, 1 << 20))
+            raw_context(&tree, depth, &mut out, &mut Budget::new(max_nodes, 1 << 20, false))
                 .map(|()| String::from_utf8(out).unwrap())
         };
         assert_eq!(render(0, 100).unwrap(), "null");
@@ -213,5 +224,22 @@ mod tests {
         // root, a, x, y, z, b: 6 entries.
         assert!(render(9, 6).is_ok());
         assert_eq!(render(9, 5).unwrap_err().status, 413);
+    }
+
+    #[test]
+    fn large_inline_renderings_are_offloaded() {
+        let mut tree = Tree::empty();
+        for i in 0..INLINE_ENTRIES + 10 {
+            tree.add(&[format!("k{i}")], vec![1u8]).unwrap();
+        }
+        let mut out = Vec::new();
+        let err = raw_context(&tree, 1, &mut out, &mut Budget::new(100_000, 1 << 30, true)).unwrap_err();
+        assert!(err.is_offload());
+        out.clear();
+        raw_context(&tree, 1, &mut out, &mut Budget::new(100_000, 1 << 30, false)).unwrap();
+        assert!(out.starts_with(b"{\"k0\":null,"));
+        // Above the response limit: 413 at once, inline or not.
+        let err = raw_context(&tree, 1, &mut out, &mut Budget::new(1000, 1 << 30, true)).unwrap_err();
+        assert_eq!(err.status, 413);
     }
 }

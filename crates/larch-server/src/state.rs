@@ -37,6 +37,8 @@ pub struct ServerState {
     config: ServerConfig,
     pub(crate) metrics: Metrics,
     pub(crate) bucket: TokenBucket,
+    /// Permits for requests answered on the blocking pool: one per core.
+    pub(crate) heavy: tokio::sync::Semaphore,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -66,6 +68,9 @@ impl ServerState {
             path,
             bucket: TokenBucket::new(limits.rate_per_second, limits.burst),
             metrics: Metrics::default(),
+            heavy: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            ),
             config,
         }))
     }

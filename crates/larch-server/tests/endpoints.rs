@@ -169,3 +169,26 @@ fn health_reports_head_and_commit_count() {
     assert_eq!(health["head"], f.second.to_base58());
     assert_eq!(health["commits"], 2);
 }
+
+#[test]
+fn large_responses_are_answered_off_the_worker_threads_in_full() {
+    // 5,000 entries: above the 2,048 rendered on a worker thread, below the 100,000 limit.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let mut repo = Repo::open(&path).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..5000u32 {
+        tree.add(&["wide", &format!("{i:05}")], i.to_be_bytes().to_vec()).unwrap();
+    }
+    repo.commit(&tree, &[], CommitInfo::tezos(0, "wide")).unwrap();
+    repo.close().unwrap();
+    let server = TestServer::start(&path, ServerConfig::default());
+    let (status, wide) = server.json("/context/head/raw/bytes/wide");
+    assert_eq!(status, 200);
+    let wide = wide.as_object().unwrap();
+    assert_eq!(wide.len(), 5000);
+    assert_eq!(wide["04321"], json!(hex::encode(4321u32.to_be_bytes())));
+    let (status, listed) = server.json("/context/head/list/wide");
+    assert_eq!((status, listed.as_array().unwrap().len()), (200, 5000));
+    assert_eq!(listed[4999]["name"], "04999");
+}
