@@ -192,3 +192,35 @@ fn large_responses_are_answered_off_the_worker_threads_in_full() {
     assert_eq!((status, listed.as_array().unwrap().len()), (200, 5000));
     assert_eq!(listed[4999]["name"], "04999");
 }
+
+/// Names, sizes and modification times of the files of a directory.
+fn listing(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            (entry.file_name().to_string_lossy().into_owned(), meta.len(), meta.modified().unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn serving_neither_locks_nor_writes_the_store() {
+    let f = fixture();
+    let before = listing(&f.path);
+    let server = TestServer::start(&f.path, ServerConfig::default());
+    for target in
+        ["/commits/head", "/context/head/raw/bytes", "/context/head/list/data/big", "/metrics", "/health"]
+    {
+        assert_eq!(server.get(target).status, 200, "{target}");
+    }
+    server.state.reload().unwrap();
+    assert_eq!(listing(&f.path), before);
+    // A writer can open the store while the server serves it: the server holds no lock.
+    let writer = Repo::open(&f.path).unwrap();
+    assert_eq!(server.get("/commits/head").status, 200);
+    writer.close().unwrap();
+}
