@@ -87,15 +87,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+/// Logs to stderr, filtered by `RUST_LOG` (`target=level` directives, e.g.
+/// `info,larch_server=trace`; default `info`; an unparsable value is reported and `info` used).
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
+    let default = || Targets::new().with_default(tracing::Level::INFO);
+    let (filter, bad) = match std::env::var("RUST_LOG") {
+        Ok(text) => match text.parse::<Targets>() {
+            Ok(filter) => (filter, None),
+            Err(err) => (default(), Some(format!("ignoring RUST_LOG={text:?}: {err}"))),
+        },
+        Err(_) => (default(), None),
+    };
+    let layer = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = tracing_subscriber::registry().with(layer).with(filter).try_init();
+    if let Some(message) = bad {
+        tracing::warn!("{message}");
+    }
 }
 
 /// Completes on SIGTERM or SIGINT.

@@ -69,7 +69,12 @@ pub(crate) async fn handle(state: Arc<ServerState>, request: Request<Incoming>) 
     };
     let elapsed = start.elapsed();
     state.metrics.record(endpoint, response.status().as_u16(), elapsed);
-    tracing::trace!(status = response.status().as_u16(), micros = elapsed.as_micros() as u64, "request");
+    tracing::trace!(
+        endpoint = endpoint.label(),
+        status = response.status().as_u16(),
+        micros = elapsed.as_micros() as u64,
+        "request"
+    );
     response
 }
 
