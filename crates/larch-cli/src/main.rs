@@ -11,6 +11,7 @@ mod cmd_proof;
 mod cmd_recover;
 mod cmd_replay;
 mod cmd_report;
+mod cmd_serve;
 mod cmd_snapshot;
 mod cmd_stats;
 mod cmd_trace;
@@ -69,6 +70,8 @@ enum Command {
     /// Export one commit to a portable snapshot file, import one into a new store, verify one.
     #[command(subcommand)]
     Snapshot(cmd_snapshot::SnapshotCommand),
+    /// Serve a store's contexts over HTTP, read-only, beside a writer (Octez-like context RPCs).
+    Serve(cmd_serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => cmd_stats::run(args),
         Command::Proof(command) => cmd_proof::run(command),
         Command::Snapshot(command) => cmd_snapshot::run(command),
+        Command::Serve(args) => cmd_serve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,129 @@
+//! `larch serve STORE --listen ADDR`: the read-only context server (crate `larch-server`).
+
+use crate::size::parse_size;
+use anyhow::Context;
+use clap::Args;
+use larch_server::{Limits, ServerConfig, ServerState};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `larch serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The store directory (opened read-only: a writer may commit to it at the same time).
+    store: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8732")]
+    listen: SocketAddr,
+    /// How often the store is reloaded to see new commits, in milliseconds.
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    reload_ms: u64,
+    /// Byte budget of the store's cache (e.g. 64MiB).
+    #[arg(long, value_parser = parse_size, default_value = "152MiB")]
+    cache: u64,
+    /// Largest `depth` of a `raw/bytes` request (and the depth of one without `depth`).
+    #[arg(long, default_value_t = Limits::default().max_depth)]
+    max_depth: u32,
+    /// Most entries one response may hold (413 above).
+    #[arg(long, default_value_t = Limits::default().max_nodes)]
+    max_nodes: u64,
+    /// Most bytes one response may hold (413 above), e.g. 16MiB.
+    #[arg(long, value_parser = parse_size, default_value = "16MiB")]
+    max_response: u64,
+    /// Requests per second admitted (429 above); 0 for no limit.
+    #[arg(long, default_value_t = Limits::default().rate_per_second)]
+    rate_limit: f64,
+    /// Burst admitted above the rate.
+    #[arg(long, default_value_t = Limits::default().burst)]
+    burst: f64,
+    /// Worker threads of the runtime (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Run store reads on the blocking thread pool instead of the worker threads.
+    #[arg(long)]
+    blocking_reads: bool,
+}
+
+/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    init_logging();
+    let config = ServerConfig {
+        limits: Limits {
+            max_depth: args.max_depth,
+            max_nodes: args.max_nodes,
+            max_response_bytes: usize::try_from(args.max_response).unwrap_or(usize::MAX),
+            rate_per_second: args.rate_limit,
+            burst: args.burst,
+        },
+        reload_interval: Duration::from_millis(args.reload_ms.max(1)),
+        cache_bytes: args.cache,
+        blocking_reads: args.blocking_reads,
+        ..ServerConfig::default()
+    };
+    let state = ServerState::open(&args.store, config)?;
+    match state.head() {
+        Some(head) => tracing::info!(store = %args.store.display(), %head, "store opened read-only"),
+        None => tracing::info!(store = %args.store.display(), "store opened read-only; no head commit yet"),
+    }
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if let Some(threads) = args.threads {
+        runtime.worker_threads(threads.max(1));
+    }
+    let runtime = runtime.build().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("listening on {}", args.listen))?;
+        // The bound address on stdout (with `--listen 127.0.0.1:0`, the port the system chose).
+        let addr = listener.local_addr().context("reading the bound address")?;
+        println!("larch serve: listening on http://{addr}");
+        std::io::Write::flush(&mut std::io::stdout()).context("writing to stdout")?;
+        larch_server::serve(listener, state, shutdown_signal()).await.context("serving")
+    })?;
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (`target=level` directives, e.g.
+/// `info,larch_server=trace`; default `info`; an unparsable value is reported and `info` used).
+fn init_logging() {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
+    let default = || Targets::new().with_default(tracing::Level::INFO);
+    let (filter, bad) = match std::env::var("RUST_LOG") {
+        Ok(text) => match text.parse::<Targets>() {
+            Ok(filter) => (filter, None),
+            Err(err) => (default(), Some(format!("ignoring RUST_LOG={text:?}: {err}"))),
+        },
+        Err(_) => (default(), None),
+    };
+    let layer = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    let _ = tracing_subscriber::registry().with(layer).with(filter).try_init();
+    if let Some(message) = bad {
+        tracing::warn!("{message}");
+    }
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::warn!(%err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
+}
