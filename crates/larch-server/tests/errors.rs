@@ -160,7 +160,7 @@ fn a_directory_that_is_not_a_store_fails_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let err = larch_server::ServerState::open(dir.path(), ServerConfig::default()).unwrap_err();
     let message = err.to_string();
-    assert!(message.contains("cannot open the store") && message.contains("control file"), "{message}");
+    assert!(message.contains("cannot open the store") && message.contains("not a larch store"), "{message}");
     let missing =
         larch_server::ServerState::open(dir.path().join("absent"), ServerConfig::default()).unwrap_err();
     assert!(missing.to_string().contains("absent"), "{missing}");
