@@ -3,7 +3,7 @@
 //!
 //! A [`BulkWriter`] appends full records (contents, flat directories, inodes) past the published end
 //! of the pack, children first, as the caller gives them, and [`BulkWriter::commit`] writes the
-//! commit record and publishes it exactly as [`Repo::commit`] does (steps 4–7 of `docs/store.md`).
+//! commit record and publishes it exactly as [`Repo::commit`] does (steps 4–6 of `docs/store.md`).
 //! Nothing is published before that: dropping the writer (or a failure) leaves the store as it was,
 //! the records written so far in the unpublished tail. Encoded bytes are held in memory up to 8 MiB,
 //! then written out, so memory does not depend on the size of the tree.
@@ -229,9 +229,18 @@ impl BulkWriter<'_> {
     ) -> Result<Hash> {
         let (tree_hash, tree_key) = tree;
         self.check_key(tree_key)?;
+        if parents.len() > codec::MAX_PARENTS {
+            return Err(StoreError::TooLarge(format!(
+                "{} parents (at most {} are allowed)",
+                parents.len(),
+                codec::MAX_PARENTS
+            )));
+        }
         let hash = schema::commit_hash(&tree_hash, parents, &info);
         if self.repo.contains(&hash) {
-            if let Some(name) = branch {
+            if let Some(name) = branch
+                && self.repo.branch(name) != Some(hash)
+            {
                 self.repo.set_branch(name, &hash)?;
             }
             return Ok(hash);

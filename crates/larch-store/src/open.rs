@@ -300,9 +300,19 @@ impl Repo {
         let mut first_error = None;
         for slot in candidates {
             let Some(state) = control.state(slot).cloned() else { continue };
+            // A slot the writer confirmed durable was published after the pack was synced: if its
+            // state is not present, synced data was lost or damaged, and falling back to the older
+            // slot would silently drop acknowledged commits (and let a writer overwrite them).
+            let confirmed = control.confirmed.is_some_and(|generation| state.generation <= generation);
             match Self::load(&files, writable, &options, path, &control, slot, state) {
                 Ok(repo) => return Ok(repo),
                 Err(e @ (StoreError::Io { .. } | StoreError::UnknownVersion { .. })) => return Err(e),
+                Err(e) if confirmed && first_error.is_none() => {
+                    return Err(StoreError::NeedsRecovery {
+                        path: display_path,
+                        reason: format!("the newest durable published state is not fully present ({e})"),
+                    });
+                }
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }

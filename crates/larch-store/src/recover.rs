@@ -182,6 +182,7 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
     plan(files, path, open_error)
 }
 
+#[cfg(feature = "fault-injection")]
 /// [`plan_recovery`] of a store held by `files` (any [`Storage`]: memory, fault injection).
 pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
     let options = RepoOptions { create: false, cache_bytes: 1 << 20, ..RepoOptions::default() };

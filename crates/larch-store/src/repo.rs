@@ -408,7 +408,7 @@ impl Repo {
 
     /// For a bulk writer: appends the last `tail` bytes of its records (after `flushed` bytes
     /// already written past the published end) and the commit's index entry, then publishes the
-    /// commit, moving `branch`, exactly as steps 4–7 of a commit.
+    /// commit, moving `branch`, exactly as steps 4–6 of a commit.
     pub(crate) fn bulk_finish(
         &mut self,
         branch: Option<&str>,

@@ -87,3 +87,32 @@ fn bad_objects_are_refused_and_an_abandoned_writer_publishes_nothing() {
     let report = repo.fsck();
     assert!(report.is_clean(), "{report}");
 }
+
+#[test]
+fn a_bulk_commit_is_visible_to_readers_at_once_and_too_many_parents_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let x_hash = schema::contents_hash(b"x");
+    let root_hash = schema::flat_node_hash(1, [(&b"a"[..], Kind::Contents, x_hash)].into_iter());
+    // 1,025 parents (absent): refused before anything is published, as `Repo::commit` refuses them.
+    let parents: Vec<Hash> = (0..1025u32).map(|i| schema::contents_hash(&i.to_le_bytes())).collect();
+    let mut writer = repo.bulk_writer().unwrap();
+    let key = writer.flat(&[(b"a", BulkTarget::Inline(b"x"))]).unwrap();
+    let error = writer.commit(Some("main"), (root_hash, key), &parents, info()).unwrap_err();
+    assert!(matches!(error, StoreError::TooLarge(_)), "{error}");
+    assert_eq!(repo.head(), None);
+    // 1,024 absent parents are fine; under `--sync commit` the commit is durable and published
+    // when `commit` returns: a reader opened before sees it after a reload, without `close`.
+    let mut writer = repo.bulk_writer().unwrap();
+    let key = writer.flat(&[(b"a", BulkTarget::Inline(b"x"))]).unwrap();
+    let commit = writer.commit(Some("main"), (root_hash, key), &parents[..1024], info()).unwrap();
+    let mut reader = reader;
+    assert!(reader.reload().unwrap());
+    assert_eq!(reader.head(), Some(commit));
+    assert_eq!(reader.commit_details(&commit).unwrap().absent_parents.len(), 1024);
+    repo.close().unwrap();
+    let reopened = Repo::open_read_only(dir.path()).unwrap();
+    assert_eq!(reopened.head(), Some(commit));
+    assert!(reopened.fsck().is_clean());
+}

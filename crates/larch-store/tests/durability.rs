@@ -288,3 +288,28 @@ fn a_crafted_control_claiming_a_huge_index_is_refused_before_reading_it() {
         assert!(error.to_string().contains("claims 100000000 commits"), "{error}");
     }
 }
+
+#[test]
+fn a_durable_commit_whose_pack_bytes_were_lost_is_not_silently_dropped() {
+    // Both slots valid, the newest confirmed durable; then the pack loses its last commit's bytes
+    // (a disk that lost synced data). Opening at the older slot would silently forget an
+    // acknowledged commit, and a writer would then overwrite it: both handles refuse instead and
+    // name the remedy.
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, hashes) = store_with(dir.path(), 3, SyncPolicy::Commit);
+    let before_last = repo.commit_details(&hashes[2]).unwrap().offset;
+    // A copy of the files taken while the writer is still open: its slots hold the last two
+    // publishes (commits 2 and 3), the newest confirmed durable (a close would publish again).
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["control", "pack", "commits"] {
+        std::fs::copy(dir.path().join(file), copy.path().join(file)).unwrap();
+    }
+    repo.close().unwrap();
+    let pack = std::fs::OpenOptions::new().write(true).open(copy.path().join("pack")).unwrap();
+    pack.set_len(before_last).unwrap();
+    for result in [Repo::open_read_only(copy.path()), Repo::open(copy.path())] {
+        let error = result.unwrap_err();
+        assert!(matches!(error, StoreError::NeedsRecovery { .. }), "{error}");
+        assert!(error.to_string().contains("larch recover"), "{error}");
+    }
+}
