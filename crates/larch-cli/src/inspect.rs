@@ -98,38 +98,12 @@ pub fn kind_name(kind: Kind) -> &'static str {
 
 /// The date of a commit as RFC 3339 UTC.
 pub fn format_date(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
-    let secs = unix.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
-}
-
-/// Year, month, day of a count of days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    larch_core::schema::rfc3339_utc(unix)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_utc_calendar_dates() {
-        // Mainnet genesis (Tezos' documented genesis timestamp).
-        assert_eq!(format_date(1_530_374_852), "2018-06-30T16:07:32Z");
-        assert_eq!(format_date(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_date(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(format_date(-1), "1969-12-31T23:59:59Z");
-    }
 
     #[test]
     fn paths_split_on_slashes() {

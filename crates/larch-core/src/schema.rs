@@ -168,6 +168,28 @@ pub struct CommitInfo {
     pub message: String,
 }
 
+/// Unix seconds as an RFC 3339 UTC timestamp, `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian
+/// calendar; Howard Hinnant's `civil_from_days`): how commit dates are shown.
+pub fn rfc3339_utc(seconds: i64) -> String {
+    let days = seconds.div_euclid(86_400);
+    let second_of_day = seconds.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
 impl CommitInfo {
     /// Info with the author Tezos uses.
     pub fn tezos(date: i64, message: impl Into<String>) -> CommitInfo {
@@ -200,6 +222,16 @@ pub fn commit_hash(tree: &Hash, parents: &[Hash], info: &CommitInfo) -> Hash {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn dates_are_rfc3339_utc() {
+        // Mainnet genesis (Tezos' documented genesis timestamp), the epoch, a leap day, before it.
+        assert_eq!(rfc3339_utc(1_530_374_852), "2018-06-30T16:07:32Z");
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(-1), "1969-12-31T23:59:59Z");
+    }
+
     use super::*;
 
     #[test]

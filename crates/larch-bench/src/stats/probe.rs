@@ -160,20 +160,7 @@ pub fn hostname() -> String {
 
 /// Formats Unix seconds as an RFC 3339 UTC timestamp, e.g. `2026-11-22T05:00:00Z`.
 pub fn format_utc(unix_seconds: f64) -> String {
-    let secs = unix_seconds.floor() as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+    larch_core::schema::rfc3339_utc(unix_seconds.floor() as i64)
 }
 
 #[cfg(test)]
