@@ -3,8 +3,12 @@
 //! generator's own report.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+#[path = "../../larch-trace/tests/formats_support/mod.rs"]
+mod formats_support;
+
+use formats_support::{write_irmin, write_larch};
 use larch_trace::Op;
-use larch_trace::format::{IrminWriter, LarchWriter, OpSink, TraceFormat, convert, open_reader};
+use larch_trace::format::{TraceFormat, convert, open_reader};
 use larch_trace::info::{InfoOptions, trace_info_with};
 
 fn convert_bytes(bytes: &[u8], format: TraceFormat) -> Vec<u8> {
@@ -13,24 +17,6 @@ fn convert_bytes(bytes: &[u8], format: TraceFormat) -> Vec<u8> {
     let stats = convert(&mut *source, format, &mut out).unwrap();
     assert_eq!(stats.bytes_out, out.len() as u64);
     out
-}
-
-fn write_irmin(ops: &[Op]) -> Vec<u8> {
-    let mut writer = IrminWriter::new(Vec::new()).unwrap();
-    for op in ops {
-        writer.write_op(op).unwrap();
-    }
-    writer.finish().unwrap();
-    writer.into_inner().unwrap()
-}
-
-fn write_larch(ops: &[Op], metadata: &[(String, String)]) -> Vec<u8> {
-    let mut writer = LarchWriter::new(Vec::new(), metadata).unwrap();
-    for op in ops {
-        writer.write_op(op).unwrap();
-    }
-    writer.finish().unwrap();
-    writer.into_inner().unwrap()
 }
 
 #[test]

@@ -36,6 +36,21 @@ pub(crate) enum DirKind {
     Foreign(String),
 }
 
+/// Why a directory that is not a usable store is refused, for the writer and the readers alike.
+fn refusal(path: &Path, kind: DirKind) -> StoreError {
+    let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
+    match kind {
+        DirKind::Missing => not_a_store("no such directory"),
+        DirKind::Empty | DirKind::Interrupted => not_a_store("no store here (empty directory)"),
+        DirKind::NoControl(pack) => StoreError::NeedsRecovery {
+            path: path.into(),
+            reason: format!("no control file beside a pack of {pack} bytes"),
+        },
+        DirKind::Foreign(reason) => not_a_store(&reason),
+        DirKind::Store => not_a_store("a store (not refused)"),
+    }
+}
+
 /// Classifies `path` (see [`DirKind`]).
 pub(crate) fn classify(path: &Path) -> Result<DirKind> {
     let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
@@ -165,16 +180,7 @@ impl Repo {
             DirKind::Missing => return Err(not_a_store("the directory disappeared")),
             DirKind::Store => false,
             DirKind::Empty | DirKind::Interrupted if options.create => true,
-            DirKind::Empty | DirKind::Interrupted => {
-                return Err(not_a_store("no store here (empty directory)"));
-            }
-            DirKind::NoControl(pack) => {
-                return Err(StoreError::NeedsRecovery {
-                    path: path.into(),
-                    reason: format!("no control file beside a pack of {pack} bytes"),
-                });
-            }
-            DirKind::Foreign(reason) => return Err(not_a_store(&reason)),
+            other => return Err(refusal(path, other)),
         };
         let files = Self::disk_files(path, true, create, options.mmap)?;
         let mut repo = Repo::open_files(files, true, options, Some(path))?;
@@ -200,20 +206,9 @@ impl Repo {
     /// [`Repo::open_read_only`] with `options` (the cache size and the read mode are used).
     pub fn open_read_only_options(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
         let path = path.as_ref();
-        let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
         match classify(path)? {
             DirKind::Store => {}
-            DirKind::Missing => return Err(not_a_store("no such directory")),
-            DirKind::Empty | DirKind::Interrupted => {
-                return Err(not_a_store("no store here (empty directory)"));
-            }
-            DirKind::NoControl(pack) => {
-                return Err(StoreError::NeedsRecovery {
-                    path: path.into(),
-                    reason: format!("no control file beside a pack of {pack} bytes"),
-                });
-            }
-            DirKind::Foreign(reason) => return Err(not_a_store(&reason)),
+            other => return Err(refusal(path, other)),
         }
         let files = Self::disk_files(path, false, false, options.mmap)?;
         let options = RepoOptions { create: false, ..options };
