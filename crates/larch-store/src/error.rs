@@ -18,6 +18,9 @@ pub enum FileKind {
     /// `lock`: not used since format version 2 (the writer locks the store directory itself); an
     /// empty `lock` file left by version 1 is ignored.
     Lock,
+    /// `seg.<gen>`: the live records of a range collected by garbage collection
+    /// (docs/gc-design.md §3.3).
+    Segment,
 }
 
 impl FileKind {
@@ -28,6 +31,7 @@ impl FileKind {
             FileKind::Pack => "pack",
             FileKind::Index => "commits",
             FileKind::Lock => "lock",
+            FileKind::Segment => "seg",
         }
     }
 }
@@ -177,6 +181,19 @@ pub enum StoreError {
     /// A tree operation (often a lazy load) failed.
     #[error(transparent)]
     Tree(#[from] TreeError),
+    /// An object was asked for at a global offset that garbage collection removed (it lies in a
+    /// collected range but in no run of the segment that replaced it).
+    #[error("the object at offset {offset} was removed by garbage collection (generation {gc_generation})")]
+    CollectedObject {
+        /// The object's global offset.
+        offset: u64,
+        /// The GC generation whose segment does not hold it.
+        gc_generation: u64,
+    },
+    /// A garbage collection (or its mark) was refused: the reason says why (an unknown commit,
+    /// bounds out of order, ...).
+    #[error("garbage collection refused: {0}")]
+    GcRefused(String),
 }
 
 impl StoreError {

@@ -41,6 +41,7 @@ mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod fsck;
+mod gc_mark;
 #[cfg(feature = "fault-injection")]
 pub mod index;
 #[cfg(not(feature = "fault-injection"))]
@@ -56,6 +57,11 @@ mod recover;
 mod repo;
 mod scan;
 #[cfg(feature = "fault-injection")]
+pub mod segment;
+#[cfg(not(feature = "fault-injection"))]
+#[allow(dead_code)] // read and written by the GC steps that follow (docs/gc-design.md §13)
+mod segment;
+#[cfg(feature = "fault-injection")]
 pub mod storage;
 #[cfg(not(feature = "fault-injection"))]
 mod storage;
@@ -65,6 +71,7 @@ mod writer;
 pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
+pub use gc_mark::{GcMark, MarkBounds};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::DEFAULT_CACHE_BYTES;

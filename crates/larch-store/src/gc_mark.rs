@@ -1,0 +1,512 @@
+//! The mark phase of garbage collection (docs/gc-design.md §4): which records of the region below
+//! the GC commit are still needed by the commits that are kept.
+//!
+//! Given the GC commit's record offset `K`, the region end (records starting below it are
+//! candidates for collection; `region_end ≤ K`) and the scan end (the published end), the mark:
+//!
+//! 1. scans the *window* `[K, scan_end)` sequentially: every record there belongs to a kept commit
+//!    (a commit at or after `K`, or a node of such a commit's tree), so each pointer of each record
+//!    is a root, except commit parent pointers. A patch in the window whose base lies below `K`
+//!    is decoded (its children are its base's entries with the changes applied) and its base is a
+//!    *base-only* root; a patch whose base is in the window needs only its own change pointers;
+//! 2. traverses descending from the roots: pending offsets in a `BTreeMap` popped from the largest
+//!    (children are always at lower offsets, so each record is read once, after all its
+//!    referrers). A *full* record pushes its children as full (a patch: the children of its decoded
+//!    node) and, if a patch, its base as base-only; a *base-only* record pushes only its own base
+//!    (a patch needs its base's record to decode, never the base's children). Records in
+//!    `[region_end, K)` are traversed but not collected; records below `region_end` form the live
+//!    set.
+//!
+//! The records are read through [`RecordSource`], implemented by today's single-file
+//! [`PackReader`] and, later, by the chunked layout. Full records are decoded pointers-only
+//! (no names, no nodes); only patches whose decoded children are needed are decoded, through a
+//! small cache of decoded bases.
+
+use crate::codec::{self, Cursor, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
+use crate::error::{FileKind, Result, StoreError};
+use crate::pack::PackReader;
+use crate::patch;
+use crate::repo::Repo;
+use larch_core::{ContentsRef, Entry, Hash, NodeBody, NodeRef, StoreId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Records by global offset, as the mark reads them.
+pub(crate) trait RecordSource {
+    /// The published end: records lie below it.
+    fn end(&self) -> u64;
+    /// Reads raw bytes at a global offset (sequential scans), without checks.
+    fn read_raw(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// Reads the record at `offset`, checks its framing and checksum and calls `decode` on its kind
+    /// and body; returns `decode`'s result and the record's total length.
+    fn with_record<T>(&self, offset: u64, decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>)
+    -> Result<(T, u64)>;
+}
+
+impl RecordSource for PackReader {
+    fn end(&self) -> u64 {
+        PackReader::end(self)
+    }
+
+    fn read_raw(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        PackReader::read_raw(self, offset, buf).map_err(|e| StoreError::io(FileKind::Pack, offset, "read", e))
+    }
+
+    fn with_record<T>(
+        &self,
+        offset: u64,
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        PackReader::with_record(self, offset, decode)
+    }
+}
+
+/// Where a mark runs: the GC commit's offset `K`, the end of the region (records starting below it
+/// may be collected), and the end of the window scanned for roots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkBounds {
+    /// Record offset of the GC commit: every record at or after it is kept.
+    pub keep_from: u64,
+    /// Records starting below this offset are candidates for collection (≤ `keep_from`).
+    pub region_end: u64,
+    /// End of the window `[keep_from, scan_end)` whose records are roots (the published end).
+    pub scan_end: u64,
+}
+
+/// The result of a mark: the live records of the region and what the mark cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcMark {
+    /// The bounds it ran with.
+    pub bounds: Option<MarkBounds>,
+    /// Live records of the region, by increasing offset: (offset, length with framing).
+    pub live: Vec<(u64, u32)>,
+    /// Of these, the offsets kept only as patch bases (their children are not live through them),
+    /// increasing.
+    pub base_only: Vec<u64>,
+    /// Bytes of the live records.
+    pub live_bytes: u64,
+    /// Bytes of the base-only records.
+    pub base_only_bytes: u64,
+    /// Records of the window scanned for roots, and their bytes.
+    pub window_records: u64,
+    /// Bytes of the window.
+    pub window_bytes: u64,
+    /// Roots found in the window (distinct offsets below `keep_from`).
+    pub roots: u64,
+    /// Records traversed in `[region_end, keep_from)` (kept physically).
+    pub boundary_records: u64,
+    /// Patches decoded to find their children (the rest was decoded pointers-only).
+    pub patches_decoded: u64,
+    /// Bytes read: the window once, plus every record read by the traversal and patch decoding.
+    pub bytes_read: u64,
+    /// Records read by the traversal and patch decoding (the window's not included).
+    pub records_read: u64,
+    /// The largest number of pending offsets (the traversal's frontier).
+    pub max_pending: usize,
+    /// Time of the window scan.
+    pub scan_time: Duration,
+    /// Time of the traversal.
+    pub traverse_time: Duration,
+}
+
+impl GcMark {
+    /// Whether the record at `offset` is in the live set.
+    pub fn is_live(&self, offset: u64) -> bool {
+        self.live.binary_search_by_key(&offset, |(start, _)| *start).is_ok()
+    }
+
+    /// Heap bytes held by the result's sets.
+    pub fn heap_bytes(&self) -> usize {
+        self.live.capacity() * std::mem::size_of::<(u64, u32)>() + self.base_only.capacity() * 8
+    }
+}
+
+/// How a pending record is needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Mark {
+    /// Only as the base of a patch: its record, and its own base.
+    BaseOnly,
+    /// As a node or contents of a kept tree: the record and all its children.
+    Full,
+}
+
+/// The pointers of one record, decoded without names or nodes.
+#[derive(Default)]
+struct Pointers {
+    /// A patch's base.
+    base: Option<u64>,
+    /// Every other child pointer (a commit's tree; not its parents).
+    children: Vec<u64>,
+}
+
+/// Entry tags (docs/format.md §3.5): the target in bits 0–1.
+const TARGET_NODE: u8 = 0;
+const TARGET_INLINE: u8 = 1;
+const TARGET_CONTENTS: u8 = 2;
+const TARGET_REMOVED: u8 = 3;
+
+/// Skips `count` entries of a directory, `Values` inode or entries patch (`removals` allowed in
+/// patches only), collecting their pointers.
+fn entry_pointers(cursor: &mut Cursor<'_>, count: u64, removals: bool, out: &mut Vec<u64>) -> Result<()> {
+    for _ in 0..count {
+        let tag = cursor.u8()?;
+        if tag & !0b111 != 0 {
+            return Err(cursor.error(format!("bad entry tag {tag:#04x}")));
+        }
+        let len = cursor.length()?;
+        cursor.take(len)?;
+        match tag & 3 {
+            TARGET_NODE | TARGET_CONTENTS => out.push(cursor.pointer()?.1),
+            TARGET_INLINE => {
+                let len = cursor.length()?;
+                cursor.take(len)?;
+            }
+            TARGET_REMOVED if removals => {}
+            _ => return Err(cursor.error("a removal where an entry was expected")),
+        }
+    }
+    Ok(())
+}
+
+/// The pointers of the record at `offset` (kind and body), without building names or nodes.
+fn record_pointers(kind: RecordKind, body: &[u8], offset: u64, out: &mut Pointers) -> Result<()> {
+    out.base = None;
+    out.children.clear();
+    let mut cursor = Cursor::new(body, FileKind::Pack, offset);
+    match kind {
+        RecordKind::Contents => return Ok(()),
+        RecordKind::Flat | RecordKind::Values => {
+            let count = cursor.leb()?;
+            entry_pointers(&mut cursor, count, false, &mut out.children)?;
+        }
+        RecordKind::Tree => {
+            cursor.u8()?;
+            cursor.leb()?;
+            let count = cursor.u8()?;
+            for _ in 0..count {
+                cursor.u8()?;
+                out.children.push(cursor.pointer()?.1);
+            }
+        }
+        RecordKind::Commit => {
+            // The tree only: parents are not followed (a kept commit's parent below `K` is
+            // collected), and the rest of the record is not needed.
+            out.children.push(cursor.pointer()?.1);
+            return Ok(());
+        }
+        RecordKind::PatchEntries => {
+            out.base = Some(cursor.pointer()?.1);
+            cursor.u8()?;
+            let count = cursor.leb()?;
+            entry_pointers(&mut cursor, count, true, &mut out.children)?;
+        }
+        RecordKind::PatchTree => {
+            out.base = Some(cursor.pointer()?.1);
+            cursor.u8()?;
+            cursor.leb()?;
+            let count = cursor.u8()?;
+            for _ in 0..count {
+                cursor.u8()?;
+                match cursor.u8()? {
+                    0 => {}
+                    1 => out.children.push(cursor.pointer()?.1),
+                    flag => return Err(cursor.error(format!("bad bucket change flag {flag}"))),
+                }
+            }
+        }
+    }
+    if !cursor.at_end() {
+        return Err(cursor.error("trailing bytes in record body"));
+    }
+    Ok(())
+}
+
+fn is_patch(kind: RecordKind) -> bool {
+    matches!(kind, RecordKind::PatchEntries | RecordKind::PatchTree)
+}
+
+/// The child offsets of a decoded node.
+fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
+    match body {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            for (_, entry) in entries.iter() {
+                match entry {
+                    Entry::Node(NodeRef::Stored { key, .. }) | Entry::Contents(ContentsRef::Stored { key, .. }) => {
+                        out.push(key.offset())
+                    }
+                    _ => {}
+                }
+            }
+        }
+        NodeBody::Tree(tree) => {
+            for (_, child) in &tree.children {
+                if let NodeRef::Stored { key, .. } = child {
+                    out.push(key.offset());
+                }
+            }
+        }
+    }
+}
+
+/// Decoded node bodies kept for patch decoding: bases are shared by consecutive versions.
+const DECODED_CACHE_ITEMS: usize = 4096;
+
+/// The traversal's state.
+struct Marker<'a, S: RecordSource> {
+    source: &'a S,
+    bounds: MarkBounds,
+    store: StoreId,
+    pending: BTreeMap<u64, Mark>,
+    decoded: quick_cache::unsync::Cache<u64, (Arc<NodeBody>, u8)>,
+    result: GcMark,
+}
+
+impl<S: RecordSource> Marker<'_, S> {
+    /// Adds `offset` to the pending set (records of the window are roots' sources, not targets).
+    fn push(&mut self, offset: u64, mark: Mark) {
+        if offset >= self.bounds.keep_from {
+            return;
+        }
+        self.pending.entry(offset).and_modify(|old| *old = (*old).max(mark)).or_insert(mark);
+    }
+
+    /// The body of the node at `offset` and its patch chain length (at most `max_chain`), decoded
+    /// through its bases; cached.
+    fn decoded_node(&mut self, offset: u64, max_chain: u8) -> Result<(Arc<NodeBody>, u8)> {
+        if let Some((body, chain)) = self.decoded.get(&offset) {
+            if *chain > max_chain {
+                return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
+            }
+            return Ok((body.clone(), *chain));
+        }
+        enum Decoded {
+            Full(NodeBody),
+            Patch(patch::Patch),
+        }
+        let store = self.store;
+        let (decoded, total) = self.source.with_record(offset, |kind, body| {
+            let mut counts = codec::EntryCounts::default();
+            match kind {
+                RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
+                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts, store)?))
+                }
+                RecordKind::PatchEntries | RecordKind::PatchTree => {
+                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts, store)?))
+                }
+                other => Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("a {} record where a node was expected", other.name()),
+                )),
+            }
+        })?;
+        self.result.bytes_read += total;
+        self.result.records_read += 1;
+        let (body, chain) = match decoded {
+            Decoded::Full(body) => (body, 0),
+            Decoded::Patch(patch) => {
+                let chain = patch.chain();
+                if chain > max_chain || chain == 0 {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
+                }
+                // Recursion bounded by `MAX_CHAIN`: each level lowers `max_chain`.
+                let (base, base_chain) = self.decoded_node(patch.base().1, chain - 1)?;
+                if base_chain != chain - 1 {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
+                }
+                (patch::apply(&base, patch, offset)?, chain)
+            }
+        };
+        let body = Arc::new(body);
+        self.decoded.insert(offset, (body.clone(), chain));
+        Ok((body, chain))
+    }
+
+    /// Pushes the children of the decoded patch at `offset` as full.
+    fn push_patch_children(&mut self, offset: u64) -> Result<()> {
+        self.result.patches_decoded += 1;
+        let (body, _) = self.decoded_node(offset, patch::MAX_CHAIN)?;
+        let mut children = Vec::new();
+        body_children(&body, &mut children);
+        for child in children {
+            self.push(child, Mark::Full);
+        }
+        Ok(())
+    }
+
+    /// Step 1: the window's records, read sequentially, give the roots.
+    fn scan_window(&mut self) -> Result<()> {
+        const PIECE: u64 = 1 << 20;
+        let MarkBounds { keep_from, scan_end, .. } = self.bounds;
+        let mut window: Vec<u8> = Vec::new();
+        let mut window_start = keep_from;
+        let mut offset = keep_from;
+        let mut pointers = Pointers::default();
+        let mut first = true;
+        while offset < scan_end {
+            // The record's head: a kind byte and a LEB128 length (at most 11 bytes).
+            let head_end = offset.saturating_add(11).min(scan_end);
+            if offset < window_start || head_end > window_start + window.len() as u64 {
+                let len = usize::try_from((scan_end - offset).min(PIECE)).unwrap_or(0);
+                window.resize(len, 0);
+                self.source.read_raw(offset, &mut window)?;
+                self.result.bytes_read += len as u64;
+                window_start = offset;
+            }
+            let at = usize::try_from(offset - window_start).unwrap_or(usize::MAX);
+            let head = window.get(at..).unwrap_or_default();
+            let mut cursor = Cursor::new(head, FileKind::Pack, offset);
+            let kind_byte = cursor.u8()?;
+            let kind = RecordKind::from_byte(kind_byte).ok_or_else(|| {
+                StoreError::corrupt(FileKind::Pack, offset, format!("unknown record kind {kind_byte}"))
+            })?;
+            let body_len = cursor.leb()?;
+            if body_len > MAX_BODY_LEN {
+                return Err(StoreError::corrupt(FileKind::Pack, offset, format!("record body of {body_len} bytes")));
+            }
+            let header = cursor.position() as u64;
+            let total = header + body_len + 4;
+            if offset.checked_add(total).is_none_or(|end| end > scan_end) {
+                return Err(StoreError::corrupt(FileKind::Pack, offset, "record runs past the scanned end"));
+            }
+            if first && kind != RecordKind::Commit {
+                return Err(StoreError::GcRefused(format!(
+                    "the record at {keep_from} is a {}, not a commit",
+                    kind.name()
+                )));
+            }
+            first = false;
+            if offset + total > window_start + window.len() as u64 {
+                // A record larger than what is left of the window: read it whole (bounded by the
+                // format's body limit, checked above, and by the published end).
+                let len = usize::try_from(total.max(PIECE).min(scan_end - offset))
+                    .map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "huge record"))?;
+                window.resize(len, 0);
+                self.source.read_raw(offset, &mut window)?;
+                self.result.bytes_read += len as u64;
+                window_start = offset;
+            }
+            let at = usize::try_from(offset - window_start).unwrap_or(usize::MAX);
+            let record = usize::try_from(total)
+                .ok()
+                .and_then(|total| window.get(at..at.checked_add(total)?))
+                .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "record past the window"))?;
+            let (data, crc) = record.split_at(record.len().saturating_sub(4));
+            if crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default()) {
+                return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+            }
+            let body = data.get(header as usize..).unwrap_or_default();
+            record_pointers(kind, body, offset, &mut pointers)?;
+            match pointers.base {
+                Some(base) if base < keep_from => {
+                    // The base is not in the window: the decoded node's children are needed.
+                    self.push(base, Mark::BaseOnly);
+                    self.push_patch_children(offset)?;
+                }
+                _ => {
+                    for &child in &pointers.children {
+                        self.push(child, Mark::Full);
+                    }
+                }
+            }
+            self.result.window_records += 1;
+            self.result.window_bytes += total;
+            offset += total;
+        }
+        self.result.roots = self.pending.len() as u64;
+        Ok(())
+    }
+
+    /// Step 2: the descending traversal.
+    fn traverse(&mut self) -> Result<()> {
+        let region_end = self.bounds.region_end;
+        let mut pointers = Pointers::default();
+        let mut live: Vec<(u64, u32)> = Vec::new();
+        let mut base_only: Vec<u64> = Vec::new();
+        while let Some((offset, mark)) = self.pending.pop_last() {
+            let (kind, total) = self.source.with_record(offset, |kind, body| {
+                if kind == RecordKind::Commit {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "a tree pointer to a commit record"));
+                }
+                record_pointers(kind, body, offset, &mut pointers)?;
+                Ok(kind)
+            })?;
+            self.result.bytes_read += total;
+            self.result.records_read += 1;
+            let length = u32::try_from(total)
+                .map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "record too large"))?;
+            if offset < region_end {
+                live.push((offset, length));
+                self.result.live_bytes += total;
+                if mark == Mark::BaseOnly {
+                    base_only.push(offset);
+                    self.result.base_only_bytes += total;
+                }
+            } else {
+                self.result.boundary_records += 1;
+            }
+            if let Some(base) = pointers.base {
+                self.push(base, Mark::BaseOnly);
+            }
+            if mark == Mark::Full {
+                if is_patch(kind) {
+                    self.push_patch_children(offset)?;
+                } else {
+                    for &child in &pointers.children {
+                        self.push(child, Mark::Full);
+                    }
+                }
+            }
+            self.result.max_pending = self.result.max_pending.max(self.pending.len());
+        }
+        live.reverse();
+        base_only.reverse();
+        self.result.live = live;
+        self.result.base_only = base_only;
+        Ok(())
+    }
+}
+
+/// Computes the live records of the region `[16, region_end)` for a GC keeping every commit at or
+/// after `bounds.keep_from` (docs/gc-design.md §4).
+pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<GcMark> {
+    let MarkBounds { keep_from, region_end, scan_end } = bounds;
+    if region_end < PACK_HEADER_LEN || region_end > keep_from || keep_from >= scan_end || scan_end > source.end() {
+        return Err(StoreError::GcRefused(format!(
+            "bounds out of order: need {PACK_HEADER_LEN} ≤ region end {region_end} ≤ commit offset {keep_from} \
+             < scan end {scan_end} ≤ published end {}",
+            source.end()
+        )));
+    }
+    let mut marker = Marker {
+        source,
+        bounds,
+        store: StoreId::fresh(),
+        pending: BTreeMap::new(),
+        decoded: quick_cache::unsync::Cache::new(DECODED_CACHE_ITEMS),
+        result: GcMark { bounds: Some(bounds), ..GcMark::default() },
+    };
+    let start = Instant::now();
+    marker.scan_window()?;
+    marker.result.scan_time = start.elapsed();
+    marker.result.max_pending = marker.pending.len();
+    let start = Instant::now();
+    marker.traverse()?;
+    marker.result.traverse_time = start.elapsed();
+    Ok(marker.result)
+}
+
+impl Repo {
+    /// The mark phase of a garbage collection keeping `commit` and every commit written after it
+    /// (docs/gc-design.md §4), without collecting anything: the live records below `region_end`
+    /// (which must not exceed the commit's record offset), with the roots taken from every record
+    /// from the commit to the published end. A dry run of what a GC would copy.
+    pub fn gc_mark(&self, commit: &Hash, region_end: u64) -> Result<GcMark> {
+        let keep_from = self
+            .commit_offset_of(commit)
+            .ok_or_else(|| StoreError::GcRefused(format!("commit {commit} is not in the store")))?;
+        let scan_end = self.control_state().pack_end;
+        mark(self.reader(), MarkBounds { keep_from, region_end, scan_end })
+    }
+}
