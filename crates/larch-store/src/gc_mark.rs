@@ -500,13 +500,24 @@ pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<Gc
 impl Repo {
     /// The mark phase of a garbage collection keeping `commit` and every commit written after it
     /// (docs/gc-design.md §4), without collecting anything: the live records below `region_end`
-    /// (which must not exceed the commit's record offset), with the roots taken from every record
-    /// from the commit to the published end. A dry run of what a GC would copy.
-    pub fn gc_mark(&self, commit: &Hash, region_end: u64) -> Result<GcMark> {
-        let keep_from = self
-            .commit_offset_of(commit)
-            .ok_or_else(|| StoreError::GcRefused(format!("commit {commit} is not in the store")))?;
-        let scan_end = self.control_state().pack_end;
+    /// (which must not exceed the commit's record offset). The roots are taken from every record
+    /// from the commit to the published end, or, with `until`, to the end of that later commit's
+    /// record (the store as it was when `until` was the head: what a GC started then would see).
+    /// A dry run of what a GC would copy.
+    pub fn gc_mark(&self, commit: &Hash, region_end: u64, until: Option<&Hash>) -> Result<GcMark> {
+        let offset_of = |hash: &Hash| {
+            self.commit_offset_of(hash)
+                .ok_or_else(|| StoreError::GcRefused(format!("commit {hash} is not in the store")))
+        };
+        let keep_from = offset_of(commit)?;
+        let scan_end = match until {
+            None => self.control_state().pack_end,
+            Some(until) => {
+                let at = offset_of(until)?;
+                let (_, total) = self.reader().with_record(at, |_, _| Ok(()))?;
+                at + total
+            }
+        };
         mark(self.reader(), MarkBounds { keep_from, region_end, scan_end })
     }
 }

@@ -76,8 +76,9 @@ fn parse_record(pack: &[u8], offset: u64) -> (u64, Option<u64>) {
 }
 
 /// The brute-force live set of `[16, region_end)`: offset → (length, reached as a base only).
-fn brute_force(repo: &Repo, dir: &Path, keep_from: u64, region_end: u64) -> BTreeMap<u64, (u64, bool)> {
-    let kept: Vec<Hash> = repo.commits().filter(|(_, offset)| **offset >= keep_from).map(|(h, _)| *h).collect();
+fn brute_force(repo: &Repo, dir: &Path, kept: (u64, u64), region_end: u64) -> BTreeMap<u64, (u64, bool)> {
+    let kept: Vec<Hash> =
+        repo.commits().filter(|(_, offset)| (kept.0..=kept.1).contains(*offset)).map(|(h, _)| *h).collect();
     let mut reached = BTreeSet::new();
     for commit in &kept {
         reached_offsets(&repo.checkout(commit).unwrap(), &mut reached);
@@ -188,8 +189,17 @@ fn the_live_set_equals_a_brute_force_reachability() {
                 1 => rng.random_range(16..=keep_from),
                 _ => 16 + (keep_from - 16) / 2,
             };
-            let mark = repo.gc_mark(&commit, region_end).unwrap();
-            let expected = brute_force(&repo, dir.path(), keep_from, region_end);
+            // The roots: up to the head, or (odd trials) up to a later commit, as a GC started
+            // when that commit was the head would see them.
+            let later: Vec<&(u64, Hash)> = commits.iter().filter(|(offset, _)| *offset >= keep_from).collect();
+            let (until_offset, until) = if trial % 2 == 1 {
+                let (offset, hash) = later[rng.random_range(0..later.len())];
+                (*offset, Some(*hash))
+            } else {
+                (u64::MAX, None)
+            };
+            let mark = repo.gc_mark(&commit, region_end, until.as_ref()).unwrap();
+            let expected = brute_force(&repo, dir.path(), (keep_from, until_offset), region_end);
             let got: BTreeMap<u64, (u64, bool)> = mark
                 .live
                 .iter()
@@ -206,7 +216,9 @@ fn the_live_set_equals_a_brute_force_reachability() {
                 );
             }
             assert_eq!(mark.live_bytes, expected.values().map(|(len, _)| len).sum::<u64>());
-            assert_eq!(mark.window_bytes, pack_end - keep_from);
+            if until.is_none() {
+                assert_eq!(mark.window_bytes, pack_end - keep_from);
+            }
             assert!(mark.live.windows(2).all(|pair| pair[0].0 + u64::from(pair[0].1) <= pair[1].0));
             live_total += mark.live_bytes;
             dead_total += region_end.saturating_sub(16).saturating_sub(mark.live_bytes);
@@ -256,7 +268,7 @@ fn abandoned_branches_before_the_gc_commit_are_dropped_and_after_it_kept() {
 
     let repo = Repo::open_read_only(dir.path()).unwrap();
     let keep_from = offset_of(&repo, &k);
-    let mark = repo.gc_mark(&k, keep_from).unwrap();
+    let mark = repo.gc_mark(&k, keep_from, None).unwrap();
     let old = dir_offset(&repo, &c0, &["old"]);
     let gone = dir_offset(&repo, &before, &["gone"]);
     assert!(old < keep_from && gone < keep_from);
@@ -276,10 +288,10 @@ fn refusals() {
     tree.add(&["a"], b"2".to_vec()).unwrap();
     let c1 = repo.commit(&tree, &[c0], info(1)).unwrap();
     let k = offset_of(&repo, &c1);
-    assert!(matches!(repo.gc_mark(&Hash([7; 32]), 16), Err(StoreError::GcRefused(_))));
-    assert!(matches!(repo.gc_mark(&c1, k + 1), Err(StoreError::GcRefused(_))));
-    assert!(matches!(repo.gc_mark(&c1, 15), Err(StoreError::GcRefused(_))));
-    let mark = repo.gc_mark(&c1, k).unwrap();
+    assert!(matches!(repo.gc_mark(&Hash([7; 32]), 16, None), Err(StoreError::GcRefused(_))));
+    assert!(matches!(repo.gc_mark(&c1, k + 1, None), Err(StoreError::GcRefused(_))));
+    assert!(matches!(repo.gc_mark(&c1, 15, None), Err(StoreError::GcRefused(_))));
+    let mark = repo.gc_mark(&c1, k, None).unwrap();
     // A commit's own records precede its commit record: c1's root directory (holding an inline
     // value) is the one live record below K; c0's tree and commit are not.
     let root = match repo.checkout(&c1).unwrap().root() {
