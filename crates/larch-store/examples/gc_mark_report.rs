@@ -4,12 +4,13 @@
 //! the chunk size of the design), with the time and the peak heap of the mark.
 //!
 //! ```text
-//! cargo run --release -p larch-store --example gc_mark_report -- STORE (--block B | --behind N) [--keep M]
+//! cargo run --release -p larch-store --example gc_mark_report -- STORE (--block B | --behind N) [--keep M] [--dump FILE]
 //! ```
 //!
 //! `--block B`: the B-th commit of the chain (genesis = 0); `--behind N`: N commits behind the head.
 //! `--keep M`: the roots end at the commit M blocks after it (the store as it was when a GC every
-//! so often keeping M blocks would have started); without it, at the head.
+//! so often keeping M blocks would have started); without it, at the head. `--dump FILE`: write the
+//! live offsets (little-endian `u64`s).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measuring tool: failing loudly is right
 
 use larch_store::Repo;
@@ -101,15 +102,28 @@ fn main() {
     let start = Instant::now();
     let mark = repo.gc_mark(&commit, region_end, until.as_ref()).unwrap();
     let elapsed = start.elapsed();
+    if let Some(i) = args.iter().position(|arg| arg == "--dump") {
+        // The live offsets as little-endian u64s (to measure other set representations).
+        let bytes: Vec<u8> = mark.live.iter().flat_map(|(offset, _)| offset.to_le_bytes()).collect();
+        std::fs::write(&args[i + 1], bytes).unwrap();
+    }
     let peak_heap = PEAK.load(Ordering::Relaxed) - heap_before;
     let region = region_end - 16;
-    println!("store {store}: pack {:.1} MiB, {} commits on the first-parent chain", pack_end as f64 / MIB, chain.len());
+    println!(
+        "store {store}: pack {:.1} MiB, {} commits on the first-parent chain",
+        pack_end as f64 / MIB,
+        chain.len()
+    );
     println!(
         "GC commit: block {index} at offset {keep_from} ({:.1} MiB); region end {region_end} ({:.0} MiB); roots until {}",
         keep_from as f64 / MIB,
         region_end as f64 / MIB,
         match until {
-            Some(until) => format!("block {} (offset {:.1} MiB)", (index + value("--keep").unwrap_or(0)).min(chain.len() - 1), offsets[&until] as f64 / MIB),
+            Some(until) => format!(
+                "block {} (offset {:.1} MiB)",
+                (index + value("--keep").unwrap_or(0)).min(chain.len() - 1),
+                offsets[&until] as f64 / MIB
+            ),
             None => "the head".to_string(),
         }
     );
@@ -122,6 +136,14 @@ fn main() {
         mark.base_only.len(),
         mark.base_only_bytes as f64 / MIB
     );
+    // Live bytes per 16 MiB chunk of the region: what a GC copying only newly old chunks copies.
+    let mut per_chunk = vec![0u64; usize::try_from(region_end.div_ceil(CHUNK)).unwrap()];
+    for (offset, len) in &mark.live {
+        per_chunk[usize::try_from(offset / CHUNK).unwrap()] += u64::from(*len);
+    }
+    let percents: Vec<String> =
+        per_chunk.iter().map(|live| format!("{:.0}", 100.0 * *live as f64 / CHUNK as f64)).collect();
+    println!("live % per 16 MiB chunk: {}", percents.join(" "));
     println!(
         "window: {} records, {:.1} MiB; roots {}; boundary records traversed {}; patches decoded {}",
         mark.window_records,

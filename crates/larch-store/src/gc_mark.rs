@@ -40,8 +40,11 @@ pub(crate) trait RecordSource {
     fn read_raw(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
     /// Reads the record at `offset`, checks its framing and checksum and calls `decode` on its kind
     /// and body; returns `decode`'s result and the record's total length.
-    fn with_record<T>(&self, offset: u64, decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>)
-    -> Result<(T, u64)>;
+    fn with_record<T>(
+        &self,
+        offset: u64,
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)>;
 }
 
 impl RecordSource for PackReader {
@@ -232,9 +235,8 @@ fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => {
             for (_, entry) in entries.iter() {
                 match entry {
-                    Entry::Node(NodeRef::Stored { key, .. }) | Entry::Contents(ContentsRef::Stored { key, .. }) => {
-                        out.push(key.offset())
-                    }
+                    Entry::Node(NodeRef::Stored { key, .. })
+                    | Entry::Contents(ContentsRef::Stored { key, .. }) => out.push(key.offset()),
                     _ => {}
                 }
             }
@@ -363,7 +365,11 @@ impl<S: RecordSource> Marker<'_, S> {
             })?;
             let body_len = cursor.leb()?;
             if body_len > MAX_BODY_LEN {
-                return Err(StoreError::corrupt(FileKind::Pack, offset, format!("record body of {body_len} bytes")));
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("record body of {body_len} bytes"),
+                ));
             }
             let header = cursor.position() as u64;
             let total = header + body_len + 4;
@@ -427,7 +433,11 @@ impl<S: RecordSource> Marker<'_, S> {
         while let Some((offset, mark)) = self.pending.pop_last() {
             let (kind, total) = self.source.with_record(offset, |kind, body| {
                 if kind == RecordKind::Commit {
-                    return Err(StoreError::corrupt(FileKind::Pack, offset, "a tree pointer to a commit record"));
+                    return Err(StoreError::corrupt(
+                        FileKind::Pack,
+                        offset,
+                        "a tree pointer to a commit record",
+                    ));
                 }
                 record_pointers(kind, body, offset, &mut pointers)?;
                 Ok(kind)
@@ -472,7 +482,11 @@ impl<S: RecordSource> Marker<'_, S> {
 /// after `bounds.keep_from` (docs/gc-design.md §4).
 pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<GcMark> {
     let MarkBounds { keep_from, region_end, scan_end } = bounds;
-    if region_end < PACK_HEADER_LEN || region_end > keep_from || keep_from >= scan_end || scan_end > source.end() {
+    if region_end < PACK_HEADER_LEN
+        || region_end > keep_from
+        || keep_from >= scan_end
+        || scan_end > source.end()
+    {
         return Err(StoreError::GcRefused(format!(
             "bounds out of order: need {PACK_HEADER_LEN} ≤ region end {region_end} ≤ commit offset {keep_from} \
              < scan end {scan_end} ≤ published end {}",

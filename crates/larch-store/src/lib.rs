@@ -71,8 +71,8 @@ mod writer;
 pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
-pub use gc_mark::{GcMark, MarkBounds};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use gc_mark::{GcMark, MarkBounds};
 pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::DEFAULT_CACHE_BYTES;
 #[cfg(feature = "fault-injection")]

@@ -185,7 +185,12 @@ impl SegmentWriter {
         self.buffer.extend_from_slice(SEGMENT_END_MAGIC);
         self.position += (self.buffer.len() - map_start) as u64;
         self.flush()?;
-        Ok(SegmentSummary { file_len: self.position, footer_crc, runs: self.mapping.len() as u64, record_bytes })
+        Ok(SegmentSummary {
+            file_len: self.position,
+            footer_crc,
+            runs: self.mapping.len() as u64,
+            record_bytes,
+        })
     }
 }
 
@@ -222,7 +227,10 @@ impl Segment {
         };
         let file_len = storage.len().map_err(|e| StoreError::io(FileKind::Segment, 0, "stat", e))?;
         if file_len < SEGMENT_HEADER_LEN + SEGMENT_FOOTER_LEN {
-            return Err(corrupt(0, format!("segment of {file_len} bytes is shorter than its header and footer")));
+            return Err(corrupt(
+                0,
+                format!("segment of {file_len} bytes is shorter than its header and footer"),
+            ));
         }
         let mut head = [0u8; SEGMENT_HEADER_LEN as usize];
         read(0, &mut head)?;
@@ -295,11 +303,17 @@ impl Segment {
             let expected_first = previous.is_none() && position != SEGMENT_HEADER_LEN;
             let run_len = next_position.checked_sub(position).filter(|len| *len > 0);
             let Some(run_len) = run_len.filter(|_| !expected_first) else {
-                return Err(corrupt(at, format!("run {i} at file position {position} is empty or out of order")));
+                return Err(corrupt(
+                    at,
+                    format!("run {i} at file position {position} is empty or out of order"),
+                ));
             };
             let global_end = global.checked_add(run_len);
             let after_previous = previous.is_none_or(|(g, p)| g + (position - p) <= global);
-            if global < header.range_start || global_end.is_none_or(|end| end > header.range_end) || !after_previous {
+            if global < header.range_start
+                || global_end.is_none_or(|end| end > header.range_end)
+                || !after_previous
+            {
                 return Err(corrupt(
                     at,
                     format!("run {i} at global offset {global} overlaps another or leaves the range"),
@@ -310,12 +324,8 @@ impl Segment {
         if mapping.is_empty() && map_at != SEGMENT_HEADER_LEN {
             return Err(corrupt(footer_at, "bytes between the header and an empty mapping".into()));
         }
-        let summary = SegmentSummary {
-            file_len,
-            footer_crc,
-            runs: count,
-            record_bytes: map_at - SEGMENT_HEADER_LEN,
-        };
+        let summary =
+            SegmentSummary { file_len, footer_crc, runs: count, record_bytes: map_at - SEGMENT_HEADER_LEN };
         Ok(Segment { storage, header, mapping, map_at, summary })
     }
 

@@ -39,7 +39,12 @@ fn decode_segment(input: &[u8], rng_bytes: u64) -> bool {
     let runs: Vec<(u64, u64, u64)> = segment.runs().collect();
     let mut probes = vec![header.range_start, header.range_end.saturating_sub(1), rng_bytes];
     for (global, _, len) in &runs {
-        probes.extend([global.saturating_sub(1), *global, global.saturating_add(len.saturating_sub(1)), global + len]);
+        probes.extend([
+            global.saturating_sub(1),
+            *global,
+            global.saturating_add(len.saturating_sub(1)),
+            global + len,
+        ]);
     }
     for global in probes {
         if let Ok(slot) = segment.locate(global) {
@@ -84,11 +89,18 @@ fn read_corpus() -> Vec<Vec<u8>> {
 fn run_one(tally: &mut FuzzTally, input: &[u8], probe: u64) {
     let allowed = 4096 + 64 * input.len();
     let start = Instant::now();
-    let (outcome, largest) =
-        largest_allocation(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decode_segment(input, probe))));
-    let accepted = outcome.unwrap_or_else(|_| panic!("the segment decoder panicked on {}", hex::encode(input)));
+    let (outcome, largest) = largest_allocation(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decode_segment(input, probe)))
+    });
+    let accepted =
+        outcome.unwrap_or_else(|_| panic!("the segment decoder panicked on {}", hex::encode(input)));
     assert!(start.elapsed() < MAX_INPUT_TIME, "hang on {}", hex::encode(input));
-    assert!(largest <= allowed, "an allocation of {largest} bytes for {} input bytes: {}", input.len(), hex::encode(input));
+    assert!(
+        largest <= allowed,
+        "an allocation of {largest} bytes for {} input bytes: {}",
+        input.len(),
+        hex::encode(input)
+    );
     tally.inputs += 1;
     tally.largest_allocation = tally.largest_allocation.max(largest);
     if accepted {

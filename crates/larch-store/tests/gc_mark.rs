@@ -113,7 +113,8 @@ fn small_rewrites(rng: &mut TestRng, tree: &mut Tree, model: &mut Model) {
                 format!("d{dir}").into_bytes(),
                 format!("k{:02}", rng.random_range(0..(12 + 10 * dir))).into_bytes(),
             ];
-            let value = format!("v{}-{}", rng.random::<u32>(), "x".repeat(rng.random_range(0..40))).into_bytes();
+            let value =
+                format!("v{}-{}", rng.random::<u32>(), "x".repeat(rng.random_range(0..40))).into_bytes();
             tree.add(&path, value.clone()).unwrap();
             model.add(&path, value);
         }
@@ -191,7 +192,8 @@ fn the_live_set_equals_a_brute_force_reachability() {
             };
             // The roots: up to the head, or (odd trials) up to a later commit, as a GC started
             // when that commit was the head would see them.
-            let later: Vec<&(u64, Hash)> = commits.iter().filter(|(offset, _)| *offset >= keep_from).collect();
+            let later: Vec<&(u64, Hash)> =
+                commits.iter().filter(|(offset, _)| *offset >= keep_from).collect();
             let (until_offset, until) = if trial % 2 == 1 {
                 let (offset, hash) = later[rng.random_range(0..later.len())];
                 (*offset, Some(*hash))
@@ -203,11 +205,14 @@ fn the_live_set_equals_a_brute_force_reachability() {
             let got: BTreeMap<u64, (u64, bool)> = mark
                 .live
                 .iter()
-                .map(|(offset, len)| (*offset, (u64::from(*len), mark.base_only.binary_search(offset).is_ok())))
+                .map(|(offset, len)| {
+                    (*offset, (u64::from(*len), mark.base_only.binary_search(offset).is_ok()))
+                })
                 .collect();
             if got != expected {
                 let extra: Vec<_> = got.iter().filter(|(o, v)| expected.get(o) != Some(v)).take(10).collect();
-                let missing: Vec<_> = expected.iter().filter(|(o, v)| got.get(o) != Some(v)).take(10).collect();
+                let missing: Vec<_> =
+                    expected.iter().filter(|(o, v)| got.get(o) != Some(v)).take(10).collect();
                 panic!(
                     "store {store} trial {trial}: K {keep_from}, region end {region_end}: \
                      {} live, {} expected; wrong or extra {extra:?}; missing or different {missing:?}",
@@ -227,7 +232,10 @@ fn the_live_set_equals_a_brute_force_reachability() {
         assert!(!main.is_empty() && !abandoned.is_empty());
     }
     // The workloads exercised every case: live and dead records in regions, and base-only ones.
-    assert!(live_total > 0 && dead_total > 0 && base_only_total > 0, "{live_total} {dead_total} {base_only_total}");
+    assert!(
+        live_total > 0 && dead_total > 0 && base_only_total > 0,
+        "{live_total} {dead_total} {base_only_total}"
+    );
 }
 
 /// The offset of the directory record at `path` in `commit`'s tree.

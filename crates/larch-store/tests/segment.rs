@@ -43,15 +43,31 @@ fn example() -> Vec<u8> {
 const GOLDEN: &str = concat!(
     // header: magic, version 3, reserved, gen 1, range [16, 0x1000), keep_from 0x2000,
     // index_keep_from 60, commit hash, header crc, reserved
-    "4c41524348534547", "03000000", "00000000", "0100000000000000", "1000000000000000",
-    "0010000000000000", "0020000000000000", "3c00000000000000",
-    "abababababababababababababababababababababababababababababababab", "15a42049", "00000000",
+    "4c41524348534547",
+    "03000000",
+    "00000000",
+    "0100000000000000",
+    "1000000000000000",
+    "0010000000000000",
+    "0020000000000000",
+    "3c00000000000000",
+    "abababababababababababababababababababababababababababababababab",
+    "15a42049",
+    "00000000",
     // runs
-    "010101010101010101010202020202", "040404",
+    "010101010101010101010202020202",
+    "040404",
     // mapping: (100, 96), (200, 111)
-    "6400000000000000", "6000000000000000", "c800000000000000", "6f00000000000000",
+    "6400000000000000",
+    "6000000000000000",
+    "c800000000000000",
+    "6f00000000000000",
     // footer: map_at 114, 2 runs, mapping crc, footer crc, end magic
-    "7200000000000000", "0200000000000000", "681b06f7", "e27b807d", "4c41524348534745",
+    "7200000000000000",
+    "0200000000000000",
+    "681b06f7",
+    "e27b807d",
+    "4c41524348534745",
 );
 
 #[test]
@@ -88,7 +104,8 @@ fn lookups_in_the_example() {
 fn is_typed_segment_error(error: &StoreError) -> bool {
     matches!(
         error,
-        StoreError::Corrupt { file: FileKind::Segment, .. } | StoreError::UnknownVersion { file: FileKind::Segment, .. }
+        StoreError::Corrupt { file: FileKind::Segment, .. }
+            | StoreError::UnknownVersion { file: FileKind::Segment, .. }
     )
 }
 
@@ -146,15 +163,15 @@ fn a_checksummed_but_inconsistent_mapping_is_refused() {
     };
     assert!(open(rewrite(&[(100, 96), (200, 111)], 114)).is_ok(), "the rewrite itself is right");
     for (mapping, map_at) in [
-        (&[(200, 96), (100, 111)][..], 114),              // globals decreasing
-        (&[(100, 96), (105, 111)][..], 114),              // runs overlapping
-        (&[(100, 97), (200, 111)][..], 114),              // first run not at 96
-        (&[(100, 96), (200, 96)][..], 114),               // empty run
-        (&[(100, 96), (0xffe, 111)][..], 114),            // last run leaves the range
-        (&[(8, 96), (200, 111)][..], 114),                // run below the range
-        (&[(100, 96), (200, 120)][..], 114),              // position past map_at
-        (&[(100, 96), (u64::MAX - 1, 111)][..], 114),     // overflow
-        (&[][..], 114),                                   // no runs but record bytes
+        (&[(200, 96), (100, 111)][..], 114),          // globals decreasing
+        (&[(100, 96), (105, 111)][..], 114),          // runs overlapping
+        (&[(100, 97), (200, 111)][..], 114),          // first run not at 96
+        (&[(100, 96), (200, 96)][..], 114),           // empty run
+        (&[(100, 96), (0xffe, 111)][..], 114),        // last run leaves the range
+        (&[(8, 96), (200, 111)][..], 114),            // run below the range
+        (&[(100, 96), (200, 120)][..], 114),          // position past map_at
+        (&[(100, 96), (u64::MAX - 1, 111)][..], 114), // overflow
+        (&[][..], 114),                               // no runs but record bytes
     ] {
         let error = open(rewrite(mapping, map_at)).err().unwrap_or_else(|| panic!("{mapping:?} accepted"));
         assert!(is_typed_segment_error(&error), "{mapping:?}: {error}");
