@@ -45,6 +45,10 @@ mod fsck;
 pub mod index;
 #[cfg(not(feature = "fault-injection"))]
 mod index;
+#[cfg(feature = "fault-injection")]
+pub mod layout;
+#[cfg(not(feature = "fault-injection"))]
+mod layout;
 mod open;
 mod options;
 mod pack;
@@ -66,7 +70,7 @@ pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
-pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
+pub use options::{CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
 pub use pack::DEFAULT_CACHE_BYTES;
 #[cfg(feature = "fault-injection")]
 pub use recover::plan_recovery_files;

@@ -70,8 +70,7 @@ impl Window<'_> {
             self.bytes.resize(len, 0);
             self.repo
                 .reader()
-                .read_raw(offset, &mut self.bytes)
-                .map_err(|e| StoreError::io(FileKind::Pack, offset, "read", e))?;
+                .read_raw(offset, &mut self.bytes)?;
             self.start = offset;
         }
         let from = usize::try_from(offset - self.start).unwrap_or(usize::MAX);
