@@ -2,8 +2,8 @@
 //! each on its own 4 KiB page, and a confirmation record on a third page. The newest valid slot is
 //! the published state; a torn write can only damage the slot being written, never the other one.
 
-use crate::index::{ENTRY_LEN, INDEX_HEADER_LEN};
 use crate::error::{FileKind, Result, StoreError};
+use crate::index::{ENTRY_LEN, INDEX_HEADER_LEN};
 use larch_core::Hash;
 use std::collections::BTreeMap;
 
@@ -536,13 +536,22 @@ mod tests {
             "0100000004006d61696eabababababababababababababababababababababababababababababababab",
             "0010000000000000562b73fa",
         );
-        let bytes: Vec<u8> = (0..bytes.len() / 2).map(|i| u8::from_str_radix(&bytes[2 * i..2 * i + 2], 16).unwrap()).collect();
+        let bytes: Vec<u8> =
+            (0..bytes.len() / 2).map(|i| u8::from_str_radix(&bytes[2 * i..2 * i + 2], 16).unwrap()).collect();
         let state = ControlState::decode(&bytes, 0).unwrap();
-        let mut expected =
-            ControlState { generation: 5, pack_end: 0x1234, index_end: 104, index_synced: 60, ..Default::default() };
+        let mut expected = ControlState {
+            generation: 5,
+            pack_end: 0x1234,
+            index_end: 104,
+            index_synced: 60,
+            ..Default::default()
+        };
         expected.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
         assert_eq!(state, expected);
-        assert_eq!((state.first_chunk, state.head_chunk, state.head_start, state.index_keep_from), (0, 0, 16, 16));
+        assert_eq!(
+            (state.first_chunk, state.head_chunk, state.head_start, state.index_keep_from),
+            (0, 0, 16, 16)
+        );
     }
 
     /// The layout-3 fields are validated: values a store without GC cannot have are refused.
@@ -562,7 +571,13 @@ mod tests {
                 gc_generation: 1,
                 keep_from: 200,
                 index_keep_from: 60,
-                segments: vec![SegmentRef { generation: 1, range_start: 16, range_end: 16, file_len: 0, footer_crc: 0 }],
+                segments: vec![SegmentRef {
+                    generation: 1,
+                    range_start: 16,
+                    range_end: 16,
+                    file_len: 0,
+                    footer_crc: 0,
+                }],
                 ..good.clone()
             },
         ];
@@ -574,7 +589,13 @@ mod tests {
             gc_generation: 1,
             keep_from: 200,
             index_keep_from: 60,
-            segments: vec![SegmentRef { generation: 1, range_start: 16, range_end: 100, file_len: 500, footer_crc: 9 }],
+            segments: vec![SegmentRef {
+                generation: 1,
+                range_start: 16,
+                range_end: 100,
+                file_len: 500,
+                footer_crc: 9,
+            }],
             head_start: 200,
             ..good.clone()
         };

@@ -153,7 +153,12 @@ impl FaultController {
 
     /// The written image of file `name` (empty when absent).
     pub fn written(&self, name: &str) -> Vec<u8> {
-        self.state().files.get(name).filter(|image| image.exists).map(|image| image.written.clone()).unwrap_or_default()
+        self.state()
+            .files
+            .get(name)
+            .filter(|image| image.exists)
+            .map(|image| image.written.clone())
+            .unwrap_or_default()
     }
 
     /// The names of the files the directory holds, as the process sees them.
@@ -166,9 +171,8 @@ impl FaultController {
         let state = self.state();
         let mut files = BTreeMap::new();
         for (name, image) in &state.files {
-            let name_seed = name.bytes().fold(0u64, |acc, byte| {
-                (acc ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-            });
+            let name_seed =
+                name.bytes().fold(0u64, |acc, byte| (acc ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
             let survived = match survival {
                 Survival::Durable if image.durable_exists => image.durable.clone(),
                 Survival::Written if image.exists => image.written.clone(),
@@ -207,12 +211,21 @@ impl FaultController {
                 }
                 _ => continue,
             };
-            let image =
-                Image { written: survived.clone(), durable: survived, pending: Vec::new(), exists: true, durable_exists: true };
+            let image = Image {
+                written: survived.clone(),
+                durable: survived,
+                pending: Vec::new(),
+                exists: true,
+                durable_exists: true,
+            };
             files.insert(name.clone(), image);
         }
         for name in FIXED_FILES {
-            files.entry(name.to_string()).or_insert(Image { exists: true, durable_exists: true, ..Image::default() });
+            files.entry(name.to_string()).or_insert(Image {
+                exists: true,
+                durable_exists: true,
+                ..Image::default()
+            });
         }
         Arc::new(FaultController { state: Mutex::new(FaultState { files, ..FaultState::default() }) })
     }

@@ -55,14 +55,20 @@ pub fn encode_chunk_header(seq: u32, start: u64) -> [u8; CHUNK_HEADER_LEN as usi
 
 /// Decodes a chunk header read from the file `name`: returns `(seq, start)`.
 pub fn decode_chunk_header(header: &[u8], name: &str) -> Result<(u32, u64)> {
-    let corrupt = |at: u64, reason: &str| StoreError::corrupt(FileKind::Pack, at, format!("{name}: {reason}"));
-    let field = |at: usize, len: usize| header.get(at..at + len).ok_or_else(|| corrupt(0, "truncated header"));
+    let corrupt =
+        |at: u64, reason: &str| StoreError::corrupt(FileKind::Pack, at, format!("{name}: {reason}"));
+    let field =
+        |at: usize, len: usize| header.get(at..at + len).ok_or_else(|| corrupt(0, "truncated header"));
     if field(0, 8)? != CHUNK_MAGIC.as_slice() {
         return Err(corrupt(0, "bad chunk magic"));
     }
     let version = u32::from_le_bytes(field(8, 4)?.try_into().map_err(|_| corrupt(8, "truncated header"))?);
     if version != CHUNK_VERSION {
-        return Err(StoreError::UnknownVersion { file: FileKind::Pack, found: version, supported: CHUNK_VERSION });
+        return Err(StoreError::UnknownVersion {
+            file: FileKind::Pack,
+            found: version,
+            supported: CHUNK_VERSION,
+        });
     }
     if field(12, 4)? != [0u8; 4].as_slice() {
         return Err(corrupt(12, "reserved header bytes are not zero"));
@@ -153,30 +159,30 @@ fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExte
     let name = chunk_name(seq);
     let missing = |name: &str| StoreError::corrupt(FileKind::Pack, 0, format!("{name}: missing chunk file"));
     let opened = match dir.open(&name, writable) {
-        Err(e) if e.kind() == ErrorKind::NotFound && seq == 0 => {
-            match dir.open(LEGACY_PACK, false) {
-                Ok(file) => {
-                    let mut header = [0u8; PACK_HEADER_LEN as usize];
-                    file.read_at(0, &mut header).map_err(|e| io_error(0, "read", e))?;
-                    crate::switch::check_pack_header(&header)?;
-                    return Ok(ChunkExtent {
-                        seq: 0,
-                        start: PACK_HEADER_LEN,
-                        data_at: PACK_HEADER_LEN,
-                        legacy: true,
-                        file,
-                    });
-                }
-                Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name)),
-                Err(e) => return Err(io_error(0, "open", e)),
+        Err(e) if e.kind() == ErrorKind::NotFound && seq == 0 => match dir.open(LEGACY_PACK, false) {
+            Ok(file) => {
+                let mut header = [0u8; PACK_HEADER_LEN as usize];
+                file.read_at(0, &mut header).map_err(|e| io_error(0, "read", e))?;
+                crate::switch::check_pack_header(&header)?;
+                return Ok(ChunkExtent {
+                    seq: 0,
+                    start: PACK_HEADER_LEN,
+                    data_at: PACK_HEADER_LEN,
+                    legacy: true,
+                    file,
+                });
             }
-        }
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name)),
+            Err(e) => return Err(io_error(0, "open", e)),
+        },
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name)),
         other => other.map_err(|e| io_error(0, "open", e))?,
     };
     let mut header = [0u8; CHUNK_HEADER_LEN as usize];
     opened.read_at(0, &mut header).map_err(|e| match e.kind() {
-        ErrorKind::UnexpectedEof => StoreError::corrupt(FileKind::Pack, 0, format!("{name}: truncated header")),
+        ErrorKind::UnexpectedEof => {
+            StoreError::corrupt(FileKind::Pack, 0, format!("{name}: truncated header"))
+        }
         _ => io_error(0, "read", e),
     })?;
     let (found, start) = decode_chunk_header(&header, &name)?;
@@ -201,7 +207,13 @@ fn check_chunks(chunks: &[ChunkExtent], end: u64) -> Result<()> {
             return Err(StoreError::corrupt(
                 FileKind::Pack,
                 next.start,
-                format!("{} (start {}) does not follow {} (start {})", next.name(), next.start, chunk.name(), chunk.start),
+                format!(
+                    "{} (start {}) does not follow {} (start {})",
+                    next.name(),
+                    next.start,
+                    chunk.name(),
+                    chunk.start
+                ),
             ));
         }
         if range_end < chunk.start {
@@ -244,7 +256,11 @@ impl Layout {
         writable: bool,
     ) -> Result<Layout> {
         if first > head {
-            return Err(StoreError::corrupt(FileKind::Control, 72, format!("first chunk {first} after head {head}")));
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                72,
+                format!("first chunk {first} after head {head}"),
+            ));
         }
         let mut chunks = Vec::new();
         for seq in first..=head {
@@ -355,7 +371,8 @@ impl Layout {
                 return Err(StoreError::Unmapped { offset: at });
             };
             let limit = extents.get(index).map_or(u64::MAX, Extent::start);
-            let take = usize::try_from((limit - at).min((buf.len() - done) as u64)).unwrap_or(buf.len() - done);
+            let take =
+                usize::try_from((limit - at).min((buf.len() - done) as u64)).unwrap_or(buf.len() - done);
             let (file, position) = extent.resolve(at)?;
             let piece = buf.get_mut(done..done + take).unwrap_or_default();
             file.read_at(position, piece).map_err(|e| match e.kind() {
@@ -382,14 +399,27 @@ impl Layout {
         }
         let (seq, head_start) = self.head();
         if start < head_start {
-            return Err(StoreError::corrupt(FileKind::Pack, start, "a new chunk cannot start below the head"));
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                start,
+                "a new chunk cannot start below the head",
+            ));
         }
-        let seq = seq.checked_add(1).ok_or_else(|| StoreError::TooLarge("chunk sequence numbers exhausted".into()))?;
+        let seq = seq
+            .checked_add(1)
+            .ok_or_else(|| StoreError::TooLarge("chunk sequence numbers exhausted".into()))?;
         let name = chunk_name(seq);
         let file = self.dir.create(&name).map_err(|e| io_error(start, "create chunk", e))?;
-        file.write_at(0, &encode_chunk_header(seq, start)).map_err(|e| io_error(start, "write chunk header", e))?;
+        file.write_at(0, &encode_chunk_header(seq, start))
+            .map_err(|e| io_error(start, "write chunk header", e))?;
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        extents.push(Extent::Chunk(ChunkExtent { seq, start, data_at: CHUNK_HEADER_LEN, legacy: false, file }));
+        extents.push(Extent::Chunk(ChunkExtent {
+            seq,
+            start,
+            data_at: CHUNK_HEADER_LEN,
+            legacy: false,
+            file,
+        }));
         self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dir = true;
         Ok(())
     }
@@ -402,7 +432,10 @@ impl Layout {
             return Err(StoreError::corrupt(
                 FileKind::Control,
                 72,
-                format!("the published chunks {first}..={head} do not extend this reader's ({}..={our_head})", self.first_seq()),
+                format!(
+                    "the published chunks {first}..={head} do not extend this reader's ({}..={our_head})",
+                    self.first_seq()
+                ),
             ));
         }
         let mut chunks: Vec<ChunkExtent> = Vec::new();
@@ -413,7 +446,11 @@ impl Layout {
         let mut all: Vec<ChunkExtent> = extents.iter().map(|extent| extent.chunk().clone()).collect();
         all.extend(chunks.iter().cloned());
         if all.last().is_some_and(|chunk| chunk.start != head_start) {
-            return Err(StoreError::corrupt(FileKind::Control, 80, "the head chunk's start disagrees with its header"));
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                80,
+                "the head chunk's start disagrees with its header",
+            ));
         }
         check_chunks(all.get(all.len().saturating_sub(chunks.len() + 1)..).unwrap_or_default(), end)?;
         let opened = chunks.len();
@@ -435,6 +472,26 @@ impl Layout {
             self.dir.sync().map_err(|e| io_error(0, "sync directory", e))?;
         }
         Ok(orphans)
+    }
+
+    /// Reads every chunk's header again and checks it and the file's length against the layout
+    /// (fsck): returns `(file name, problem)` pairs.
+    pub fn check_files(&self, end: u64) -> Vec<(String, String)> {
+        let chunks: Vec<ChunkExtent> = self.extents().iter().map(|extent| extent.chunk().clone()).collect();
+        let mut problems = Vec::new();
+        for chunk in &chunks {
+            match open_chunk(&*self.dir, chunk.seq, false) {
+                Ok(found) if found.start == chunk.start && found.legacy == chunk.legacy => {}
+                Ok(found) => {
+                    problems.push((chunk.name(), format!("its header now says start {}", found.start)))
+                }
+                Err(e) => problems.push((chunk.name(), e.to_string())),
+            }
+        }
+        if let Err(e) = check_chunks(&chunks, end) {
+            problems.push((chunks.last().map(ChunkExtent::name).unwrap_or_default(), e.to_string()));
+        }
+        problems
     }
 
     /// Whether a sync is owed that the pack's length alone does not show (a chunk was created).

@@ -70,7 +70,9 @@ pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
-pub use options::{CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
+pub use options::{
+    CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
+};
 pub use pack::DEFAULT_CACHE_BYTES;
 #[cfg(feature = "fault-injection")]
 pub use recover::plan_recovery_files;

@@ -10,7 +10,7 @@ use crate::layout::{self, CHUNK_HEADER_LEN, Layout};
 use crate::options::{RepoOptions, StoreStats, SyncPolicy};
 use crate::pack::{DEFAULT_CACHE_BYTES, PackReader, PackSource};
 use crate::repo::Repo;
-use crate::storage::{DiskDirectory, Directory, FileStorage, Storage, StoreFiles};
+use crate::storage::{Directory, DiskDirectory, FileStorage, Storage, StoreFiles};
 use crate::switch;
 use crate::writer::WriteCounts;
 use std::collections::HashMap;
@@ -92,7 +92,8 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
     let mut chunks = 0usize;
     for name in names.iter().filter(|name| layout::parse_chunk_name(name).is_some()) {
         chunks += 1;
-        let len = std::fs::metadata(path.join(name)).map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+        let len =
+            std::fs::metadata(path.join(name)).map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
         chunk_data += len.len().saturating_sub(CHUNK_HEADER_LEN);
     }
     let has = |kind: FileKind| names.iter().any(|name| name == kind.file_name());
@@ -433,7 +434,18 @@ impl Repo {
                 ));
             }
         }
-        Ok(Self::assemble(files, layout, writable, options, path, state, commits, last_commit, slot, max_generation))
+        Ok(Self::assemble(
+            files,
+            layout,
+            writable,
+            options,
+            path,
+            state,
+            commits,
+            last_commit,
+            slot,
+            max_generation,
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -449,8 +461,8 @@ impl Repo {
         slot: usize,
         max_generation: u64,
     ) -> Repo {
-        let reader = PackReader::new(layout, state.pack_end, options.cache_bytes)
-            .verifying(options.verify_on_load);
+        let reader =
+            PackReader::new(layout, state.pack_end, options.cache_bytes).verifying(options.verify_on_load);
         Repo {
             path: path.map(Path::to_path_buf),
             files: files.clone(),

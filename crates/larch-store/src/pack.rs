@@ -4,8 +4,8 @@
 
 use crate::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
-use crate::patch;
 use crate::layout::Layout;
+use crate::patch;
 use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource, StoreId};
 use quick_cache::Weighter;
 use std::cell::RefCell;

@@ -268,7 +268,10 @@ fn unknown_versions_and_missing_files_on_disk() {
     // A missing chunk: the published state is not present.
     std::fs::remove_file(&pack_path).unwrap();
     let error = Repo::open_read_only(dir.path()).unwrap_err();
-    assert!(matches!(&error, StoreError::NeedsRecovery { reason, .. } if reason.contains("chunk.000000")), "{error}");
+    assert!(
+        matches!(&error, StoreError::NeedsRecovery { reason, .. } if reason.contains("chunk.000000")),
+        "{error}"
+    );
     std::fs::write(&pack_path, &pack).unwrap();
     assert!(Repo::open_read_only(dir.path()).is_ok());
 

@@ -106,7 +106,10 @@ fn a_writer_continues_a_copy_of_the_fixture() {
     assert!(decoded.contains(&3), "{decoded:?}");
     let repo = Repo::open_read_only(dir.path()).unwrap();
     assert_eq!(repo.head(), Some(next));
-    assert_eq!(repo.chunk_files().iter().map(|(name, ..)| name.as_str()).collect::<Vec<_>>(), ["pack", "chunk.000001"]);
+    assert_eq!(
+        repo.chunk_files().iter().map(|(name, ..)| name.as_str()).collect::<Vec<_>>(),
+        ["pack", "chunk.000001"]
+    );
     let mut values = expected(2);
     values.insert(vec!["data".into(), "version".into()], b"next".to_vec());
     assert_eq!(contents(&repo, &next), values);

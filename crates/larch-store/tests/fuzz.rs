@@ -346,7 +346,8 @@ fn write_corpus() {
     tree.remove(&["flat", "a"]).unwrap();
     repo.commit(&tree, &[second, first], info(3)).unwrap();
     let snapshot = |storage: &Arc<dyn Storage>| storage.read_all().unwrap();
-    let (control, pack, index) = (snapshot(&files.control), files.pack_image().unwrap(), snapshot(&files.index));
+    let (control, pack, index) =
+        (snapshot(&files.control), files.pack_image().unwrap(), snapshot(&files.index));
     for sub in ["store", "records", "index"] {
         let _ = std::fs::remove_dir_all(dir.join(sub));
         std::fs::create_dir_all(dir.join(sub)).unwrap();

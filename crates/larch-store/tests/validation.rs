@@ -224,7 +224,12 @@ fn a_pack_truncated_under_an_open_reader_is_a_typed_error() {
     // The default reader (positioned reads): opened, then the pack is cut behind its back.
     let reader = Repo::open_read_only(dir.path()).unwrap();
     let tree = reader.checkout(&commit).unwrap();
-    std::fs::OpenOptions::new().write(true).open(dir.path().join("chunk.000000")).unwrap().set_len(100).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("chunk.000000"))
+        .unwrap()
+        .set_len(100)
+        .unwrap();
     let error = tree.find(&["d", "k7"]).unwrap_err().to_string();
     assert!(error.contains("shorter than published"), "{error}");
     assert!(!error.contains("failed to fill whole buffer"), "{error}");
