@@ -1,4 +1,5 @@
-//! larch-store: the persistent store of larch. An append-only pack of objects that point at their
+//! larch-store: the persistent store of larch. An append-only pack (stored as chunk files, each a
+//! range of global offsets: `layout`) of objects that point at their
 //! children by offset and carry their hashes (a rewritten directory or inode is usually stored as a
 //! patch of its previous version), a commit index, and a control file that atomically publishes
 //! each commit; lazy reads through a byte-bounded cache of decoded nodes; one writer and many
