@@ -359,6 +359,18 @@ impl Layout {
         self.extents().len()
     }
 
+    /// The file and position holding global offset `global`, with the global end of its extent
+    /// (`u64::MAX` for the head). An offset below the first extent is [`StoreError::Unmapped`].
+    pub fn resolve(&self, global: u64) -> Result<(Arc<dyn Storage>, u64, u64)> {
+        let extents = self.extents();
+        let index = extents.partition_point(|extent| extent.start() <= global);
+        let Some(extent) = index.checked_sub(1).and_then(|i| extents.get(i)) else {
+            return Err(StoreError::Unmapped { offset: global });
+        };
+        let (file, position) = extent.resolve(global)?;
+        Ok((file.clone(), position, extents.get(index).map_or(u64::MAX, Extent::start)))
+    }
+
     /// Reads `buf.len()` bytes at global offset `global`, across extents if needed. An offset
     /// below the first extent is [`StoreError::Unmapped`].
     pub fn read(&self, global: u64, buf: &mut [u8]) -> Result<()> {
@@ -636,6 +648,16 @@ mod tests {
             assert_eq!(buf, model[at..at + len], "seed {seed}: read {len} at {at}");
         }
         assert!(matches!(layout.read(3, &mut [0u8; 4]), Err(StoreError::Unmapped { offset: 3 })));
+        assert!(matches!(layout.resolve(15), Err(StoreError::Unmapped { offset: 15 })));
+        // Every chunk start resolves to position 32 of its own file; its end is the next start.
+        let files = layout.chunk_files(model.len() as u64);
+        for (i, (name, start, end)) in files.iter().enumerate().filter(|(_, (_, start, end))| start < end) {
+            let (_, position, extent_end) = layout.resolve(*start).unwrap();
+            assert_eq!(position, 32, "{name}");
+            if i + 1 < files.len() {
+                assert_eq!(extent_end, *end, "{name}");
+            }
+        }
         assert_eq!(layout.flatten().unwrap()[16..], model[16..]);
         // Reopened from its published state, and discovered from the files alone.
         let (head, head_start) = layout.head();
