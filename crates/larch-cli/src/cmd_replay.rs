@@ -43,6 +43,9 @@ pub struct ReplayArgs {
     /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `every N`, or `never` (only at the end).
     #[arg(long, default_value = "commit")]
     sync: SyncPolicy,
+    /// The pack rolls to a new chunk file once its head chunk holds this many bytes (e.g. `16M`).
+    #[arg(long, value_parser = parse_size, default_value = "16M")]
+    chunk_size: u64,
     /// Read the pack through a memory map instead of positioned reads.
     #[arg(long)]
     mmap: bool,
@@ -127,6 +130,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 create: true,
                 mmap: args.mmap,
                 verify_on_load: args.verify_reads,
+                chunk_bytes: args.chunk_size,
                 ..RepoOptions::default()
             };
             let mut repo = Repo::open_with(path, store_options)

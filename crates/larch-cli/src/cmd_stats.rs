@@ -51,6 +51,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let report = repo.scan().with_context(|| format!("scanning {}", args.store.display()))?;
     let disk = disk_bytes(&args.store)?;
     let records = report.records();
+    let chunks = repo.chunk_files();
     if args.json {
         let kinds: serde_json::Map<_, _> = report
             .by_kind
@@ -66,6 +67,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
             "disk_bytes": disk,
             "pack_bytes": report.pack_bytes,
             "index_bytes": report.index_bytes,
+            "chunk_files": chunks.iter().map(|(name, start, end)| json!({ "name": name, "start": start, "end": end })).collect::<Vec<_>>(),
             "commits": report.commits,
             "branches": report.branches.iter().map(|(name, hash)| json!({ "name": name, "commit": hash.to_string() })).collect::<Vec<_>>(),
             "records": records,
@@ -81,6 +83,9 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     writeln!(text, "store        {}", args.store.display())?;
     writeln!(text, "on disk      {} ({disk} bytes)", human(disk))?;
     writeln!(text, "pack         {} (published)", human(report.pack_bytes))?;
+    if let (Some(first), Some(last)) = (chunks.first(), chunks.last()) {
+        writeln!(text, "chunks       {} files ({} to {})", chunks.len(), first.0, last.0)?;
+    }
     writeln!(text, "commit index {}", human(report.index_bytes))?;
     writeln!(text, "commits      {}", report.commits)?;
     for (name, hash) in &report.branches {

@@ -207,7 +207,7 @@ fn fsck_reports_a_corrupted_store_and_a_path_that_is_not_a_store() {
     let store = dir.path().join("store");
     let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--sync", "never"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let pack = store.join("pack");
+    let pack = store.join("chunk.000000");
     let mut bytes = std::fs::read(&pack).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x40;

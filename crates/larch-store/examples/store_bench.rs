@@ -236,7 +236,12 @@ fn open_large(gib: u64, dir: &Path) {
         repo.close().unwrap();
         println!("built {} commits", level);
     }
-    let size = std::fs::metadata(dir.join("pack")).unwrap().len();
+    let size: u64 = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("chunk."))
+        .map(|entry| entry.metadata().unwrap().len())
+        .sum();
     for round in 0..3 {
         let t = Instant::now();
         let repo = Repo::open_read_only(dir).unwrap();

@@ -3,6 +3,10 @@
 //! directory large enough to be an inode tree, and a rewrite stored as a patch. Deterministic.
 //!
 //! `cargo run --release -p larch-store --example write_format_fixture -- DIR` (DIR must not exist).
+//!
+//! Since format 3 (chunked pack) this writes the same commits in format 3 (`chunk.000000` instead
+//! of `pack`, layout-3 control slots): the checked-in format-2 fixture was written by the format-2
+//! build and is kept as it is (it is the compatibility test's input).
 
 use larch_core::CommitInfo;
 use larch_store::{Repo, RepoOptions, SyncPolicy};

@@ -2,8 +2,8 @@
 //! each on its own 4 KiB page, and a confirmation record on a third page. The newest valid slot is
 //! the published state; a torn write can only damage the slot being written, never the other one.
 
-use crate::codec::FORMAT_VERSION;
 use crate::error::{FileKind, Result, StoreError};
+use crate::index::{ENTRY_LEN, INDEX_HEADER_LEN};
 use larch_core::Hash;
 use std::collections::BTreeMap;
 
@@ -19,13 +19,41 @@ pub const CONFIRM_AT: u64 = 2 * PAGE;
 pub const CONFIRM_LEN: usize = 20;
 /// Length of the whole control file.
 pub const CONTROL_LEN: u64 = CONFIRM_AT + CONFIRM_LEN as u64;
-const FIXED_LEN: usize = 52;
+/// Format version of the slots this build writes (layout 3: the GC and chunk fields).
+pub const SLOT_VERSION: u32 = 3;
+/// The format-2 slot version, still read (a format-2 store: its `pack` is chunk 0).
+pub const SLOT_VERSION_2: u32 = 2;
+/// Bytes before the branch count in a layout-2 slot.
+const FIXED_LEN_2: usize = 48;
+/// Bytes before the segment list in a layout-3 slot.
+const FIXED_LEN_3: usize = 96;
+/// Bytes of one segment entry of a layout-3 slot.
+const SEGMENT_LEN: usize = 36;
+/// Most segments a slot may name.
+pub const MAX_SEGMENTS: usize = 8;
+/// The smallest slot: a layout-2 header, the branch count and the checksum.
+const MIN_SLOT_LEN: usize = FIXED_LEN_2 + 8;
 
 /// Where a branch points: the commit hash and its record offset.
 pub type BranchTarget = (Hash, u64);
 
+/// A GC segment named by a slot (`docs/gc-design.md` §3.4; none is written before GC exists).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentRef {
+    /// GC generation of the slice that wrote it.
+    pub generation: u64,
+    /// Global start of the range it replaces.
+    pub range_start: u64,
+    /// Global end (exclusive) of that range.
+    pub range_end: u64,
+    /// Its file length.
+    pub file_len: u64,
+    /// The CRC of its footer.
+    pub footer_crc: u32,
+}
+
 /// The published state of a store: the contents of one slot.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ControlState {
     /// Incremented at every publish; the valid slot with the larger one wins.
     pub generation: u64,
@@ -36,8 +64,45 @@ pub struct ControlState {
     /// Length of the commit index known to be durable and checked against the pack; entries
     /// between it and `index_end` are checked (and rebuilt from the pack if damaged) on open.
     pub index_synced: u64,
+    /// Number of GC slices published (0: never collected).
+    pub gc_generation: u64,
+    /// Record offset of the oldest kept commit (0: nothing collected).
+    pub keep_from: u64,
+    /// Position in `commits` of its entry (16 when nothing collected).
+    pub index_keep_from: u64,
+    /// Sequence number of the oldest live chunk.
+    pub first_chunk: u32,
+    /// Sequence number of the chunk being appended.
+    pub head_chunk: u32,
+    /// Global start of the head chunk (checked against its header).
+    pub head_start: u64,
+    /// Flags (bit 0: archive); 0 in this build.
+    pub flags: u32,
+    /// GC segments, by increasing range (none in this build).
+    pub segments: Vec<SegmentRef>,
     /// Branch name → commit.
     pub branches: BTreeMap<String, BranchTarget>,
+}
+
+impl Default for ControlState {
+    /// A state with nothing published: one chunk (0) starting at 16, nothing collected.
+    fn default() -> ControlState {
+        ControlState {
+            generation: 0,
+            pack_end: 0,
+            index_end: 0,
+            index_synced: 0,
+            gc_generation: 0,
+            keep_from: 0,
+            index_keep_from: INDEX_HEADER_LEN,
+            first_chunk: 0,
+            head_chunk: 0,
+            head_start: crate::codec::PACK_HEADER_LEN,
+            flags: 0,
+            segments: Vec::new(),
+            branches: BTreeMap::new(),
+        }
+    }
 }
 
 /// What a slot holds, as decoded.
@@ -107,11 +172,11 @@ impl ControlFileState {
                 && let Some(version) = bytes.get(at + 8..at + 12).and_then(|v| v.try_into().ok())
             {
                 let version = u32::from_le_bytes(version);
-                if version != FORMAT_VERSION {
+                if version != SLOT_VERSION && version != SLOT_VERSION_2 {
                     return Err(StoreError::UnknownVersion {
                         file: FileKind::Control,
                         found: version,
-                        supported: FORMAT_VERSION,
+                        supported: SLOT_VERSION,
                     });
                 }
             }
@@ -159,14 +224,32 @@ impl ControlState {
     /// The slot bytes of this state (at most [`PAGE`]; the rest of the page stays zero). Fails with
     /// [`StoreError::TooLarge`] when the branches do not fit in a page.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(FIXED_LEN + 4 + self.branches.len() * 64);
+        if self.segments.len() > MAX_SEGMENTS {
+            return Err(StoreError::TooLarge(format!("{} segments in a control slot", self.segments.len())));
+        }
+        let mut out = Vec::with_capacity(FIXED_LEN_3 + 4 + self.branches.len() * 64);
         out.extend_from_slice(CONTROL_MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&SLOT_VERSION.to_le_bytes());
         out.extend_from_slice(&[0; 4]); // length, patched below
         out.extend_from_slice(&self.generation.to_le_bytes());
         out.extend_from_slice(&self.pack_end.to_le_bytes());
         out.extend_from_slice(&self.index_end.to_le_bytes());
         out.extend_from_slice(&self.index_synced.to_le_bytes());
+        out.extend_from_slice(&self.gc_generation.to_le_bytes());
+        out.extend_from_slice(&self.keep_from.to_le_bytes());
+        out.extend_from_slice(&self.index_keep_from.to_le_bytes());
+        out.extend_from_slice(&self.first_chunk.to_le_bytes());
+        out.extend_from_slice(&self.head_chunk.to_le_bytes());
+        out.extend_from_slice(&self.head_start.to_le_bytes());
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
+        for segment in &self.segments {
+            out.extend_from_slice(&segment.generation.to_le_bytes());
+            out.extend_from_slice(&segment.range_start.to_le_bytes());
+            out.extend_from_slice(&segment.range_end.to_le_bytes());
+            out.extend_from_slice(&segment.file_len.to_le_bytes());
+            out.extend_from_slice(&segment.footer_crc.to_le_bytes());
+        }
         out.extend_from_slice(&(self.branches.len() as u32).to_le_bytes());
         for (name, (hash, offset)) in &self.branches {
             out.extend_from_slice(&(name.len() as u16).to_le_bytes());
@@ -208,7 +291,7 @@ impl ControlState {
             Ok(u64::from_le_bytes(field.try_into().map_err(|_| corrupt(at, "truncated"))?))
         };
         let total = u32_at(12)? as usize;
-        if total > page.len() || total < FIXED_LEN + 4 {
+        if total > page.len() || total < MIN_SLOT_LEN {
             return Err(corrupt(12, &format!("length field {total}, page has {} bytes", page.len())));
         }
         let body = page.get(..total - 4).ok_or_else(|| corrupt(0, "truncated"))?;
@@ -219,11 +302,11 @@ impl ControlState {
             return Err(corrupt(total, "bytes after the slot record are not zero"));
         }
         let version = u32_at(8)?;
-        if version != FORMAT_VERSION {
+        if version != SLOT_VERSION && version != SLOT_VERSION_2 {
             return Err(StoreError::UnknownVersion {
                 file: FileKind::Control,
                 found: version,
-                supported: FORMAT_VERSION,
+                supported: SLOT_VERSION,
             });
         }
         let mut state = ControlState {
@@ -231,13 +314,18 @@ impl ControlState {
             pack_end: u64_at(24)?,
             index_end: u64_at(32)?,
             index_synced: u64_at(40)?,
-            branches: BTreeMap::new(),
+            ..ControlState::default()
         };
         if state.index_synced > state.index_end {
             return Err(corrupt(40, "synced index length past the published one"));
         }
-        let count = u32_at(48)?;
-        let mut at = FIXED_LEN;
+        let mut at = FIXED_LEN_2;
+        if version == SLOT_VERSION {
+            state.decode_layout(body, base)?;
+            at = FIXED_LEN_3 + state.segments.len() * SEGMENT_LEN;
+        }
+        let count = u32_at(at)?;
+        at += 4;
         for _ in 0..count {
             let len_bytes = body.get(at..at + 2).ok_or_else(|| corrupt(at, "truncated branch"))?;
             let len = match len_bytes {
@@ -257,6 +345,79 @@ impl ControlState {
             return Err(corrupt(at, "trailing bytes"));
         }
         Ok(state)
+    }
+}
+
+impl ControlState {
+    /// Decodes and validates the layout-3 fields (bytes 48 to the end of the segment list).
+    fn decode_layout(&mut self, body: &[u8], base: u64) -> Result<()> {
+        let corrupt = |offset: usize, reason: &str| {
+            StoreError::corrupt(FileKind::Control, base + offset as u64, reason)
+        };
+        let bytes = |at: usize, len: usize| body.get(at..at + len).ok_or_else(|| corrupt(at, "truncated"));
+        let u64_at = |at: usize| -> Result<u64> {
+            Ok(u64::from_le_bytes(bytes(at, 8)?.try_into().map_err(|_| corrupt(at, "truncated"))?))
+        };
+        let u32_at = |at: usize| -> Result<u32> {
+            Ok(u32::from_le_bytes(bytes(at, 4)?.try_into().map_err(|_| corrupt(at, "truncated"))?))
+        };
+        self.gc_generation = u64_at(48)?;
+        self.keep_from = u64_at(56)?;
+        self.index_keep_from = u64_at(64)?;
+        self.first_chunk = u32_at(72)?;
+        self.head_chunk = u32_at(76)?;
+        self.head_start = u64_at(80)?;
+        self.flags = u32_at(88)?;
+        let count = u32_at(92)? as usize;
+        if count > MAX_SEGMENTS {
+            return Err(corrupt(92, &format!("{count} segments (at most {MAX_SEGMENTS})")));
+        }
+        for i in 0..count {
+            let at = FIXED_LEN_3 + i * SEGMENT_LEN;
+            self.segments.push(SegmentRef {
+                generation: u64_at(at)?,
+                range_start: u64_at(at + 8)?,
+                range_end: u64_at(at + 16)?,
+                file_len: u64_at(at + 24)?,
+                footer_crc: u32_at(at + 32)?,
+            });
+        }
+        let pack_start = crate::codec::PACK_HEADER_LEN;
+        if self.flags != 0 {
+            return Err(corrupt(88, &format!("unknown flags {:#x}", self.flags)));
+        }
+        if self.first_chunk > self.head_chunk {
+            return Err(corrupt(72, "first chunk after the head chunk"));
+        }
+        if self.head_start < pack_start || self.head_start > self.pack_end {
+            return Err(corrupt(80, "head chunk start outside the pack"));
+        }
+        if self.gc_generation == 0 && (self.keep_from != 0 || !self.segments.is_empty()) {
+            return Err(corrupt(56, "collected space in a store never collected"));
+        }
+        if self.keep_from > self.pack_end {
+            return Err(corrupt(56, "oldest kept commit past the pack's end"));
+        }
+        let entry = ENTRY_LEN as u64;
+        if self.index_keep_from < INDEX_HEADER_LEN
+            || self.index_keep_from > self.index_end
+            || (self.index_keep_from - INDEX_HEADER_LEN) % entry != 0
+            || (self.keep_from == 0) != (self.index_keep_from == INDEX_HEADER_LEN)
+        {
+            return Err(corrupt(64, "index position of the oldest kept commit out of range"));
+        }
+        let mut previous_end = pack_start;
+        for (i, segment) in self.segments.iter().enumerate() {
+            let at = FIXED_LEN_3 + i * SEGMENT_LEN;
+            if segment.range_start < previous_end
+                || segment.range_end <= segment.range_start
+                || segment.range_end > self.head_start
+            {
+                return Err(corrupt(at, "segment ranges not increasing and disjoint below the head chunk"));
+            }
+            previous_end = segment.range_end;
+        }
+        Ok(())
     }
 }
 
@@ -317,8 +478,8 @@ mod tests {
         ));
     }
 
-    /// Golden bytes of a slot and of a confirmation (docs/format.md §2; checksums computed
-    /// independently with Python's `zlib.crc32`). A change here is a format change.
+    /// Golden bytes of a layout-3 slot and of a confirmation (docs/format.md §2; checksums
+    /// computed independently with Python's `zlib.crc32`). A change here is a format change.
     #[test]
     fn golden_bytes_of_a_slot_and_a_confirmation() {
         let mut state = ControlState {
@@ -326,23 +487,33 @@ mod tests {
             pack_end: 0x1234,
             index_end: 104,
             index_synced: 60,
+            head_chunk: 2,
+            head_start: 0x1000,
             ..Default::default()
         };
         state.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
         let expected = concat!(
             "4c4152434843544c", // magic LARCHCTL
-            "02000000",         // version 2
-            "66000000",         // length 102
+            "03000000",         // version 3
+            "96000000",         // length 150
             "0500000000000000", // generation 5
             "3412000000000000", // pack_end 0x1234
             "6800000000000000", // index_end 104
             "3c00000000000000", // index_synced 60
+            "0000000000000000", // gc_generation 0
+            "0000000000000000", // keep_from 0
+            "1000000000000000", // index_keep_from 16
+            "00000000",         // first_chunk 0
+            "02000000",         // head_chunk 2
+            "0010000000000000", // head_start 0x1000
+            "00000000",         // flags
+            "00000000",         // no segments
             "01000000",         // one branch
             "0400",             // name length 4
             "6d61696e",         // "main"
             "abababababababababababababababababababababababababababababababab",
             "0010000000000000", // commit record at 0x1000
-            "562b73fa",         // crc32 of the 98 bytes before
+            "243d0858",         // crc32 of the 146 bytes before
         );
         let encoded = state.encode().unwrap();
         assert_eq!(hex_of(&encoded), expected);
@@ -354,6 +525,83 @@ mod tests {
         let decoded = ControlFileState::decode(&file).unwrap();
         assert_eq!(decoded.slots, [Slot::Empty, Slot::Valid(state)]);
         assert_eq!((decoded.newest(), decoded.visible(), decoded.confirmed), (Some(1), Some(1), Some(5)));
+    }
+
+    /// A format-2 slot (the golden bytes of format 2) still decodes: one chunk (the `pack`), chunk
+    /// 0 starting at 16, nothing collected.
+    #[test]
+    fn a_format_2_slot_decodes_with_the_layout_of_a_single_pack() {
+        let bytes = concat!(
+            "4c4152434843544c02000000660000000500000000000000341200000000000068000000000000003c00000000000000",
+            "0100000004006d61696eabababababababababababababababababababababababababababababababab",
+            "0010000000000000562b73fa",
+        );
+        let bytes: Vec<u8> =
+            (0..bytes.len() / 2).map(|i| u8::from_str_radix(&bytes[2 * i..2 * i + 2], 16).unwrap()).collect();
+        let state = ControlState::decode(&bytes, 0).unwrap();
+        let mut expected = ControlState {
+            generation: 5,
+            pack_end: 0x1234,
+            index_end: 104,
+            index_synced: 60,
+            ..Default::default()
+        };
+        expected.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
+        assert_eq!(state, expected);
+        assert_eq!(
+            (state.first_chunk, state.head_chunk, state.head_start, state.index_keep_from),
+            (0, 0, 16, 16)
+        );
+    }
+
+    /// The layout-3 fields are validated: values a store without GC cannot have are refused.
+    #[test]
+    fn layout_fields_out_of_range_are_refused() {
+        let good = state();
+        assert!(ControlState::decode(&good.encode().unwrap(), 0).is_ok());
+        let bad = [
+            ControlState { flags: 1, ..good.clone() },
+            ControlState { first_chunk: 3, head_chunk: 2, ..good.clone() },
+            ControlState { head_start: 8, ..good.clone() },
+            ControlState { head_start: good.pack_end + 1, ..good.clone() },
+            ControlState { keep_from: 100, ..good.clone() },
+            ControlState { index_keep_from: 17, ..good.clone() },
+            ControlState { index_keep_from: good.index_end + 44, ..good.clone() },
+            ControlState {
+                gc_generation: 1,
+                keep_from: 200,
+                index_keep_from: 60,
+                segments: vec![SegmentRef {
+                    generation: 1,
+                    range_start: 16,
+                    range_end: 16,
+                    file_len: 0,
+                    footer_crc: 0,
+                }],
+                ..good.clone()
+            },
+        ];
+        for state in bad {
+            let bytes = state.encode().unwrap();
+            assert!(ControlState::decode(&bytes, 0).is_err(), "{state:?}");
+        }
+        let collected = ControlState {
+            gc_generation: 1,
+            keep_from: 200,
+            index_keep_from: 60,
+            segments: vec![SegmentRef {
+                generation: 1,
+                range_start: 16,
+                range_end: 100,
+                file_len: 500,
+                footer_crc: 9,
+            }],
+            head_start: 200,
+            ..good.clone()
+        };
+        assert_eq!(ControlState::decode(&collected.encode().unwrap(), 0).unwrap(), collected);
+        let too_many = ControlState { segments: vec![collected.segments[0]; MAX_SEGMENTS + 1], ..collected };
+        assert!(too_many.encode().is_err());
     }
 
     fn hex_of(bytes: &[u8]) -> String {

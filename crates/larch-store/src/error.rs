@@ -93,6 +93,13 @@ pub enum StoreError {
         /// The store directory.
         path: PathBuf,
     },
+    /// A global pack offset that no file of the pack's layout holds (below its first chunk, or in
+    /// space a garbage collection removed).
+    #[error("pack offset {offset} is in no file of the store's layout")]
+    Unmapped {
+        /// The global offset.
+        offset: u64,
+    },
     /// A write was attempted through a read-only handle.
     #[error("the store is open read-only")]
     ReadOnly,

@@ -10,12 +10,16 @@
 //! 4 KiB pages (each page kept or lost independently, seeded), in any order across files; the file
 //! keeps the length the kept pages give it. There are no renames in the store's protocol.
 
-use crate::storage::{Storage, StoreFiles, read_image, write_image};
+use crate::storage::{Directory, Storage, StoreFiles, read_image, write_image};
+use std::collections::BTreeMap;
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Granularity at which a power loss keeps or loses unsynced bytes.
 pub const FAULT_PAGE: u64 = 4096;
+
+/// The names of the two files that exist from the start (the pack's chunks are created).
+const FIXED_FILES: [&str; 2] = ["control", "commits"];
 
 #[derive(Clone, Debug, Default)]
 struct Image {
@@ -23,15 +27,38 @@ struct Image {
     durable: Vec<u8>,
     /// Writes since the last sync, in order: offset and bytes.
     pending: Vec<(u64, Vec<u8>)>,
+    /// Whether the directory names the file (as the process sees it).
+    exists: bool,
+    /// Whether its directory entry is durable (the last directory sync saw it).
+    durable_exists: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct FaultState {
-    images: [Image; 3],
+    files: BTreeMap<String, Image>,
     ops: u64,
     crash_at: Option<u64>,
     crashed: bool,
     space_limit: Option<u64>,
+}
+
+impl Default for FaultState {
+    fn default() -> FaultState {
+        let fixed = Image { exists: true, durable_exists: true, ..Image::default() };
+        FaultState {
+            files: FIXED_FILES.iter().map(|name| (name.to_string(), fixed.clone())).collect(),
+            ops: 0,
+            crash_at: None,
+            crashed: false,
+            space_limit: None,
+        }
+    }
+}
+
+impl FaultState {
+    fn used(&self) -> u64 {
+        self.files.values().filter(|image| image.exists).map(|image| image.written.len() as u64).sum()
+    }
 }
 
 /// What survives a simulated crash.
@@ -51,7 +78,10 @@ pub enum Survival {
     PagesZeroed(u64),
 }
 
-/// Controls the faults of the three files of one simulated store.
+/// Controls the faults of the files of one simulated store: `control`, `commits` and the chunk
+/// files its directory creates and removes ([`Directory`]). Creations and removals count as
+/// operations (cut points) like writes and syncs; a power loss keeps those not followed by a
+/// directory sync or not, independently per file (seeded).
 #[derive(Debug, Default)]
 pub struct FaultController {
     state: Mutex<FaultState>,
@@ -86,8 +116,14 @@ impl FaultController {
 
     /// The store files backed by this controller.
     pub fn files(self: &Arc<Self>) -> StoreFiles {
-        let file = |index| Arc::new(FaultyStorage { controller: self.clone(), index }) as Arc<dyn Storage>;
-        StoreFiles { control: file(0), pack: file(1), index: file(2) }
+        let file = |name: &str| {
+            Arc::new(FaultyStorage { controller: self.clone(), name: name.to_string() }) as Arc<dyn Storage>
+        };
+        StoreFiles {
+            control: file("control"),
+            index: file("commits"),
+            dir: Arc::new(FaultDirectory { controller: self.clone() }),
+        }
     }
 
     /// Cuts at operation number `n` (0-based count of writes and syncs), or never.
@@ -110,27 +146,45 @@ impl FaultController {
         self.state().space_limit = limit;
     }
 
-    /// Total written bytes of the three files.
+    /// Total written bytes of the files.
     pub fn used_bytes(&self) -> u64 {
-        self.state().images.iter().map(|image| image.written.len() as u64).sum()
+        self.state().used()
     }
 
-    /// The written image of file `index` (0 control, 1 pack, 2 commits).
-    pub fn written(&self, index: usize) -> Vec<u8> {
-        self.state().images.get(index).map(|image| image.written.clone()).unwrap_or_default()
+    /// The written image of file `name` (empty when absent).
+    pub fn written(&self, name: &str) -> Vec<u8> {
+        self.state()
+            .files
+            .get(name)
+            .filter(|image| image.exists)
+            .map(|image| image.written.clone())
+            .unwrap_or_default()
+    }
+
+    /// The names of the files the directory holds, as the process sees them.
+    pub fn names(&self) -> Vec<String> {
+        self.state().files.iter().filter(|(_, image)| image.exists).map(|(name, _)| name.clone()).collect()
     }
 
     /// A new controller holding what survives a crash now, without faults (the "reboot").
     pub fn restart(&self, survival: Survival) -> Arc<FaultController> {
         let state = self.state();
-        let mut images = state.images.clone();
-        for (file, image) in images.iter_mut().enumerate() {
+        let mut files = BTreeMap::new();
+        for (name, image) in &state.files {
+            let name_seed =
+                name.bytes().fold(0u64, |acc, byte| (acc ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
             let survived = match survival {
-                Survival::Durable => image.durable.clone(),
-                Survival::Written => image.written.clone(),
+                Survival::Durable if image.durable_exists => image.durable.clone(),
+                Survival::Written if image.exists => image.written.clone(),
                 Survival::Pages(seed) | Survival::PagesZeroed(seed) => {
                     let zeroed = matches!(survival, Survival::PagesZeroed(_));
-                    let mut rng = SplitMix(seed ^ (file as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+                    let mut rng = SplitMix(seed ^ name_seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
+                    // A creation or removal not followed by a directory sync may be lost.
+                    let exists =
+                        if image.exists == image.durable_exists { image.exists } else { rng.next() & 1 == 1 };
+                    if !exists {
+                        continue;
+                    }
                     let mut out = image.durable.clone();
                     for (offset, data) in &image.pending {
                         let mut at = *offset;
@@ -155,10 +209,91 @@ impl FaultController {
                     }
                     out
                 }
+                _ => continue,
             };
-            *image = Image { written: survived.clone(), durable: survived, pending: Vec::new() };
+            let image = Image {
+                written: survived.clone(),
+                durable: survived,
+                pending: Vec::new(),
+                exists: true,
+                durable_exists: true,
+            };
+            files.insert(name.clone(), image);
         }
-        Arc::new(FaultController { state: Mutex::new(FaultState { images, ..FaultState::default() }) })
+        for name in FIXED_FILES {
+            files.entry(name.to_string()).or_insert(Image {
+                exists: true,
+                durable_exists: true,
+                ..Image::default()
+            });
+        }
+        Arc::new(FaultController { state: Mutex::new(FaultState { files, ..FaultState::default() }) })
+    }
+}
+
+/// The directory of a [`FaultController`]'s store.
+#[derive(Debug)]
+pub struct FaultDirectory {
+    controller: Arc<FaultController>,
+}
+
+impl Directory for FaultDirectory {
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
+        let mut state = self.controller.state();
+        if FaultyStorage::step(&mut state)? {
+            return Err(crashed());
+        }
+        let image = state.files.entry(name.to_string()).or_default();
+        image.exists = true;
+        image.written.clear();
+        image.pending.clear();
+        Ok(Arc::new(FaultyStorage { controller: self.controller.clone(), name: name.to_string() }))
+    }
+
+    fn open(&self, name: &str, _writable: bool) -> io::Result<Arc<dyn Storage>> {
+        let state = self.controller.state();
+        if state.crashed {
+            return Err(crashed());
+        }
+        match state.files.get(name) {
+            Some(image) if image.exists => {
+                Ok(Arc::new(FaultyStorage { controller: self.controller.clone(), name: name.to_string() }))
+            }
+            _ => Err(io::Error::new(ErrorKind::NotFound, format!("no file {name}"))),
+        }
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        let state = self.controller.state();
+        if state.crashed {
+            return Err(crashed());
+        }
+        Ok(state.files.iter().filter(|(_, image)| image.exists).map(|(name, _)| name.clone()).collect())
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let mut state = self.controller.state();
+        if FaultyStorage::step(&mut state)? {
+            return Err(crashed());
+        }
+        match state.files.get_mut(name) {
+            Some(image) if image.exists => {
+                image.exists = false;
+                Ok(())
+            }
+            _ => Err(io::Error::new(ErrorKind::NotFound, format!("no file {name}"))),
+        }
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let mut state = self.controller.state();
+        if FaultyStorage::step(&mut state)? {
+            return Err(crashed());
+        }
+        for image in state.files.values_mut() {
+            image.durable_exists = image.exists;
+        }
+        Ok(())
     }
 }
 
@@ -166,7 +301,7 @@ impl FaultController {
 #[derive(Debug)]
 pub struct FaultyStorage {
     controller: Arc<FaultController>,
-    index: usize,
+    name: String,
 }
 
 impl FaultyStorage {
@@ -187,7 +322,7 @@ impl FaultyStorage {
 impl Storage for FaultyStorage {
     fn len(&self) -> io::Result<u64> {
         let state = self.controller.state();
-        state.images.get(self.index).map(|image| image.written.len() as u64).ok_or_else(crashed)
+        state.files.get(&self.name).map(|image| image.written.len() as u64).ok_or_else(crashed)
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -195,22 +330,22 @@ impl Storage for FaultyStorage {
         if state.crashed {
             return Err(crashed());
         }
-        let image = state.images.get(self.index).ok_or_else(crashed)?;
+        let image = state.files.get(&self.name).ok_or_else(crashed)?;
         read_image(&image.written, offset, buf)
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut state = self.controller.state();
-        let total: u64 = state.images.iter().map(|image| image.written.len() as u64).sum();
+        let total = state.used();
         let cut = Self::step(&mut state)?;
-        let current = state.images.get(self.index).map_or(0, |image| image.written.len() as u64);
+        let current = state.files.get(&self.name).map_or(0, |image| image.written.len() as u64);
         let growth = (offset + data.len() as u64).saturating_sub(current);
         if let Some(limit) = state.space_limit
             && total + growth > limit
         {
             return Err(io::Error::new(ErrorKind::StorageFull, "simulated full disk (ENOSPC)"));
         }
-        let image = state.images.get_mut(self.index).ok_or_else(crashed)?;
+        let image = state.files.get_mut(&self.name).ok_or_else(crashed)?;
         // A torn write at the cut: only its first half lands.
         let landed = if cut { data.get(..data.len() / 2).unwrap_or_default() } else { data };
         write_image(&mut image.written, offset, landed)?;
@@ -223,7 +358,7 @@ impl Storage for FaultyStorage {
         if Self::step(&mut state)? {
             return Err(crashed());
         }
-        let image = state.images.get_mut(self.index).ok_or_else(crashed)?;
+        let image = state.files.get_mut(&self.name).ok_or_else(crashed)?;
         image.durable = image.written.clone();
         image.pending.clear();
         Ok(())

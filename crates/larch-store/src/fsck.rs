@@ -68,6 +68,8 @@ pub struct FsckStats {
     pub pack_bytes: u64,
     /// Bytes of the pack no commit reaches (garbage, e.g. abandoned branches).
     pub unreachable_bytes: u64,
+    /// The pack's chunk files: name, global start, global end (`docs/format.md` §3).
+    pub chunk_files: Vec<(String, u64, u64)>,
 }
 
 /// A parent recorded as absent from the store (by hash only: the commit was imported without its
@@ -105,6 +107,9 @@ impl fmt::Display for FsckReport {
         let stats = &self.stats;
         writeln!(f, "commits: {}", stats.commits)?;
         writeln!(f, "pack: {} bytes ({} unreachable)", stats.pack_bytes, stats.unreachable_bytes)?;
+        if let (Some(first), Some(last)) = (stats.chunk_files.first(), stats.chunk_files.last()) {
+            writeln!(f, "chunks: {} files ({} to {})", stats.chunk_files.len(), first.0, last.0)?;
+        }
         for (kind, kind_stats) in &stats.by_kind {
             let mean = kind_stats.bytes.checked_div(kind_stats.count).unwrap_or(0);
             writeln!(
@@ -492,6 +497,17 @@ impl Repo {
         }
         let pack_bytes = self.control_state().pack_end;
         checker.report.stats.pack_bytes = pack_bytes;
+        let layout = self.source.reader.layout();
+        for (name, what) in layout.check_files(pack_bytes) {
+            checker.report.problems.push(Problem {
+                file: FileKind::Pack,
+                offset: 0,
+                hash: None,
+                parent: None,
+                what: format!("chunk file {name}: {what}"),
+            });
+        }
+        checker.report.stats.chunk_files = layout.chunk_files(pack_bytes);
         checker.report.stats.unreachable_bytes =
             pack_bytes.saturating_sub(codec::PACK_HEADER_LEN + checker.reachable_bytes);
         checker.report

@@ -53,7 +53,7 @@ impl RecordSource for PackReader {
     }
 
     fn read_raw(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        PackReader::read_raw(self, offset, buf).map_err(|e| StoreError::io(FileKind::Pack, offset, "read", e))
+        PackReader::read_raw(self, offset, buf)
     }
 
     fn with_record<T>(

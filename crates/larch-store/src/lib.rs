@@ -1,4 +1,5 @@
-//! larch-store: the persistent store of larch. An append-only pack of objects that point at their
+//! larch-store: the persistent store of larch. An append-only pack (stored as chunk files, each a
+//! range of global offsets: `layout`) of objects that point at their
 //! children by offset and carry their hashes (a rewritten directory or inode is usually stored as a
 //! patch of its previous version), a commit index, and a control file that atomically publishes
 //! each commit; lazy reads through a byte-bounded cache of decoded nodes; one writer and many
@@ -47,6 +48,10 @@ mod gc_mark;
 pub mod index;
 #[cfg(not(feature = "fault-injection"))]
 mod index;
+#[cfg(feature = "fault-injection")]
+pub mod layout;
+#[cfg(not(feature = "fault-injection"))]
+mod layout;
 mod open;
 mod options;
 mod pack;
@@ -74,7 +79,9 @@ pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use gc_mark::{GcMark, MarkBounds};
-pub use options::{CommitDetails, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError};
+pub use options::{
+    CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
+};
 pub use pack::DEFAULT_CACHE_BYTES;
 #[cfg(feature = "fault-injection")]
 pub use recover::plan_recovery_files;

@@ -2,14 +2,15 @@
 //! control slots, loading the commit index) and publishing through the commit switch. The protocol
 //! and its crash argument are in `docs/store.md`.
 
-use crate::codec::{self, PACK_HEADER_LEN};
+use crate::codec::PACK_HEADER_LEN;
 use crate::control::{ControlFileState, ControlState, Slot};
 use crate::error::{FileKind, Result, StoreError};
 use crate::index;
+use crate::layout::{self, CHUNK_HEADER_LEN, Layout};
 use crate::options::{RepoOptions, StoreStats, SyncPolicy};
 use crate::pack::{DEFAULT_CACHE_BYTES, PackReader, PackSource};
 use crate::repo::Repo;
-use crate::storage::{FileStorage, Storage, StoreFiles};
+use crate::storage::{Directory, DiskDirectory, FileStorage, Storage, StoreFiles};
 use crate::switch;
 use crate::writer::WriteCounts;
 use std::collections::HashMap;
@@ -72,7 +73,8 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
         return Ok(DirKind::Store);
     }
     let ours = [FileKind::Pack.file_name(), FileKind::Index.file_name(), FileKind::Lock.file_name()];
-    if let Some(other) = names.iter().find(|name| !ours.contains(&name.as_str())) {
+    let is_ours = |name: &String| ours.contains(&name.as_str()) || layout::parse_chunk_name(name).is_some();
+    if let Some(other) = names.iter().find(|name| !is_ours(name)) {
         return Ok(DirKind::Foreign(format!(
             "the directory is not empty and holds no store (it holds {other:?})"
         )));
@@ -84,15 +86,44 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
             Err(e) => Err(StoreError::io(kind, 0, "stat", e)),
         }
     };
-    let (pack, commits) = (len_of(FileKind::Pack)?, len_of(FileKind::Index)?);
+    let (legacy, commits) = (len_of(FileKind::Pack)?, len_of(FileKind::Index)?);
+    // Record bytes of the chunk files (beyond their headers).
+    let mut chunk_data = 0u64;
+    let mut chunks = 0usize;
+    for name in names.iter().filter(|name| layout::parse_chunk_name(name).is_some()) {
+        chunks += 1;
+        let len =
+            std::fs::metadata(path.join(name)).map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+        chunk_data += len.len().saturating_sub(CHUNK_HEADER_LEN);
+    }
     let has = |kind: FileKind| names.iter().any(|name| name == kind.file_name());
-    if !has(FileKind::Pack) && !has(FileKind::Index) {
+    if !has(FileKind::Pack) && !has(FileKind::Index) && chunks == 0 {
         return Ok(DirKind::Empty);
     }
-    if pack <= PACK_HEADER_LEN && commits <= index::INDEX_HEADER_LEN {
+    if legacy <= PACK_HEADER_LEN && chunk_data == 0 && commits <= index::INDEX_HEADER_LEN {
         return Ok(DirKind::Interrupted);
     }
-    Ok(DirKind::NoControl(pack))
+    Ok(DirKind::NoControl(legacy + chunk_data))
+}
+
+/// Whether the pack's files hold any record bytes (a format-2 `pack` past its header, or a chunk
+/// past its header).
+fn pack_holds_data(dir: &dyn Directory) -> Result<bool> {
+    let names = dir.list().map_err(|e| StoreError::io(FileKind::Pack, 0, "list", e))?;
+    for name in names {
+        let header = if name == FileKind::Pack.file_name() {
+            PACK_HEADER_LEN
+        } else if layout::parse_chunk_name(&name).is_some() {
+            CHUNK_HEADER_LEN
+        } else {
+            continue;
+        };
+        let file = dir.open(&name, false).map_err(|e| StoreError::io(FileKind::Pack, 0, "open", e))?;
+        if file.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))? > header {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn lock_directory(path: &Path) -> Result<File> {
@@ -218,12 +249,7 @@ impl Repo {
     fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {
         let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
             let file_path = path.join(kind.file_name());
-            let opened = if mmap && kind == FileKind::Pack {
-                FileStorage::open_mapped(&file_path, writable, create)
-            } else {
-                FileStorage::open(&file_path, writable, create)
-            };
-            match opened {
+            match FileStorage::open(&file_path, writable, create) {
                 Ok(file) => Ok(Arc::new(file)),
                 Err(e) if e.kind() == ErrorKind::NotFound => {
                     Err(StoreError::NotAStore { path: path.into(), reason: format!("missing file {kind}") })
@@ -233,8 +259,8 @@ impl Repo {
         };
         Ok(StoreFiles {
             control: open(FileKind::Control)?,
-            pack: open(FileKind::Pack)?,
             index: open(FileKind::Index)?,
+            dir: Arc::new(DiskDirectory::new(path, mmap)),
         })
     }
 
@@ -256,7 +282,7 @@ impl Repo {
                 Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
                 Err(e) => Err(StoreError::io(kind, 0, "stat", e)),
             };
-            let fresh = len(&*files.pack, FileKind::Pack)? <= PACK_HEADER_LEN
+            let fresh = !pack_holds_data(&*files.dir)?
                 && len(&*files.index, FileKind::Index)? <= index::INDEX_HEADER_LEN;
             let damaged = control.slots.iter().any(|slot| matches!(slot, Slot::Damaged(_)));
             if fresh && writable && options.create {
@@ -331,14 +357,26 @@ impl Repo {
         slot: usize,
         mut state: ControlState,
     ) -> Result<Repo> {
-        switch::check_header(&*files.pack, FileKind::Pack, state.pack_end)?;
+        if state.gc_generation != 0 || !state.segments.is_empty() {
+            return Err(StoreError::NotAStore {
+                path: path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf),
+                reason: "the store was garbage collected; this build cannot read collected stores yet".into(),
+            });
+        }
+        let layout = Arc::new(Layout::open(
+            files.dir.clone(),
+            (state.first_chunk, state.head_chunk),
+            state.head_start,
+            state.pack_end,
+            writable,
+        )?);
         switch::check_header(
             &*files.index,
             FileKind::Index,
             state.index_synced.max(index::INDEX_HEADER_LEN),
         )?;
         let loaded = switch::load_entries(
-            files,
+            (&*files.index, &layout),
             index::INDEX_HEADER_LEN,
             state.index_end,
             state.index_synced,
@@ -359,6 +397,8 @@ impl Repo {
         let confirmed = control.confirmed == Some(state.generation);
         let mut max_generation = control.max_generation();
         if writable {
+            // Chunks created by a roll that was never published.
+            layout.remove_orphans()?;
             let io = |op, e| StoreError::io(FileKind::Control, 0, op, e);
             // The state may have been written but not synced by a writer that died: make it durable
             // before the next publish overwrites the other slot.
@@ -382,6 +422,7 @@ impl Repo {
                 switch::write_confirm(&*files.control, state.generation)?;
                 return Ok(Self::assemble(
                     files,
+                    layout,
                     writable,
                     options,
                     path,
@@ -393,12 +434,24 @@ impl Repo {
                 ));
             }
         }
-        Ok(Self::assemble(files, writable, options, path, state, commits, last_commit, slot, max_generation))
+        Ok(Self::assemble(
+            files,
+            layout,
+            writable,
+            options,
+            path,
+            state,
+            commits,
+            last_commit,
+            slot,
+            max_generation,
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
     fn assemble(
         files: &StoreFiles,
+        layout: Arc<Layout>,
         writable: bool,
         options: &RepoOptions,
         path: Option<&Path>,
@@ -408,8 +461,8 @@ impl Repo {
         slot: usize,
         max_generation: u64,
     ) -> Repo {
-        let reader = PackReader::new(files.pack.clone(), state.pack_end, options.cache_bytes)
-            .verifying(options.verify_on_load);
+        let reader =
+            PackReader::new(layout, state.pack_end, options.cache_bytes).verifying(options.verify_on_load);
         Repo {
             path: path.map(Path::to_path_buf),
             files: files.clone(),
@@ -433,18 +486,17 @@ impl Repo {
     }
 
     fn initialize(files: &StoreFiles) -> Result<ControlFileState> {
-        let pack_io = |op, e| StoreError::io(FileKind::Pack, 0, op, e);
         let index_io = |op, e| StoreError::io(FileKind::Index, 0, op, e);
-        files.pack.write_at(0, &codec::pack_header()).map_err(|e| pack_io("write", e))?;
         files.index.write_at(0, &index::header()).map_err(|e| index_io("write", e))?;
-        files.pack.sync().map_err(|e| pack_io("sync", e))?;
         files.index.sync().map_err(|e| index_io("sync", e))?;
+        // Chunk 0, synced with the directory entries of the files before the control names them.
+        Layout::create_first(&files.dir)?;
         let state = ControlState {
             generation: 1,
             pack_end: PACK_HEADER_LEN,
             index_end: index::INDEX_HEADER_LEN,
             index_synced: index::INDEX_HEADER_LEN,
-            branches: Default::default(),
+            ..ControlState::default()
         };
         let mut bytes = vec![0u8; crate::control::CONTROL_LEN as usize];
         let encoded = state.encode()?;
@@ -481,9 +533,17 @@ impl Repo {
                 "the published state went back to an older one (a writer recovered); reopen the store",
             ));
         }
-        switch::check_header(&*self.files.pack, FileKind::Pack, state.pack_end)?;
+        if state.gc_generation != 0 || !state.segments.is_empty() {
+            return Err(StoreError::NotAStore {
+                path: self.path.clone().unwrap_or_default(),
+                reason: "the store was garbage collected; this build cannot read collected stores yet".into(),
+            });
+        }
+        // Open the chunks the writer rolled to since (their files were durable before the slot).
+        let layout = self.source.reader.layout().clone();
+        layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
         let loaded = switch::load_entries(
-            &self.files,
+            (&*self.files.index, &layout),
             self.state.index_end,
             state.index_end,
             self.state.index_end,
@@ -556,14 +616,17 @@ impl Repo {
         let generation = self.max_generation + 1;
         state.generation = generation;
         let bytes = state.encode()?;
-        if state.pack_end > self.synced_pack_end {
+        let layout = self.source.reader.layout().clone();
+        // Sync 1: every chunk written since the last publish (one; two at a roll, with the
+        // directory, so that the new chunk file exists durably before a slot names it).
+        if state.pack_end > self.synced_pack_end || layout.needs_sync() {
             let pack_end = self.synced_pack_end;
-            self.files.pack.sync().map_err(|e| StoreError::io(FileKind::Pack, pack_end, "sync", e))?;
+            layout.sync().map_err(|e| StoreError::io(FileKind::Pack, pack_end, "sync", e))?;
             self.stats.syncs += 1;
         }
         // A file replaced under the writer (deleted, renamed over) would take this publish with it.
-        for (storage, kind) in [(&self.files.control, FileKind::Control), (&self.files.pack, FileKind::Pack)]
-        {
+        let pack: &dyn Storage = &*layout;
+        for (storage, kind) in [(&*self.files.control, FileKind::Control), (pack, FileKind::Pack)] {
             storage.check_identity().map_err(|e| StoreError::io(kind, 0, "check identity", e))?;
         }
         let target = 1 - self.slot;
@@ -585,6 +648,9 @@ impl Repo {
     pub(crate) fn publish(&mut self, mut state: ControlState, pack_len: u64, index_len: u64) -> Result<()> {
         state.pack_end += pack_len;
         state.index_end += index_len;
+        let layout = self.source.reader.layout();
+        (state.head_chunk, state.head_start) = layout.head();
+        state.first_chunk = layout.first_seq();
         // Refused before anything is synced: too many branches for a slot.
         state.encode()?;
         let durable = match self.options.sync {

@@ -56,6 +56,9 @@ impl std::fmt::Display for SyncPolicy {
 /// How to open a store.
 #[derive(Clone, Debug)]
 pub struct RepoOptions {
+    /// The writer rolls to a new chunk file at the start of a commit once the head chunk holds
+    /// this many bytes ([`DEFAULT_CHUNK_BYTES`]; `docs/store.md`).
+    pub chunk_bytes: u64,
     /// Durability policy of commits.
     pub sync: SyncPolicy,
     /// Byte budget of the decoded-object cache.
@@ -74,6 +77,9 @@ pub struct RepoOptions {
     pub verify_on_load: bool,
 }
 
+/// Default of [`RepoOptions::chunk_bytes`]: 16 MiB (`docs/gc-design.md` §3.2).
+pub const DEFAULT_CHUNK_BYTES: u64 = 16 << 20;
+
 impl Default for RepoOptions {
     fn default() -> RepoOptions {
         RepoOptions {
@@ -83,6 +89,7 @@ impl Default for RepoOptions {
             mmap: false,
             patches: true,
             verify_on_load: false,
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
         }
     }
 }
@@ -91,6 +98,10 @@ impl Default for RepoOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreStats {
+    /// Chunk files of the pack's layout.
+    pub chunk_files: u64,
+    /// Chunks this handle rolled to.
+    pub chunk_rolls: u64,
     /// Object loads served by the cache.
     pub cache_hits: u64,
     /// Object loads that read the pack.

@@ -4,8 +4,8 @@
 
 use crate::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
+use crate::layout::Layout;
 use crate::patch;
-use crate::storage::Storage;
 use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource, StoreId};
 use quick_cache::Weighter;
 use std::cell::RefCell;
@@ -91,7 +91,7 @@ pub(crate) struct ReadCounters {
 pub(crate) struct PackReader {
     /// The identity of the keys this reader hands out and accepts.
     store: StoreId,
-    storage: Arc<dyn Storage>,
+    layout: Arc<Layout>,
     end: AtomicU64,
     cache: quick_cache::sync::Cache<u64, CacheItem, ItemWeight>,
     cache_capacity: u64,
@@ -136,17 +136,22 @@ fn parse_head(head: &[u8], offset: u64) -> Result<(RecordKind, u64, usize)> {
 }
 
 impl PackReader {
-    /// Reads `buf.len()` raw bytes of the pack at `offset` (no cache, no checks).
-    pub fn read_raw(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.storage.read_at(offset, buf)
+    /// Reads `buf.len()` raw bytes of the pack at global offset `offset` (no cache, no checks).
+    pub fn read_raw(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.layout.read(offset, buf)
     }
 
-    /// A reader of `storage` whose published end is `end`, with a cache of `cache_bytes`.
-    pub fn new(storage: Arc<dyn Storage>, end: u64, cache_bytes: u64) -> PackReader {
+    /// The layout of the pack's files.
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    /// A reader of `layout` whose published end is `end`, with a cache of `cache_bytes`.
+    pub fn new(layout: Arc<Layout>, end: u64, cache_bytes: u64) -> PackReader {
         let items = usize::try_from(cache_bytes / 512).unwrap_or(1 << 20).max(16);
         PackReader {
             store: StoreId::fresh(),
-            storage,
+            layout,
             end: AtomicU64::new(end),
             cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), ItemWeight),
             cache_capacity: cache_bytes,
@@ -209,20 +214,12 @@ impl PackReader {
         // One read usually covers the whole record (most are under `FIRST_READ`); a second read fetches the
         // rest of a larger one.
         let first = usize::try_from((end - offset).min(FIRST_READ)).unwrap_or(0);
-        let io = |e: std::io::Error| match e.kind() {
-            // A pack shorter than published (truncated by someone else, or lost by the disk).
-            std::io::ErrorKind::UnexpectedEof => StoreError::Truncated {
-                file: FileKind::Pack,
-                offset,
-                len: first as u64,
-                file_len: self.storage.len().unwrap_or(0),
-            },
-            _ => StoreError::io(FileKind::Pack, offset, "read", e),
-        };
         let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
             buffer.clear();
             buffer.resize(first, 0);
-            self.storage.read_at(offset, buffer).map_err(io)?;
+            // A pack shorter than published (truncated by someone else, or lost by the disk) is
+            // `Truncated`; an offset in no file of the layout, `Unmapped`.
+            self.layout.read(offset, buffer)?;
             let (kind, body_len, header_len) =
                 parse_head(buffer.get(..first.min(11)).unwrap_or_default(), offset)?;
             let total = header_len as u64 + body_len + 4;
@@ -238,7 +235,7 @@ impl PackReader {
             if total_usize > first {
                 buffer.resize(total_usize, 0);
                 let rest = buffer.get_mut(first..).unwrap_or_default();
-                self.storage.read_at(offset + first as u64, rest).map_err(io)?;
+                self.layout.read(offset + first as u64, rest)?;
             }
             self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
             self.counters.records_read.fetch_add(1, Ordering::Relaxed);

@@ -6,11 +6,12 @@ use crate::codec::{self, PACK_HEADER_LEN, RecordKind};
 use crate::control::{ControlFileState, ControlState, PAGE};
 use crate::error::{FileKind, Result, StoreError};
 use crate::index;
+use crate::layout::Layout;
 use crate::open::{DirKind, classify};
 use crate::options::RepoOptions;
 use crate::pack::PackReader;
 use crate::repo::{DEFAULT_BRANCH, Repo};
-use crate::storage::{FileStorage, MemStorage, Storage, StoreFiles};
+use crate::storage::{Directory, DiskDirectory, FileStorage, MemStorage, Storage, StoreFiles};
 use crate::switch;
 use larch_core::Hash;
 use std::fs::File;
@@ -112,8 +113,8 @@ impl RecoveryPlan {
         };
         let files = StoreFiles {
             control: open(FileKind::Control)?,
-            pack: open(FileKind::Pack)?,
             index: open(FileKind::Index)?,
+            dir: Arc::new(DiskDirectory::new(path, false)),
         };
         self.apply_to(&files)?;
         File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
@@ -176,8 +177,8 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
     };
     let files = StoreFiles {
         control: open(FileKind::Control)?,
-        pack: open(FileKind::Pack)?,
         index: open(FileKind::Index)?,
+        dir: Arc::new(DiskDirectory::new(&path, false)),
     };
     plan(files, path, open_error)
 }
@@ -187,7 +188,10 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
 pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
     let options = RepoOptions { create: false, cache_bytes: 1 << 20, ..RepoOptions::default() };
     let open_error = Repo::open_files(files.clone(), false, options, None).err().map(|e| e.to_string());
-    let pack_len = files.pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+    let pack_len = match Layout::discover(files.dir.clone()) {
+        Ok(layout) => layout.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?,
+        Err(_) => 0,
+    };
     if pack_len <= PACK_HEADER_LEN {
         return Err(StoreError::NotAStore { path: "<storage>".into(), reason: "no store data".into() });
     }
@@ -195,14 +199,15 @@ pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
 }
 
 fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<RecoveryPlan> {
-    let (control, pack, index_file) = (files.control, files.pack, files.index);
+    let (control, dir, index_file) = (files.control, files.dir, files.index);
     let control_state: ControlFileState = switch::read_control(&*control)?;
     let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
-    let pack_len = pack.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
-    switch::check_header(&*pack, FileKind::Pack, PACK_HEADER_LEN)?;
+    // The chunks present from chunk 0 on, without a gap (a format-2 `pack` is chunk 0).
+    let layout = Arc::new(Layout::discover(dir.clone())?);
+    let pack_len = layout.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
 
     // Scan the records from the header until the first one that does not check out.
-    let reader = PackReader::new(pack.clone(), pack_len, 0);
+    let reader = PackReader::new(layout.clone(), pack_len, 0);
     let mut found = Vec::new();
     let mut at = PACK_HEADER_LEN;
     while at < pack_len {
@@ -263,9 +268,10 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
             pack_end: candidate.end,
             index_end: index::INDEX_HEADER_LEN + (entries.len() * index::ENTRY_LEN) as u64,
             index_synced: 0,
-            branches: Default::default(),
+            ..ControlState::default()
         };
         state.index_synced = state.index_end;
+        (state.head_chunk, state.head_start) = layout.chunk_before(candidate.end);
         let mut dropped = Vec::new();
         if let Some(published) = &published {
             for (name, target) in &published.branches {
@@ -282,7 +288,7 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
         if beyond || !state.branches.contains_key(DEFAULT_BRANCH) {
             state.branches.insert(DEFAULT_BRANCH.to_string(), (candidate.hash, candidate.offset));
         }
-        match check_candidate(&pack, &state, &entries) {
+        match check_candidate(&dir, &state, &entries) {
             Ok(()) => {
                 plan.chosen = Some(candidate);
                 plan.dropped_branches = dropped;
@@ -298,7 +304,7 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
 
 /// Opens the candidate state over the real pack (index and control in memory) and checks it.
 fn check_candidate(
-    pack: &Arc<dyn Storage>,
+    dir: &Arc<dyn Directory>,
     state: &ControlState,
     entries: &[(Hash, u64)],
 ) -> Result<(), String> {
@@ -311,8 +317,8 @@ fn check_candidate(
     }
     let files = StoreFiles {
         control: Arc::new(MemStorage::from_bytes(control)),
-        pack: pack.clone(),
         index: Arc::new(MemStorage::from_bytes(index_bytes)),
+        dir: dir.clone(),
     };
     let options = RepoOptions { create: false, cache_bytes: 64 << 20, ..RepoOptions::default() };
     let repo = Repo::open_files(files, false, options, None).map_err(|e| e.to_string())?;

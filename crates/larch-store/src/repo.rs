@@ -211,6 +211,7 @@ impl Repo {
             }
             return Ok(hash);
         }
+        self.roll_if_full()?;
         let base = self.state.pack_end;
         let store = self.source.reader.store();
         // Rewritten nodes may be written as patches of their versions in the first parent's tree.
@@ -222,12 +223,13 @@ impl Repo {
             _ => None,
         };
         let mut buffer = std::mem::take(&mut self.buffer);
+        let layout = self.source.reader.layout().clone();
         let result = (|| {
             let prime_budget = self.source.reader.cache_capacity() / PRIME_FRACTION;
             let mut encoder = Encoder::new(
                 &mut buffer,
                 (base, store),
-                Some(&*self.files.pack),
+                Some(&*layout as &dyn Storage),
                 &**tree.source(),
                 reader,
                 prime_budget,
@@ -279,6 +281,20 @@ impl Repo {
         Ok(hash)
     }
 
+    /// At the start of a commit: rolls to a new chunk when the head chunk holds at least
+    /// `chunk_bytes` (or is a format-2 `pack`, never written by format 3). The new chunk starts at
+    /// the pack's end; it is synced, with the directory, by the next publish.
+    fn roll_if_full(&mut self) -> Result<()> {
+        let layout = self.source.reader.layout();
+        let (_, head_start) = layout.head();
+        let held = self.state.pack_end.saturating_sub(head_start);
+        if layout.head_is_legacy() || held >= self.options.chunk_bytes.max(1) {
+            layout.roll(self.state.pack_end)?;
+            self.stats.chunk_rolls += 1;
+        }
+        Ok(())
+    }
+
     fn check_writable(&self) -> Result<()> {
         if !self.writable {
             return Err(StoreError::ReadOnly);
@@ -294,8 +310,9 @@ impl Repo {
     /// yet, so a failure leaves the store as it was.
     fn append(&self, flushed: u64, records: &[u8], hash: &Hash, commit_offset: u64) -> Result<u64> {
         let pack_end = self.state.pack_end + flushed;
-        self.files
-            .pack
+        self.source
+            .reader
+            .layout()
             .write_at(pack_end, records)
             .map_err(|e| StoreError::io(FileKind::Pack, pack_end, "write", e))?;
         let mut entry = Vec::with_capacity(index::ENTRY_LEN);
@@ -391,8 +408,14 @@ impl Repo {
             pack_bytes: self.state.pack_end,
             index_bytes: self.state.index_end,
             commit_count: self.commits.len() as u64,
+            chunk_files: self.source.reader.layout().chunk_count() as u64,
             ..self.stats
         }
+    }
+
+    /// The pack's chunk files: name, global start and global end (the head's: the published end).
+    pub fn chunk_files(&self) -> Vec<(String, u64, u64)> {
+        self.source.reader.layout().chunk_files(self.state.pack_end)
     }
 
     /// What the last commit wrote, by kind.
@@ -401,9 +424,10 @@ impl Repo {
     }
 
     /// For a bulk writer (`bulk.rs`): the published pack end, where its records start, and the pack.
-    pub(crate) fn bulk_start(&self) -> Result<(u64, Arc<dyn Storage>)> {
+    pub(crate) fn bulk_start(&mut self) -> Result<(u64, Arc<dyn Storage>)> {
         self.check_writable()?;
-        Ok((self.state.pack_end, self.files.pack.clone()))
+        self.roll_if_full()?;
+        Ok((self.state.pack_end, self.source.reader.layout().clone() as Arc<dyn Storage>))
     }
 
     /// For a bulk writer: appends the last `tail` bytes of its records (after `flushed` bytes

@@ -68,10 +68,7 @@ impl Window<'_> {
         if offset < self.start || need_end > have_end {
             let len = usize::try_from((self.end - offset).min(READ_PIECE as u64)).unwrap_or(READ_PIECE);
             self.bytes.resize(len, 0);
-            self.repo
-                .reader()
-                .read_raw(offset, &mut self.bytes)
-                .map_err(|e| StoreError::io(FileKind::Pack, offset, "read", e))?;
+            self.repo.reader().read_raw(offset, &mut self.bytes)?;
             self.start = offset;
         }
         let from = usize::try_from(offset - self.start).unwrap_or(usize::MAX);

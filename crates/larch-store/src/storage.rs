@@ -261,24 +261,168 @@ impl Storage for MemStorage {
     }
 }
 
-/// The three files of a store, as storages.
+/// The store directory: creating, opening, listing and removing the pack's chunk files, and making
+/// those changes durable. Implemented for a directory on disk ([`DiskDirectory`]), memory
+/// ([`MemDirectory`]) and fault injection (`fault`).
+pub trait Directory: Send + Sync + Debug {
+    /// Creates the file `name`, empty (an existing one is truncated), open for writing.
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>>;
+    /// Opens the existing file `name` (`NotFound` when absent), for writing when `writable`.
+    fn open(&self, name: &str, writable: bool) -> io::Result<Arc<dyn Storage>>;
+    /// The names of the files the directory holds.
+    fn list(&self) -> io::Result<Vec<String>>;
+    /// Removes the file `name` (`NotFound` when absent).
+    fn remove(&self, name: &str) -> io::Result<()>;
+    /// Makes every creation and removal so far durable (`fsync` of the directory).
+    fn sync(&self) -> io::Result<()>;
+}
+
+/// A store directory on disk.
+#[derive(Debug)]
+pub struct DiskDirectory {
+    path: PathBuf,
+    mmap: bool,
+}
+
+impl DiskDirectory {
+    /// The directory at `path`; files are read through a memory map when `mmap`.
+    pub fn new(path: &Path, mmap: bool) -> DiskDirectory {
+        DiskDirectory { path: path.to_path_buf(), mmap }
+    }
+
+    fn open_file(&self, name: &str, writable: bool, create: bool) -> io::Result<Arc<dyn Storage>> {
+        let path = self.path.join(name);
+        let file = if self.mmap {
+            FileStorage::open_mapped(&path, writable, create)?
+        } else {
+            FileStorage::open(&path, writable, create)?
+        };
+        Ok(Arc::new(file))
+    }
+}
+
+impl Directory for DiskDirectory {
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
+        let path = self.path.join(name);
+        OpenOptions::new().write(true).create(true).truncate(true).open(&path)?;
+        self.open_file(name, true, false)
+    }
+
+    fn open(&self, name: &str, writable: bool) -> io::Result<Arc<dyn Storage>> {
+        self.open_file(name, writable, false)
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&self.path)? {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        std::fs::remove_file(self.path.join(name))
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        File::open(&self.path)?.sync_all()
+    }
+}
+
+/// A store directory in memory (tests, tools).
+#[derive(Debug, Default)]
+pub struct MemDirectory {
+    files: RwLock<std::collections::BTreeMap<String, Arc<MemStorage>>>,
+}
+
+impl MemDirectory {
+    /// An empty directory.
+    pub fn new() -> MemDirectory {
+        MemDirectory::default()
+    }
+
+    /// Puts `bytes` in the file `name` (replacing it).
+    pub fn insert(&self, name: &str, bytes: Vec<u8>) {
+        let mut files = self.files.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        files.insert(name.to_string(), Arc::new(MemStorage::from_bytes(bytes)));
+    }
+}
+
+impl Directory for MemDirectory {
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
+        let file = Arc::new(MemStorage::new());
+        let mut files = self.files.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        files.insert(name.to_string(), file.clone());
+        Ok(file)
+    }
+
+    fn open(&self, name: &str, _writable: bool) -> io::Result<Arc<dyn Storage>> {
+        let files = self.files.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match files.get(name) {
+            Some(file) => Ok(file.clone() as Arc<dyn Storage>),
+            None => Err(io::Error::new(ErrorKind::NotFound, format!("no file {name}"))),
+        }
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.files.read().unwrap_or_else(|poisoned| poisoned.into_inner()).keys().cloned().collect())
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let mut files = self.files.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match files.remove(name) {
+            Some(_) => Ok(()),
+            None => Err(io::Error::new(ErrorKind::NotFound, format!("no file {name}"))),
+        }
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The files of a store: `control` and `commits` as storages, and the directory holding the
+/// pack's chunk files (and a format-2 `pack`).
 #[derive(Clone, Debug)]
 pub struct StoreFiles {
     /// `control`.
     pub control: Arc<dyn Storage>,
-    /// `pack`.
-    pub pack: Arc<dyn Storage>,
     /// `commits`.
     pub index: Arc<dyn Storage>,
+    /// The directory of the chunk files.
+    pub dir: Arc<dyn Directory>,
 }
 
 impl StoreFiles {
-    /// Three fresh in-memory storages.
+    /// A fresh store in memory.
     pub fn memory() -> StoreFiles {
         StoreFiles {
             control: Arc::new(MemStorage::new()),
-            pack: Arc::new(MemStorage::new()),
             index: Arc::new(MemStorage::new()),
+            dir: Arc::new(MemDirectory::new()),
         }
+    }
+
+    /// A store in memory holding these bytes of `control` and `commits`, and `pack` as a format-2
+    /// pack file (read as chunk 0, file position = global offset). Tests that alter the pack at
+    /// global offsets use it with [`StoreFiles::pack_image`].
+    pub fn memory_with_pack(control: Vec<u8>, pack: Vec<u8>, index: Vec<u8>) -> StoreFiles {
+        let dir = MemDirectory::new();
+        dir.insert(crate::layout::LEGACY_PACK, pack);
+        StoreFiles {
+            control: Arc::new(MemStorage::from_bytes(control)),
+            index: Arc::new(MemStorage::from_bytes(index)),
+            dir: Arc::new(dir),
+        }
+    }
+
+    /// The pack as one format-2 image: the 16-byte format-2 header, then every chunk's records at
+    /// their global offsets (file position = global offset), up to the end of the last chunk file.
+    pub fn pack_image(&self) -> io::Result<Vec<u8>> {
+        crate::layout::Layout::discover(self.dir.clone())
+            .map_err(io::Error::other)?
+            .flatten()
+            .map_err(io::Error::other)
     }
 }

@@ -7,10 +7,12 @@ use crate::codec::{self, PACK_HEADER_LEN, RecordKind};
 use crate::control::{self, CONFIRM_AT, CONTROL_LEN, ControlFileState, PAGE};
 use crate::error::{FileKind, Result, StoreError};
 use crate::index;
+use crate::layout::Layout;
 use crate::pack::PackReader;
-use crate::storage::{Storage, StoreFiles};
+use crate::storage::Storage;
 use larch_core::Hash;
 use std::io::ErrorKind;
+use std::sync::Arc;
 
 /// Reads and decodes the control file (absent or short: the missing slots are empty).
 pub(crate) fn read_control(control: &dyn Storage) -> Result<ControlFileState> {
@@ -50,13 +52,13 @@ pub(crate) struct LoadedIndex {
     pub rebuilt: Option<(u64, Vec<u8>)>,
 }
 
-/// Reads the entries of `files.index` in `[from, to)`. Entries below `trusted` are taken as they
+/// Reads the entries of the commit index `index` in `[from, to)`. Entries below `trusted` are taken as they
 /// are (checksums only); the others must name, in increasing order after `previous` (the offset of
 /// the commit before `from`), a commit record of the pack below `pack_end` with their hash. From
 /// the first one that does not (lost, torn, stale), the entries are rebuilt by scanning the pack's
 /// records after the last good commit up to `pack_end`.
 pub(crate) fn load_entries(
-    files: &StoreFiles,
+    (index_file, layout): (&dyn Storage, &Arc<Layout>),
     from: u64,
     to: u64,
     trusted: u64,
@@ -80,7 +82,7 @@ pub(crate) fn load_entries(
             ),
         ));
     }
-    let file_len = files.index.len().map_err(|e| StoreError::io(FileKind::Index, 0, "stat", e))?;
+    let file_len = index_file.len().map_err(|e| StoreError::io(FileKind::Index, 0, "stat", e))?;
     let trusted = trusted.clamp(from, to);
     if file_len < trusted {
         return Err(StoreError::corrupt(
@@ -94,10 +96,10 @@ pub(crate) fn load_entries(
     let len =
         usize::try_from(readable - from).map_err(|_| StoreError::corrupt(FileKind::Index, from, "huge"))?;
     let mut bytes = vec![0; len];
-    files.index.read_at(from, &mut bytes).map_err(|e| StoreError::io(FileKind::Index, from, "read", e))?;
+    index_file.read_at(from, &mut bytes).map_err(|e| StoreError::io(FileKind::Index, from, "read", e))?;
     let trusted_len = (trusted - from) as usize;
     let mut entries = index::decode_entries(bytes.get(..trusted_len).unwrap_or_default(), from)?;
-    let checker = PackReader::new(files.pack.clone(), pack_end, 0);
+    let checker = PackReader::new(layout.clone(), pack_end, 0);
     let mut last = entries.last().map(|(_, offset)| *offset).or(previous);
     for (i, chunk) in bytes.get(trusted_len..).unwrap_or_default().chunks(index::ENTRY_LEN).enumerate() {
         let at = trusted + (i * index::ENTRY_LEN) as u64;
@@ -167,8 +169,8 @@ pub(crate) fn check_header(storage: &dyn Storage, kind: FileKind, published: u64
     }
 }
 
-/// Checks the pack header: magic, then version, then the reserved bytes.
-fn check_pack_header(header: &[u8; 16]) -> Result<()> {
+/// Checks the format-2 pack header: magic, then version, then the reserved bytes.
+pub(crate) fn check_pack_header(header: &[u8; 16]) -> Result<()> {
     let kind = FileKind::Pack;
     if header.get(..8) != Some(codec::PACK_MAGIC.as_slice()) {
         return Err(StoreError::corrupt(kind, 0, "bad magic"));

@@ -203,8 +203,14 @@ fn golden_pack_bytes_of_genesis() {
     tree.add(&["test_chain"], vec![0u8]).unwrap();
     tree.add(&["00ff"], vec![9u8; 33]).unwrap();
     repo.commit(&tree, &[], CommitInfo::tezos(1530374852, "Genesis")).unwrap();
-    let pack = files.pack.read_all().unwrap();
-    assert_eq!(hex::encode(&pack), GOLDEN_PACK);
+    // New stores write chunk 0: its 32-byte header (docs/format.md §3), then the records, whose
+    // global offsets start at 16 as in a format-2 pack (same bytes after the header).
+    let chunk = files.dir.open("chunk.000000", false).unwrap().read_all().unwrap();
+    let header = concat!("4c4152434843484b", "03000000", "00000000", "0000000000000000", "1000000000000000");
+    assert_eq!(hex::encode(&chunk[..32]), header);
+    assert_eq!(hex::encode(&chunk[32..]), GOLDEN_PACK[32..]);
+    // The same store seen as one format-2 image: exactly the format-2 golden bytes.
+    assert_eq!(hex::encode(files.pack_image().unwrap()), GOLDEN_PACK);
 }
 
 /// Header; contents record (33 × 0x09); flat `data` {version: inline "genesis"}; flat root

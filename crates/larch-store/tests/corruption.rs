@@ -8,7 +8,7 @@ mod common;
 
 use common::{info, random_op};
 use larch_core::{Hash, Tree};
-use larch_store::storage::{MemStorage, Storage, StoreFiles};
+use larch_store::storage::{Storage, StoreFiles};
 use larch_store::{FileKind, Repo, RepoOptions, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use rand::Rng;
@@ -38,18 +38,14 @@ fn build() -> Images {
     let snapshot = |storage: &Arc<dyn Storage>| storage.read_all().unwrap();
     Images {
         control: snapshot(&files.control),
-        pack: snapshot(&files.pack),
+        pack: files.pack_image().unwrap(),
         index: snapshot(&files.index),
         commits,
     }
 }
 
 fn files_of(control: &[u8], pack: &[u8], index: &[u8]) -> StoreFiles {
-    StoreFiles {
-        control: Arc::new(MemStorage::from_bytes(control.to_vec())),
-        pack: Arc::new(MemStorage::from_bytes(pack.to_vec())),
-        index: Arc::new(MemStorage::from_bytes(index.to_vec())),
-    }
+    StoreFiles::memory_with_pack(control.to_vec(), pack.to_vec(), index.to_vec())
 }
 
 fn open(files: StoreFiles) -> Result<Repo, StoreError> {
@@ -253,14 +249,14 @@ fn unknown_versions_and_missing_files_on_disk() {
     for result in [Repo::open_read_only(dir.path()), Repo::open(dir.path())] {
         assert!(matches!(
             result,
-            Err(StoreError::UnknownVersion { file: FileKind::Control, found: 1, supported: 2 })
+            Err(StoreError::UnknownVersion { file: FileKind::Control, found: 1, supported: 3 })
         ));
     }
     assert_eq!(std::fs::read(&control_path).unwrap(), old, "the writer changed a store it cannot read");
     std::fs::write(&control_path, &original).unwrap();
 
-    // A pack of version 9.
-    let pack_path = dir.path().join("pack");
+    // A chunk of version 9.
+    let pack_path = dir.path().join("chunk.000000");
     let pack = std::fs::read(&pack_path).unwrap();
     let mut future = pack.clone();
     future[8] = 9;
@@ -269,6 +265,13 @@ fn unknown_versions_and_missing_files_on_disk() {
         Repo::open_read_only(dir.path()),
         Err(StoreError::UnknownVersion { file: FileKind::Pack, found: 9, .. })
     ));
+    // A missing chunk: the published state is not present.
+    std::fs::remove_file(&pack_path).unwrap();
+    let error = Repo::open_read_only(dir.path()).unwrap_err();
+    assert!(
+        matches!(&error, StoreError::NeedsRecovery { reason, .. } if reason.contains("chunk.000000")),
+        "{error}"
+    );
     std::fs::write(&pack_path, &pack).unwrap();
     assert!(Repo::open_read_only(dir.path()).is_ok());
 

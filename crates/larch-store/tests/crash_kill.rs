@@ -59,7 +59,10 @@ fn main() {
 /// stdout each commit that is published (every commit under `commit`, every n-th under `every n`).
 fn child_writer(dir: &str, sync: SyncPolicy) {
     // The writer reads through a memory map; the checking reader below uses positioned reads.
-    let options = RepoOptions { sync, cache_bytes: 4 << 20, mmap: true, ..RepoOptions::default() };
+    // Chunks of 4 KiB: the writer rolls to a new chunk file every few commits, so kills land in
+    // rolls and the reader follows new chunks on reload.
+    let options =
+        RepoOptions { sync, cache_bytes: 4 << 20, mmap: true, chunk_bytes: 4096, ..RepoOptions::default() };
     let every = publish_every(sync);
     let mut since_open = 0;
     let mut repo = loop {
@@ -200,6 +203,10 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPo
     assert!(reader_checks >= kills, "the concurrent reader checked only {reader_checks} states");
     // A last writer continues the history.
     let mut repo = Repo::open(dir.path()).unwrap();
+    // The writers rolled through many chunk files (the reader followed them).
+    let chunks = repo.chunk_files().len();
+    eprintln!("sync {sync}: {chunks} chunk files");
+    assert!(chunks > kills as usize / 2, "only {chunks} chunk files");
     let head = repo.head().unwrap();
     let mut tree = repo.checkout(&head).unwrap();
     tree.add(&["done"], b"1".to_vec()).unwrap();

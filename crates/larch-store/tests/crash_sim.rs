@@ -24,13 +24,38 @@ const COMMITS: u64 = 5;
 /// Seeded power-loss variants tried at every cut.
 const POWER_SEEDS: u64 = 4;
 
-fn options(sync: SyncPolicy) -> RepoOptions {
-    RepoOptions { sync, cache_bytes: 1 << 20, ..RepoOptions::default() }
+/// A sync policy and a chunk size: the script runs under each.
+#[derive(Clone, Copy, Debug)]
+struct Cfg {
+    sync: SyncPolicy,
+    chunk_bytes: u64,
+}
+
+impl Cfg {
+    /// `sync` with the default chunk size (the script never rolls).
+    fn of(sync: SyncPolicy) -> Cfg {
+        Cfg { sync, chunk_bytes: larch_store::DEFAULT_CHUNK_BYTES }
+    }
+}
+
+impl std::fmt::Display for Cfg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, chunks of {} bytes", self.sync, self.chunk_bytes)
+    }
+}
+
+fn options(cfg: Cfg) -> RepoOptions {
+    RepoOptions {
+        sync: cfg.sync,
+        chunk_bytes: cfg.chunk_bytes,
+        cache_bytes: 1 << 20,
+        ..RepoOptions::default()
+    }
 }
 
 /// Opens the store on `controller`'s files (as the writer when `writable`), syncing every commit.
 fn open(controller: &Arc<FaultController>, writable: bool) -> Repo {
-    Repo::open_files(controller.files(), writable, options(SyncPolicy::Commit), None).unwrap()
+    Repo::open_files(controller.files(), writable, options(Cfg::of(SyncPolicy::Commit)), None).unwrap()
 }
 
 /// What a run of the script acknowledged.
@@ -44,7 +69,7 @@ struct Run {
 }
 
 /// Runs the script (commits, then `close`) until it ends or fails.
-fn run_script(files: StoreFiles, sync: SyncPolicy) -> Run {
+fn run_script(files: StoreFiles, sync: Cfg) -> Run {
     let (mut rng, _) = seeded_rng("crash_script", 42);
     let mut run = Run { acked: Vec::new(), published: 0, previous: 0 };
     let Ok(mut repo) = Repo::open_files(files, true, options(sync), None) else {
@@ -60,7 +85,7 @@ fn run_script(files: StoreFiles, sync: SyncPolicy) -> Run {
         match repo.commit(&tree, &parents, info(block)) {
             Ok(hash) => {
                 run.acked.push((hash, model.clone()));
-                let durable = match sync {
+                let durable = match sync.sync {
                     SyncPolicy::Commit => true,
                     SyncPolicy::Every(n) => run.acked.len() % n as usize == 0,
                     SyncPolicy::Never => false,
@@ -110,7 +135,7 @@ fn check_after_crash(
     controller: &Arc<FaultController>,
     all: &[(Hash, Model)],
     run: &Run,
-    sync: SyncPolicy,
+    sync: Cfg,
     what: &str,
 ) {
     let ceiling = (run.acked.len() + 1).min(all.len());
@@ -152,7 +177,7 @@ fn check_recovery_after_process_crash(
     controller: &Arc<FaultController>,
     all: &[(Hash, Model)],
     run: &Run,
-    sync: SyncPolicy,
+    sync: Cfg,
     cut: u64,
 ) {
     let what = format!("{sync}, cut {cut}, recover");
@@ -176,13 +201,19 @@ fn check_recovery_after_process_crash(
     check_state(&repo, all, count, count, &what);
 }
 
-fn cut_everywhere(sync: SyncPolicy) {
+fn cut_everywhere(sync: Cfg) {
     let clean = FaultController::new();
     let all = run_script(clean.files(), sync);
     assert_eq!(all.acked.len() as u64, COMMITS);
     assert_eq!(all.published as u64, COMMITS);
     let total_ops = clean.ops();
     assert!(total_ops >= 3 * COMMITS, "only {total_ops} operations");
+    let chunks = clean.names().iter().filter(|name| name.starts_with("chunk.")).count();
+    if sync.chunk_bytes <= 1024 {
+        assert!(chunks as u64 >= COMMITS - 1, "{sync}: only {chunks} chunk files");
+    } else {
+        assert_eq!(chunks, 1, "{sync}");
+    }
     let mut survivals = vec![Survival::Written, Survival::Durable];
     survivals.extend((0..POWER_SEEDS).map(|seed| Survival::Pages(seed * 7919 + 1)));
     survivals.extend((0..2).map(|seed| Survival::PagesZeroed(seed * 104_729 + 3)));
@@ -211,17 +242,30 @@ fn cut_everywhere(sync: SyncPolicy) {
 
 #[test]
 fn every_cut_and_power_loss_with_sync_at_every_commit() {
-    cut_everywhere(SyncPolicy::Commit);
+    cut_everywhere(Cfg::of(SyncPolicy::Commit));
 }
 
 #[test]
 fn every_cut_and_power_loss_with_sync_every_2_commits() {
-    cut_everywhere(SyncPolicy::Every(2));
+    cut_everywhere(Cfg::of(SyncPolicy::Every(2)));
 }
 
 #[test]
 fn every_cut_and_power_loss_without_sync() {
-    cut_everywhere(SyncPolicy::Never);
+    cut_everywhere(Cfg::of(SyncPolicy::Never));
+}
+
+/// The same cuts with chunks of 1 KiB: every commit of the script rolls to a new chunk file, so
+/// cuts fall on chunk creations, their first writes, the syncs of two chunks and the directory,
+/// and power losses may lose a chunk file whose creation was not followed by a directory sync.
+#[test]
+fn every_cut_and_power_loss_across_chunk_rolls() {
+    cut_everywhere(Cfg { sync: SyncPolicy::Commit, chunk_bytes: 1024 });
+}
+
+#[test]
+fn every_cut_and_power_loss_across_chunk_rolls_with_sync_every_2_commits() {
+    cut_everywhere(Cfg { sync: SyncPolicy::Every(2), chunk_bytes: 1024 });
 }
 
 #[test]

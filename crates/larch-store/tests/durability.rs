@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use larch_core::{CommitInfo, Hash};
-use larch_store::storage::{FileStorage, StoreFiles};
+use larch_store::storage::{DiskDirectory, FileStorage, StoreFiles};
 use larch_store::{FileKind, Repo, RepoOptions, StoreError, SyncPolicy, plan_recovery};
 use std::path::Path;
 use std::sync::Arc;
@@ -146,7 +146,8 @@ fn recover_finds_the_commits_a_crash_left_unpublished_and_drops_a_torn_one() {
     store_with(dir.path(), 2, SyncPolicy::Commit).0.close().unwrap();
     let open =
         |name: &str| Arc::new(FileStorage::open(&dir.path().join(name), true, false).unwrap()) as Arc<_>;
-    let files = StoreFiles { control: open("control"), pack: open("pack"), index: open("commits") };
+    let directory = Arc::new(DiskDirectory::new(dir.path(), false));
+    let files = StoreFiles { control: open("control"), index: open("commits"), dir: directory };
     let options = RepoOptions { sync: SyncPolicy::Never, ..RepoOptions::default() };
     let mut repo = Repo::open_files(files, true, options, Some(dir.path())).unwrap();
     let mut hashes: Vec<Hash> = repo.log(&repo.head().unwrap()).unwrap().into_iter().rev().collect();
@@ -159,7 +160,7 @@ fn recover_finds_the_commits_a_crash_left_unpublished_and_drops_a_torn_one() {
     let reader = Repo::open_read_only(dir.path()).unwrap();
     assert_eq!(reader.head(), Some(hashes[1]));
     // Tear the last commit's record.
-    let pack_path = dir.path().join("pack");
+    let pack_path = dir.path().join("chunk.000000");
     let len = std::fs::metadata(&pack_path).unwrap().len();
     let file = std::fs::OpenOptions::new().write(true).open(&pack_path).unwrap();
     file.set_len(len - 3).unwrap();
@@ -245,7 +246,7 @@ fn a_pack_shorter_than_published_is_a_typed_error_naming_the_file() {
     let (repo, hashes) = store_with(dir.path(), 3, SyncPolicy::Commit);
     repo.close().unwrap();
     let reader = Repo::open_read_only_with(dir.path(), 1 << 16).unwrap();
-    let pack = dir.path().join("pack");
+    let pack = dir.path().join("chunk.000000");
     let len = std::fs::metadata(&pack).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&pack).unwrap().set_len(len / 2).unwrap();
     let error = reader.commit_details(&hashes[2]).unwrap_err();
@@ -301,12 +302,13 @@ fn a_durable_commit_whose_pack_bytes_were_lost_is_not_silently_dropped() {
     // A copy of the files taken while the writer is still open: its slots hold the last two
     // publishes (commits 2 and 3), the newest confirmed durable (a close would publish again).
     let copy = tempfile::tempdir().unwrap();
-    for file in ["control", "pack", "commits"] {
+    for file in ["control", "chunk.000000", "commits"] {
         std::fs::copy(dir.path().join(file), copy.path().join(file)).unwrap();
     }
     repo.close().unwrap();
-    let pack = std::fs::OpenOptions::new().write(true).open(copy.path().join("pack")).unwrap();
-    pack.set_len(before_last).unwrap();
+    // Chunk 0 holds global offset g at file position 32 + g - 16.
+    let pack = std::fs::OpenOptions::new().write(true).open(copy.path().join("chunk.000000")).unwrap();
+    pack.set_len(before_last + 16).unwrap();
     for result in [Repo::open_read_only(copy.path()), Repo::open(copy.path())] {
         let error = result.unwrap_err();
         assert!(matches!(error, StoreError::NeedsRecovery { .. }), "{error}");

@@ -85,16 +85,38 @@ fn a_writer_continues_a_copy_of_the_fixture() {
     for name in ["control", "pack", "commits"] {
         std::fs::copy(fixture().join(name), dir.path().join(name)).unwrap();
     }
+    let pack_before = std::fs::read(dir.path().join("pack")).unwrap();
     let mut repo = Repo::open(dir.path()).unwrap();
     let head = repo.head().unwrap();
     let mut tree = repo.checkout(&head).unwrap();
     tree.add(&["data", "version"], b"next".to_vec()).unwrap();
     let next = repo.commit(&tree, &[head], CommitInfo::tezos(1530374942, "lvl 3")).unwrap();
     repo.close().unwrap();
+    // Format 3: the format-2 `pack` is chunk 0 and never written again; the new commit went to
+    // chunk 1, which starts where the pack's published records end; the control slots are now
+    // layout 3 (version 3 at bytes 8..12 of the newest).
+    assert_eq!(std::fs::read(dir.path().join("pack")).unwrap(), pack_before);
+    let chunk = std::fs::read(dir.path().join("chunk.000001")).unwrap();
+    assert_eq!(&chunk[..12], b"LARCHCHK\x03\0\0\0");
+    assert_eq!(u64::from_le_bytes(chunk[16..24].try_into().unwrap()), 1);
+    let chunk_start = u64::from_le_bytes(chunk[24..32].try_into().unwrap());
+    assert!(chunk_start >= 16 && chunk_start <= pack_before.len() as u64, "{chunk_start}");
+    let control = std::fs::read(dir.path().join("control")).unwrap();
+    let decoded = larch_store_control_version(&control);
+    assert!(decoded.contains(&3), "{decoded:?}");
     let repo = Repo::open_read_only(dir.path()).unwrap();
     assert_eq!(repo.head(), Some(next));
+    assert_eq!(
+        repo.chunk_files().iter().map(|(name, ..)| name.as_str()).collect::<Vec<_>>(),
+        ["pack", "chunk.000001"]
+    );
     let mut values = expected(2);
     values.insert(vec!["data".into(), "version".into()], b"next".to_vec());
     assert_eq!(contents(&repo, &next), values);
     assert!(repo.fsck().is_clean());
+}
+
+/// The versions of the two control slots (bytes 8..12 of each 4 KiB page).
+fn larch_store_control_version(control: &[u8]) -> Vec<u32> {
+    [0usize, 4096].iter().map(|at| u32::from_le_bytes(control[at + 8..at + 12].try_into().unwrap())).collect()
 }

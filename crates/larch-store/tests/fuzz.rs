@@ -12,7 +12,7 @@
 
 use larch_core::{Entry, Hash, InodeTree, Name, NodeBody, NodeRef, ObjectKey, StoreId, Tree};
 use larch_store::codec::{self, EntryCounts, RecordKind};
-use larch_store::storage::{MemStorage, Storage, StoreFiles};
+use larch_store::storage::{Storage, StoreFiles};
 use larch_store::{Repo, RepoOptions, index, patch};
 use larch_testkit::fuzz::{FuzzTally, PeakAlloc, largest_allocation, mutate_once, mutated};
 use larch_testkit::{TestRng, seeded_rng};
@@ -266,11 +266,7 @@ fn read_everything(repo: &Repo) -> Result<(), String> {
 }
 
 fn open_images(control: &[u8], pack: &[u8], index: &[u8], verify: bool) -> Option<Repo> {
-    let files = StoreFiles {
-        control: Arc::new(MemStorage::from_bytes(control.to_vec())),
-        pack: Arc::new(MemStorage::from_bytes(pack.to_vec())),
-        index: Arc::new(MemStorage::from_bytes(index.to_vec())),
-    };
+    let files = StoreFiles::memory_with_pack(control.to_vec(), pack.to_vec(), index.to_vec());
     let options = RepoOptions { cache_bytes: 1 << 20, verify_on_load: verify, ..RepoOptions::default() };
     Repo::open_files(files, false, options, None).ok()
 }
@@ -350,7 +346,8 @@ fn write_corpus() {
     tree.remove(&["flat", "a"]).unwrap();
     repo.commit(&tree, &[second, first], info(3)).unwrap();
     let snapshot = |storage: &Arc<dyn Storage>| storage.read_all().unwrap();
-    let (control, pack, index) = (snapshot(&files.control), snapshot(&files.pack), snapshot(&files.index));
+    let (control, pack, index) =
+        (snapshot(&files.control), files.pack_image().unwrap(), snapshot(&files.index));
     for sub in ["store", "records", "index"] {
         let _ = std::fs::remove_dir_all(dir.join(sub));
         std::fs::create_dir_all(dir.join(sub)).unwrap();

@@ -75,6 +75,25 @@ fn parse_record(pack: &[u8], offset: u64) -> (u64, Option<u64>) {
     (total, base)
 }
 
+/// The pack's bytes indexed by global offset, assembled from the chunk files (each a 32-byte
+/// header: magic, version, reserved, seq, start; then the records of [start, next start)).
+fn pack_image(dir: &Path) -> Vec<u8> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("chunk."))
+        .collect();
+    names.sort();
+    let mut image = vec![0u8; 16];
+    for name in names {
+        let bytes = std::fs::read(dir.join(&name)).unwrap();
+        let start = u64::from_le_bytes(bytes[24..32].try_into().unwrap()) as usize;
+        assert_eq!(start, image.len(), "{name} continues the previous chunk");
+        image.extend_from_slice(&bytes[32..]);
+    }
+    image
+}
+
 /// The brute-force live set of `[16, region_end)`: offset → (length, reached as a base only).
 fn brute_force(repo: &Repo, dir: &Path, kept: (u64, u64), region_end: u64) -> BTreeMap<u64, (u64, bool)> {
     let kept: Vec<Hash> =
@@ -83,7 +102,7 @@ fn brute_force(repo: &Repo, dir: &Path, kept: (u64, u64), region_end: u64) -> BT
     for commit in &kept {
         reached_offsets(&repo.checkout(commit).unwrap(), &mut reached);
     }
-    let pack = std::fs::read(dir.join("pack")).unwrap();
+    let pack = pack_image(dir);
     let mut bases = BTreeSet::new();
     for &offset in &reached {
         let mut at = offset;
@@ -317,11 +336,13 @@ fn damaged_records_give_typed_errors() {
     let (mut rng, _seed) = seeded_rng("damaged_records_give_typed_errors", 0xdead);
     let dir = tempfile::tempdir().unwrap();
     let (main, _) = build_store(&mut rng, dir.path(), 12);
-    let pack_path = dir.path().join("pack");
+    // The test stores fit in one chunk: file position = global offset + 16 (its 32-byte header).
+    let pack_path = dir.path().join("chunk.000000");
     let good = std::fs::read(&pack_path).unwrap();
+    assert!(!dir.path().join("chunk.000001").exists(), "the test store should fit in one chunk");
     let keep = main[main.len() / 2];
     let (mut failed, mut passed) = (0, 0);
-    for position in (16..good.len()).step_by(31) {
+    for position in (32..good.len()).step_by(31) {
         let mut bad = good.clone();
         bad[position] ^= 1 << rng.random_range(0..8);
         std::fs::write(&pack_path, &bad).unwrap();

@@ -57,7 +57,7 @@ fn a_value_over_the_record_limit_is_refused_before_anything_is_published() {
     let mut tree = repo.empty_tree();
     tree.add(&["small"], b"1".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(1)).unwrap();
-    let pack_len = std::fs::metadata(dir.path().join("pack")).unwrap().len();
+    let pack_len = std::fs::metadata(dir.path().join("chunk.000000")).unwrap().len();
     // 1 GiB + 1 zero bytes: allocated zeroed (untouched pages cost no memory), hashed by reading.
     let limit = larch_store::codec::MAX_BODY_LEN as usize;
     tree.add(&["huge"], vec![0u8; limit + 1]).unwrap();
@@ -66,7 +66,7 @@ fn a_value_over_the_record_limit_is_refused_before_anything_is_published() {
     assert_eq!(repo.head(), Some(first));
     assert_eq!(repo.commit_count(), 1);
     // Nothing of it reached the pack (the buffer never held it).
-    assert_eq!(std::fs::metadata(dir.path().join("pack")).unwrap().len(), pack_len);
+    assert_eq!(std::fs::metadata(dir.path().join("chunk.000000")).unwrap().len(), pack_len);
     // The handle still works: the tree without the value commits.
     tree.remove(&["huge"]).unwrap();
     tree.add(&["after"], b"2".to_vec()).unwrap();

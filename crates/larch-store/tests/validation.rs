@@ -11,7 +11,7 @@ mod common;
 use common::{contents_of, info};
 use larch_core::Hash;
 use larch_store::codec::RecordKind;
-use larch_store::storage::{MemStorage, Storage, StoreFiles};
+use larch_store::storage::{Storage, StoreFiles};
 use larch_store::{Repo, RepoOptions};
 use std::sync::Arc;
 
@@ -60,11 +60,7 @@ struct Images {
 
 impl Images {
     fn files(&self) -> StoreFiles {
-        StoreFiles {
-            control: Arc::new(MemStorage::from_bytes(self.control.clone())),
-            pack: Arc::new(MemStorage::from_bytes(self.pack.clone())),
-            index: Arc::new(MemStorage::from_bytes(self.index.clone())),
-        }
+        StoreFiles::memory_with_pack(self.control.clone(), self.pack.clone(), self.index.clone())
     }
 
     fn open(&self, verify_on_load: bool) -> Repo {
@@ -92,7 +88,7 @@ fn build() -> (Images, Vec<Hash>) {
     let snapshot = |storage: &Arc<dyn Storage>| storage.read_all().unwrap();
     let images = Images {
         control: snapshot(&files.control),
-        pack: snapshot(&files.pack),
+        pack: files.pack_image().unwrap(),
         index: snapshot(&files.index),
     };
     (images, vec![first, second])
@@ -228,7 +224,12 @@ fn a_pack_truncated_under_an_open_reader_is_a_typed_error() {
     // The default reader (positioned reads): opened, then the pack is cut behind its back.
     let reader = Repo::open_read_only(dir.path()).unwrap();
     let tree = reader.checkout(&commit).unwrap();
-    std::fs::OpenOptions::new().write(true).open(dir.path().join("pack")).unwrap().set_len(100).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("chunk.000000"))
+        .unwrap()
+        .set_len(100)
+        .unwrap();
     let error = tree.find(&["d", "k7"]).unwrap_err().to_string();
     assert!(error.contains("shorter than published"), "{error}");
     assert!(!error.contains("failed to fill whole buffer"), "{error}");
