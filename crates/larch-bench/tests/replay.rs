@@ -288,7 +288,7 @@ fn no_check_replays_through_wrong_results_and_hashes() {
     }
     ops[8] = Op::Mem { path: path("a/b"), found: false, input: keep(11) };
     assert!(matches!(run(ops.clone(), ReplayOptions::default()), Err(ReplayError::ReadMismatch { .. })));
-    let summary = run(ops, ReplayOptions { check_hashes: false, max_blocks: None }).unwrap();
+    let summary = run(ops, ReplayOptions { check_hashes: false, max_blocks: None, gc: None }).unwrap();
     assert_eq!(summary.blocks, 5);
     assert_eq!((summary.reads_checked, summary.commits_checked), (0, 0));
     assert!(!summary.check_hashes);
@@ -303,7 +303,7 @@ fn max_blocks_stops_reading_the_trace() {
         Ok::<_, Infallible>(op)
     });
     let mut repo = MemoryRepo::new();
-    let options = ReplayOptions { check_hashes: true, max_blocks: Some(2) };
+    let options = ReplayOptions { check_hashes: true, max_blocks: Some(2), gc: None };
     let mut seen = Vec::new();
     let summary =
         replay(&mut repo, ops, &options, &RunMeta::default(), None, &mut |block| seen.push(block.block))
@@ -380,4 +380,87 @@ fn stat_lines_parse_back_into_the_same_summary() {
     let json = serde_json::to_string(&summary).unwrap();
     let back: larch_bench::RunSummary = serde_json::from_str(&json).unwrap();
     assert_eq!(back, summary);
+}
+
+/// A memory repository that records the GC hooks the replayer calls: each GC "runs" until two
+/// more commits have been made, then finishes.
+struct GcRecorder {
+    repo: MemoryRepo,
+    commits: Vec<Hash>,
+    started: Vec<(usize, Hash)>,
+    running_until: Option<usize>,
+    waits: usize,
+}
+
+impl larch_core::ContextRepo for GcRecorder {
+    type Error = larch_core::RepoError;
+
+    fn empty_tree(&self) -> Tree {
+        self.repo.empty_tree()
+    }
+
+    fn checkout(&mut self, commit: &Hash) -> Result<Tree, Self::Error> {
+        self.repo.checkout(commit)
+    }
+
+    fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash, Self::Error> {
+        let hash = self.repo.commit(tree, parents, info)?;
+        self.commits.push(hash);
+        Ok(hash)
+    }
+
+    fn gc_start(&mut self, commit: &Hash) -> Result<bool, Self::Error> {
+        assert!(self.running_until.is_none(), "a GC started while another runs");
+        self.started.push((self.commits.len(), *commit));
+        self.running_until = Some(self.commits.len() + 2);
+        Ok(true)
+    }
+
+    fn gc_running(&self) -> bool {
+        self.running_until.is_some()
+    }
+
+    fn gc_finish(&mut self, wait: bool) -> Result<Option<larch_core::GcSummary>, Self::Error> {
+        match self.running_until {
+            Some(until) if wait || self.commits.len() >= until => {
+                self.waits += usize::from(wait);
+                self.running_until = None;
+                Ok(Some(larch_core::GcSummary { total_s: 0.5, copied_bytes: 3, ..Default::default() }))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// `--gc-every 1 --gc-keep 2` on the five-block scenario: after blocks 2, 3 and 4 a GC starts on
+/// the commit of the block two behind; the one still running when the next is due is waited for;
+/// the stat lines and the summary report them.
+#[test]
+fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
+    let mut repo = GcRecorder {
+        repo: MemoryRepo::new(),
+        commits: vec![],
+        started: vec![],
+        running_until: None,
+        waits: 0,
+    };
+    let options =
+        ReplayOptions { gc: Some(larch_bench::GcSchedule { every: 1, keep: 2 }), ..ReplayOptions::default() };
+    let mut blocks = Vec::new();
+    let ops = scenario().into_iter().map(Ok::<_, Infallible>);
+    let summary =
+        replay(&mut repo, ops, &options, &RunMeta::default(), None, &mut |block| blocks.push(block.clone()))
+            .unwrap();
+    let hashes = expected_hashes();
+    // Block b's commit is hashes[b] (b2a is block 2, b2b block 3, b3 block 4).
+    let targets: Vec<(usize, Hash)> = repo.started.clone();
+    assert_eq!(targets, vec![(3, hashes[0]), (4, hashes[1]), (5, hashes[2])]);
+    assert_eq!(repo.waits, 2, "each GC was still running when the next was due");
+    let gc = |b: usize| blocks[b].gc.clone().unwrap();
+    assert!(!gc(2).started && !gc(2).running, "the GC after block 2 is reported by block 3");
+    assert!(gc(3).started && gc(3).running && gc(3).finished.is_empty());
+    assert_eq!(gc(4).finished.len(), 1);
+    let gc_summary = summary.gc.clone().expect("a GC summary");
+    assert_eq!((gc_summary.started, gc_summary.finished, gc_summary.copied_bytes), (2, 1, 3));
+    assert!(summary.to_string().contains("Garbage collection"));
 }

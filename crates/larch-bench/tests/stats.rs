@@ -365,7 +365,7 @@ fn backend_stats_flow_from_the_repo_into_the_summary() {
         });
         parent = Some(fake);
     }
-    let options = ReplayOptions { check_hashes: false, max_blocks: None };
+    let options = ReplayOptions { check_hashes: false, max_blocks: None, gc: None };
     let mut out = Vec::new();
     let meta = RunMeta { trace: "synthetic".to_string(), store: "counting".to_string() };
     let summary = replay(

@@ -8,8 +8,8 @@ use crate::size::{DEFAULT_CACHE_SIZE, parse_size};
 use anyhow::{Context, bail};
 use clap::Args;
 use larch_bench::stats::plot_stat_files;
-use larch_bench::{GenParams, ReplayOptions, RunMeta, RunSummary};
-use larch_core::{BackendStats, CommitInfo, ContextRepo, Hash, MemoryRepo, Tree};
+use larch_bench::{GcSchedule, GenParams, ReplayOptions, RunMeta, RunSummary};
+use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
 use larch_store::{Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
 use larch_trace::open_trace;
@@ -69,6 +69,14 @@ pub struct ReplayArgs {
     /// Check the store's integrity after the replay (`larch fsck`).
     #[arg(long)]
     fsck: bool,
+    /// Collect garbage every N blocks during the replay (irmin-bench's `--gc-every`), keeping the
+    /// last `--gc-keep` blocks; the GC runs on its own thread beside the replay.
+    #[arg(long, value_name = "N", requires = "gc_keep", conflicts_with = "in_memory", value_parser = clap::value_parser!(u64).range(1..))]
+    gc_every: Option<u64>,
+    /// With `--gc-every`: each GC keeps the commit of the block M behind the newest one and every
+    /// later commit (irmin-bench's `--gc-distance-in-the-past`).
+    #[arg(long, value_name = "M", requires = "gc_every", value_parser = clap::value_parser!(u64).range(1..))]
+    gc_keep: Option<u64>,
 }
 
 /// Where the replay goes.
@@ -112,7 +120,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             Target::Store { path, .. } => format!("pack:{} (sync {})", path.display(), args.sync),
         },
     };
-    let options = ReplayOptions { check_hashes: !args.no_check, max_blocks: blocks_limit };
+    let gc = args.gc_every.zip(args.gc_keep).map(|(every, keep)| GcSchedule { every, keep });
+    let options = ReplayOptions { check_hashes: !args.no_check, max_blocks: blocks_limit, gc };
     let stats_path = args.stats.clone().or_else(|| args.report.as_ref().map(|dir| dir.join("stats.jsonl")));
     if let Some(dir) = &args.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -260,6 +269,18 @@ impl<R: ContextRepo> ContextRepo for LastCommit<'_, R> {
 
     fn stats(&self) -> BackendStats {
         self.inner.stats()
+    }
+
+    fn gc_start(&mut self, commit: &Hash) -> Result<bool, R::Error> {
+        self.inner.gc_start(commit)
+    }
+
+    fn gc_running(&self) -> bool {
+        self.inner.gc_running()
+    }
+
+    fn gc_finish(&mut self, wait: bool) -> Result<Option<GcSummary>, R::Error> {
+        self.inner.gc_finish(wait)
     }
 }
 

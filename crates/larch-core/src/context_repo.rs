@@ -23,6 +23,42 @@ pub trait ContextRepo {
     fn stats(&self) -> BackendStats {
         BackendStats::default()
     }
+
+    /// Starts a garbage collection that keeps `commit`, every commit written after it and what
+    /// they reach (replays with `--gc-every`). Returns `false`, doing nothing, when the store does
+    /// not collect garbage: the default.
+    fn gc_start(&mut self, _commit: &Hash) -> Result<bool, Self::Error> {
+        Ok(false)
+    }
+
+    /// Whether a garbage collection started by [`ContextRepo::gc_start`] has not finished yet.
+    fn gc_running(&self) -> bool {
+        false
+    }
+
+    /// Finishes a garbage collection whose work is done (or, with `wait`, waits for it first) and
+    /// returns what it did, once; `None` when none finished.
+    fn gc_finish(&mut self, _wait: bool) -> Result<Option<GcSummary>, Self::Error> {
+        Ok(None)
+    }
+}
+
+/// What a finished garbage collection reports to the replayer.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GcSummary {
+    /// Wall time from its start to its switch, in seconds.
+    pub total_s: f64,
+    /// Time the writer spent in the switch, in seconds.
+    pub switch_pause_s: f64,
+    /// Bytes of the store's files when it started.
+    pub disk_before: u64,
+    /// Bytes of the store's files after the switch (and the deletions done so far).
+    pub disk_after: u64,
+    /// The largest size of the store's files observed while it ran.
+    pub disk_peak: u64,
+    /// Live bytes copied out of the collected files.
+    pub copied_bytes: u64,
 }
 
 /// Counters a store reports to the replayer's statistics. Every field is optional: `None` means

@@ -26,7 +26,7 @@ pub mod schema;
 pub mod stack;
 pub mod tree;
 
-pub use context_repo::{BackendStats, ContextRepo};
+pub use context_repo::{BackendStats, ContextRepo, GcSummary};
 pub use hash::{Hash, HashParseError};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};

@@ -361,6 +361,7 @@ impl Layout {
 
     /// The file and position holding global offset `global`, with the global end of its extent
     /// (`u64::MAX` for the head). An offset below the first extent is [`StoreError::Unmapped`].
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))] // the GC's seam; tests use it
     pub fn resolve(&self, global: u64) -> Result<(Arc<dyn Storage>, u64, u64)> {
         let extents = self.extents();
         let index = extents.partition_point(|extent| extent.start() <= global);

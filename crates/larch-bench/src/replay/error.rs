@@ -135,6 +135,14 @@ pub enum ReplayError {
         /// The reader's error.
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// Starting or finishing a garbage collection of the replay's schedule failed.
+    #[error("garbage collection after block {block}: {source}")]
+    Gc {
+        /// Blocks completed when it failed.
+        block: u64,
+        /// The store's error.
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// Writing the stat file failed.
     #[error("writing the stat file: {0}")]
     StatsOutput(#[source] std::io::Error),
@@ -151,7 +159,7 @@ impl ReplayError {
             | ReplayError::CopySourceMissing { at }
             | ReplayError::Tree { at, .. }
             | ReplayError::Store { at, .. } => Some(&**at),
-            ReplayError::Trace { .. } | ReplayError::StatsOutput(_) => None,
+            ReplayError::Trace { .. } | ReplayError::Gc { .. } | ReplayError::StatsOutput(_) => None,
         }
     }
 }

@@ -15,6 +15,7 @@ mod exec;
 pub use error::{OpLocation, ReplayError, display_path};
 
 use crate::stats::probe::{IoCounters, ProcessSample, format_utc, hostname};
+use crate::stats::record::BlockGc;
 use crate::stats::record::{
     BlockStats, HeaderOptions, InitialSample, OpTable, STATS_FORMAT, STATS_VERSION, StatEnd, StatHeader,
     StatLine, write_line,
@@ -23,7 +24,7 @@ use crate::stats::summary::{RunSummary, Summariser};
 use larch_core::ContextRepo;
 use larch_core::{Hash, Tree};
 use larch_trace::op::{ContextId, Op, OpKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -35,12 +36,25 @@ pub struct ReplayOptions {
     pub check_hashes: bool,
     /// Stop after this many blocks (all when `None`).
     pub max_blocks: Option<u64>,
+    /// Garbage collections during the replay (`--gc-every`, `--gc-keep`), if any.
+    pub gc: Option<GcSchedule>,
 }
 
 impl Default for ReplayOptions {
     fn default() -> ReplayOptions {
-        ReplayOptions { check_hashes: true, max_blocks: None }
+        ReplayOptions { check_hashes: true, max_blocks: None, gc: None }
     }
+}
+
+/// When a replay collects garbage, as irmin-bench's `--gc-every` and `--gc-distance-in-the-past`:
+/// after block `b` with `b % every == 0` and `b >= keep`, a GC starts that keeps the commit of
+/// block `b - keep` and every later one. A GC still running when the next is due is waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcSchedule {
+    /// Blocks between two GCs (at least 1).
+    pub every: u64,
+    /// Blocks kept behind the newest one (at least 1).
+    pub keep: u64,
 }
 
 /// Descriptions of the run for the stat file's header.
@@ -124,6 +138,10 @@ pub struct Replayer<'r, R: ContextRepo> {
     initial: InitialSample,
     start_unix_s: f64,
     excluded_wchar: u64,
+    /// The commits of the last `keep + 1` blocks, oldest first (only with a GC schedule).
+    recent_commits: VecDeque<Hash>,
+    /// What the GC hooks did since the last block closed: carried into the next block's stats.
+    gc_pending: BlockGc,
 }
 
 impl<'r, R: ContextRepo> Replayer<'r, R> {
@@ -152,6 +170,8 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             initial,
             start_unix_s,
             excluded_wchar: 0,
+            recent_commits: VecDeque::new(),
+            gc_pending: BlockGc::default(),
         }
     }
 
@@ -188,9 +208,42 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         self.meter.ops += 1;
         self.op_index += 1;
         match result? {
-            Some(commit) => Ok(Some(self.close_block(commit, elapsed.as_secs_f64()))),
+            Some(commit) => {
+                let stats = self.close_block(commit, elapsed.as_secs_f64());
+                self.collect_garbage(commit)?;
+                Ok(Some(stats))
+            }
             None => Ok(None),
         }
+    }
+
+    /// The GC schedule's work after a block: finish a GC whose worker is done, then start the next
+    /// one when due (waiting for a running one first). Runs after the block's stats were taken,
+    /// so its time counts in the next block, whose stats report what it did.
+    fn collect_garbage(&mut self, commit: Hash) -> Result<(), ReplayError> {
+        let Some(GcSchedule { every, keep }) = self.options.gc else { return Ok(()) };
+        let gc_error = |source: R::Error| ReplayError::Gc { block: self.blocks, source: Box::new(source) };
+        self.recent_commits.push_back(commit);
+        while self.recent_commits.len() as u64 > keep + 1 {
+            self.recent_commits.pop_front();
+        }
+        if let Some(done) = self.repo.gc_finish(false).map_err(gc_error)? {
+            self.gc_pending.finished.push(done);
+        }
+        let block = self.blocks - 1;
+        if every == 0 || block % every != 0 || block < keep {
+            return Ok(());
+        }
+        let Some(target) = self.recent_commits.front().copied() else { return Ok(()) };
+        if self.repo.gc_running() {
+            let waited = Instant::now();
+            let done = self.repo.gc_finish(true).map_err(gc_error)?;
+            self.gc_pending.waited_s += waited.elapsed().as_secs_f64();
+            self.gc_pending.finished.extend(done);
+        }
+        let started = self.repo.gc_start(&target).map_err(gc_error)?;
+        self.gc_pending.started |= started;
+        Ok(())
     }
 
     /// Whether `max_blocks` blocks have been replayed.
@@ -284,6 +337,11 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             commit: commit.to_base58(),
             live_contexts: self.contexts.len() as u64,
             live_commits: self.commits.len() as u64,
+            gc: self.options.gc.map(|_| {
+                let mut gc = std::mem::take(&mut self.gc_pending);
+                gc.running = self.repo.gc_running();
+                gc
+            }),
         };
         self.blocks += 1;
         self.meter.reset(now, &sample, self.op_index);

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod fmt;
+pub mod gc;
 pub mod plot;
 pub mod probe;
 pub mod record;
@@ -12,6 +13,7 @@ pub mod summary;
 pub use compare::{
     Comparison, ComparisonRow, LoadedRun, SetupRow, Unit, compare, compare_stat_files, load_run,
 };
+pub use gc::GcRunSummary;
 pub use plot::{Chart, Series, YUnit, charts, plot_stat_files, render_svg, write_charts};
 pub use probe::{IoCounters, ProcessSample};
 pub use record::{

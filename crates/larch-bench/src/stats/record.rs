@@ -3,6 +3,7 @@
 
 use crate::stats::probe::IoCounters;
 use larch_core::BackendStats;
+use larch_core::GcSummary;
 use larch_trace::op::OpKind;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -131,6 +132,23 @@ pub struct BlockStats {
     pub live_contexts: u64,
     /// Recorded-to-real commit mappings held by the replayer after the commit.
     pub live_commits: u64,
+    /// Garbage collection during this block (replays with a GC schedule only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<BlockGc>,
+}
+
+/// What garbage collection did during one block of a replay with `--gc-every`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BlockGc {
+    /// Whether a GC was running when the block ended.
+    pub running: bool,
+    /// Whether a GC started at the start of this block.
+    pub started: bool,
+    /// Seconds this block waited for a GC still running when the next was due.
+    pub waited_s: f64,
+    /// GCs that finished (switched) during this block.
+    pub finished: Vec<GcSummary>,
 }
 
 /// What the replay was run with, as recorded in the header.

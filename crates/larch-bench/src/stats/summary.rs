@@ -4,6 +4,7 @@
 //! `docs/stats-format.md` ("Summary").
 
 use crate::stats::fmt;
+use crate::stats::gc::{GcAccumulator, GcRunSummary};
 use crate::stats::probe::IoCounters;
 use crate::stats::record::{BlockStats, OpTable, StatEnd, StatFile, StatHeader};
 use larch_core::BackendStats;
@@ -172,6 +173,9 @@ pub struct RunSummary {
     pub reads_checked: u64,
     /// Commit hashes compared with the trace.
     pub commits_checked: u64,
+    /// Garbage collection (replays with `--gc-every` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<GcRunSummary>,
 }
 
 impl RunSummary {
@@ -199,6 +203,7 @@ pub struct Summariser {
     backend: BackendStats,
     reads_checked: u64,
     commits_checked: u64,
+    gc: GcAccumulator,
 }
 
 fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -238,6 +243,7 @@ impl Summariser {
             backend: header.initial.backend,
             reads_checked: 0,
             commits_checked: 0,
+            gc: GcAccumulator::default(),
         }
     }
 
@@ -266,6 +272,7 @@ impl Summariser {
         self.backend = block.backend;
         self.reads_checked += block.reads_checked;
         self.commits_checked += u64::from(block.commit_checked);
+        self.gc.push(block);
     }
 
     /// The summary; `end` is the stat file's end line if the run is complete.
@@ -347,6 +354,7 @@ impl Summariser {
             },
             reads_checked: self.reads_checked,
             commits_checked: self.commits_checked,
+            gc: self.gc.finish(),
         }
     }
 }
@@ -534,6 +542,10 @@ impl sfmt::Display for RunSummary {
             None => writeln!(f, "  {:<16} {UNREPORTED}", "cache hit ratio")?,
         }
         writeln!(f)?;
+        if let Some(gc) = &self.gc {
+            write!(f, "{gc}")?;
+            writeln!(f)?;
+        }
         writeln!(
             f,
             "Per-second rates are over CPU time (as irmin-bench), wall-clock rates beside them; regular blocks exclude blocks 0 and 1."
