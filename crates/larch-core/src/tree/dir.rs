@@ -2,7 +2,7 @@
 //! an inode trie, keeping the trie canonical (a pure function of the entry set, spec §4.2.1).
 
 use super::TreeError;
-use super::node::{Entries, Entry, InodeTree, Links, Name, Node, NodeBody, NodeRef};
+use super::node::{Entries, Entry, InodeTree, Name, Node, NodeBody, NodeRef};
 use super::source::ObjectSource;
 use crate::ocaml_hash::inode_index;
 use crate::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX};
@@ -22,35 +22,13 @@ pub(crate) fn node_mut<'a>(
     node: &'a mut NodeRef,
     source: &dyn ObjectSource,
 ) -> Result<&'a mut Node, TreeError> {
-    node_mut_linked(node, None, source)
-}
-
-/// [`node_mut`], where `linked` is the node a stored `node` refers to if its parent had it loaded
-/// already (no load from the source then).
-pub(crate) fn node_mut_linked<'a>(
-    node: &'a mut NodeRef,
-    linked: Option<Arc<Node>>,
-    source: &dyn ObjectSource,
-) -> Result<&'a mut Node, TreeError> {
     if let NodeRef::Stored { hash, key } = node {
-        let loaded = match linked {
-            Some(loaded) => loaded,
-            None => source.load_node(*key, hash)?,
-        };
+        let loaded = source.load_node(*key, hash)?;
         *node = NodeRef::Mem(Arc::new(Node::clone(&loaded)));
     }
     match node {
         NodeRef::Mem(arc) => Ok(Arc::make_mut(arc)),
         NodeRef::Stored { .. } => Err(TreeError::Malformed("stored node not replaced after load")),
-    }
-}
-
-/// The node a stored `child` (at `position` of a node whose links are `links`) refers to, if the
-/// node had loaded it and it is still alive.
-fn linked(links: &Links<'_>, position: usize, child: &NodeRef) -> Option<Arc<Node>> {
-    match child {
-        NodeRef::Stored { key, .. } => links.get(position, *key),
-        NodeRef::Mem(_) => None,
     }
 }
 
@@ -157,23 +135,15 @@ pub(crate) fn find_dir(
     Ok(found.flatten())
 }
 
-/// A mutable reference to the existing entry named `name` (copying the inode path to it), with
-/// the node it refers to if it is a stored node its holder had loaded (see [`node_mut_linked`]).
+/// A mutable reference to the existing entry named `name` (copying the inode path to it).
 pub(crate) fn entry_mut<'a>(
     node: &'a mut Node,
     name: &[u8],
     source: &dyn ObjectSource,
-) -> Result<Option<(&'a mut Entry, Option<Arc<Node>>)>, TreeError> {
-    let (body, links) = node.body_mut_with_links();
-    match body {
+) -> Result<Option<&'a mut Entry>, TreeError> {
+    match node.body_mut() {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => match search(entries, name) {
-            Ok(i) => Ok(entries.get_mut(i).map(|(_, entry)| {
-                let loaded = match entry {
-                    Entry::Node(child) => linked(&links, i, child),
-                    Entry::Contents(_) => None,
-                };
-                (entry, loaded)
-            })),
+            Ok(i) => Ok(entries.get_mut(i).map(|(_, entry)| entry)),
             Err(_) => Ok(None),
         },
         NodeBody::Tree(tree) => {
@@ -185,8 +155,7 @@ pub(crate) fn entry_mut<'a>(
                 return Ok(None);
             };
             let depth = tree.depth;
-            let loaded = linked(&links, position, child);
-            let child = node_mut_linked(child, loaded, source)?;
+            let child = node_mut(child, source)?;
             check_child(depth, child)?;
             entry_mut(child, name, source)
         }
@@ -201,8 +170,6 @@ pub(crate) fn set(
     new: Option<Entry>,
     source: &dyn ObjectSource,
 ) -> Result<(), TreeError> {
-    // Entries (or buckets) may move: the links by position are dropped.
-    node.forget_links();
     let body = node.body_mut();
     let replacement = match body {
         NodeBody::Flat(entries) => {
@@ -273,7 +240,6 @@ fn set_in_tree(
     };
     let child = node_mut(child, source)?;
     check_child(tree.depth, child)?;
-    child.forget_links();
     let before = child.length();
     let body = child.body_mut();
     let replacement = match body {

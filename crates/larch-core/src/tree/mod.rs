@@ -296,8 +296,8 @@ fn set_path<P: AsRef<[u8]>>(
         return dir::set(node, name, new, source);
     }
     let emptied = match dir::entry_mut(node, name, source)? {
-        Some((Entry::Node(child), linked)) => {
-            let child = dir::node_mut_linked(child, linked, source)?;
+        Some(Entry::Node(child)) => {
+            let child = dir::node_mut(child, source)?;
             dir::check_dir(child)?;
             crate::stack::guarded(|| set_path(child, rest, new, source))?;
             child.length() == 0

@@ -405,20 +405,6 @@ pub struct Node {
 /// The weak links of a [`Node`] to its loaded stored children, one slot per entry (or bucket).
 struct LoadedChildren(Box<[OnceLock<Weak<Node>>]>);
 
-/// A view of a node's links to its loaded children, beside a mutable borrow of its body.
-pub(crate) struct Links<'a>(&'a OnceLock<Box<LoadedChildren>>);
-
-impl Links<'_> {
-    /// The node stored at `key` if it was loaded as the child at `position` and is still alive.
-    /// A link is followed only to the node stored at `key` (the key names one stored value): a
-    /// slot left behind by a change of the body may point elsewhere, and is then ignored.
-    #[inline]
-    pub(crate) fn get(&self, position: usize, key: ObjectKey) -> Option<Arc<Node>> {
-        let child = self.0.get()?.0.get(position)?.get()?.upgrade()?;
-        (child.stored_key() == Some(key)).then_some(child)
-    }
-}
-
 impl Clone for Node {
     /// Clones the body and keeps the hash and key caches (they describe the same value); the
     /// links to loaded children are not copied (a clone is usually made to be modified).
@@ -466,25 +452,11 @@ impl Node {
     pub fn body_mut(&mut self) -> &mut NodeBody {
         self.hash = OnceLock::new();
         self.key = OnceLock::new();
-        // The links to loaded children stay: a link is followed only to the node stored at the
-        // key its entry names (`loaded_child`), so a link left behind by a change is never wrong.
-        &mut self.body
-    }
-
-    /// [`body_mut`](Node::body_mut), with the links to the stored children loaded through this
-    /// node (valid for the body as it is until entries are inserted or removed).
-    pub(crate) fn body_mut_with_links(&mut self) -> (&mut NodeBody, Links<'_>) {
-        self.hash = OnceLock::new();
-        self.key = OnceLock::new();
-        (&mut self.body, Links(&self.loaded))
-    }
-
-    /// Forgets the links to loaded children: called when entries move (an insertion or a removal
-    /// shifts the positions, and a slot is set only once).
-    pub(crate) fn forget_links(&mut self) {
+        // Positions may move: the links to loaded children are forgotten.
         if self.loaded.get().is_some() {
             self.loaded = OnceLock::new();
         }
+        &mut self.body
     }
 
     /// Number of child slots: entries of a flat directory or a leaf, buckets of a `Tree`.
@@ -499,7 +471,10 @@ impl Node {
     /// through this node and is still alive.
     #[inline]
     pub(crate) fn loaded_child(&self, position: usize, key: ObjectKey) -> Option<Arc<Node>> {
-        Links(&self.loaded).get(position, key)
+        let child = self.loaded.get()?.0.get(position)?.get()?.upgrade()?;
+        // The body does not change while links exist (`body_mut` forgets them); the key check
+        // is insurance against a node that was never the one stored at `key`.
+        (child.stored_key() == Some(key)).then_some(child)
     }
 
     /// Remembers (weakly) that the stored child at `position` was loaded as `child`. A slot is
