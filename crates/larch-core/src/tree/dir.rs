@@ -63,45 +63,12 @@ fn search_bucket(children: &[(u8, NodeRef)], index: u8) -> Result<usize, usize> 
     children.binary_search_by_key(&index, |(probe, _)| *probe)
 }
 
-/// The child `child` held at `position` (entry or bucket) of `parent`, loading it if it is stored.
-/// A stored child is reached through `parent`'s link to it when it was loaded before and is still
-/// alive, and otherwise loaded from `source` and linked.
-#[inline]
-pub(crate) fn load_child(
-    parent: &Node,
-    position: usize,
-    child: &NodeRef,
-    source: &dyn ObjectSource,
-) -> Result<Arc<Node>, TreeError> {
-    match child {
-        NodeRef::Mem(node) => Ok(node.clone()),
-        NodeRef::Stored { hash, key } => {
-            if let Some(node) = parent.loaded_child(position, *key) {
-                return Ok(node);
-            }
-            let node = source.load_node(*key, hash)?;
-            parent.remember_child(position, &node);
-            Ok(node)
-        }
-    }
-}
-
-/// Looks `name` up in the directory `node` and applies `found` to the entry, the node holding it
-/// (the directory itself or an inode leaf) and its position there.
-fn lookup<R>(
-    node: &Node,
-    name: &[u8],
-    source: &dyn ObjectSource,
-    found: impl FnOnce(&Node, usize, &Entry) -> Result<R, TreeError>,
-) -> Result<Option<R>, TreeError> {
+/// The entry named `name` in the directory `node`.
+pub(crate) fn find(node: &Node, name: &[u8], source: &dyn ObjectSource) -> Result<Option<Entry>, TreeError> {
     match node.body() {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => match search(entries, name) {
-            Ok(i) => match entries.get(i) {
-                Some((_, entry)) => found(node, i, entry).map(Some),
-                None => Ok(None),
-            },
-            Err(_) => Ok(None),
-        },
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            Ok(search(entries, name).ok().and_then(|i| entries.get(i)).map(|(_, entry)| entry.clone()))
+        }
         NodeBody::Tree(tree) => {
             let index = inode_index(tree.depth, name);
             let Ok(position) = search_bucket(&tree.children, index) else {
@@ -110,29 +77,11 @@ fn lookup<R>(
             let Some((_, child)) = tree.children.get(position) else {
                 return Ok(None);
             };
-            let child = load_child(node, position, child, source)?;
+            let child = load(child, source)?;
             check_child(tree.depth, &child)?;
-            lookup(&child, name, source, found)
+            find(&child, name, source)
         }
     }
-}
-
-/// The entry named `name` in the directory `node`.
-pub(crate) fn find(node: &Node, name: &[u8], source: &dyn ObjectSource) -> Result<Option<Entry>, TreeError> {
-    lookup(node, name, source, |_, _, entry| Ok(entry.clone()))
-}
-
-/// The sub-directory named `name` of the directory `node`, loaded (`None` if absent or contents).
-pub(crate) fn find_dir(
-    node: &Node,
-    name: &[u8],
-    source: &dyn ObjectSource,
-) -> Result<Option<Arc<Node>>, TreeError> {
-    let found = lookup(node, name, source, |holder, position, entry| match entry {
-        Entry::Node(child) => load_child(holder, position, child, source).map(Some),
-        Entry::Contents(_) => Ok(None),
-    })?;
-    Ok(found.flatten())
 }
 
 /// A mutable reference to the existing entry named `name` (copying the inode path to it).

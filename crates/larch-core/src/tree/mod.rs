@@ -39,9 +39,6 @@ pub enum TreeError {
 pub struct Tree {
     root: Entry,
     source: Arc<dyn ObjectSource>,
-    /// The root directory once loaded (when `root` is stored): every operation starts there, and
-    /// the node links the children loaded through it (`Node::loaded_child`).
-    loaded_root: OnceLock<Arc<Node>>,
 }
 
 fn no_source() -> Arc<dyn ObjectSource> {
@@ -62,22 +59,22 @@ impl Default for Tree {
 impl Tree {
     /// The empty directory, entirely in memory.
     pub fn empty() -> Tree {
-        Tree { root: empty_node(), source: no_source(), loaded_root: OnceLock::new() }
+        Tree { root: empty_node(), source: no_source() }
     }
 
     /// The empty directory, whose later grafts may come from `source`.
     pub fn empty_with_source(source: Arc<dyn ObjectSource>) -> Tree {
-        Tree { root: empty_node(), source, loaded_root: OnceLock::new() }
+        Tree { root: empty_node(), source }
     }
 
     /// A tree rooted at `root`, loading lazy parts from `source`.
     pub fn from_entry(root: Entry, source: Arc<dyn ObjectSource>) -> Tree {
-        Tree { root, source, loaded_root: OnceLock::new() }
+        Tree { root, source }
     }
 
     /// A contents tree holding `value`.
     pub fn of_contents(value: impl Into<Box<[u8]>>) -> Tree {
-        Tree { root: Entry::contents(value), source: no_source(), loaded_root: OnceLock::new() }
+        Tree { root: Entry::contents(value), source: no_source() }
     }
 
     /// The root entry.
@@ -111,43 +108,25 @@ impl Tree {
     pub fn is_empty(&self) -> Result<bool, TreeError> {
         match &self.root {
             Entry::Contents(_) => Ok(false),
-            Entry::Node(node) => Ok(self.load_root(node)?.length() == 0),
-        }
-    }
-
-    /// The root directory `root` (this tree's root), loaded once per tree.
-    fn load_root(&self, root: &NodeRef) -> Result<Arc<Node>, TreeError> {
-        match root {
-            NodeRef::Mem(node) => Ok(node.clone()),
-            NodeRef::Stored { .. } => {
-                if let Some(node) = self.loaded_root.get() {
-                    return Ok(node.clone());
-                }
-                let node = dir::load(root, &*self.source)?;
-                Ok(self.loaded_root.get_or_init(|| node).clone())
-            }
+            Entry::Node(node) => Ok(dir::load(node, &*self.source)?.length() == 0),
         }
     }
 
     /// The entry at `path`, if any.
     fn entry_at<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Entry>, TreeError> {
-        let Some((last, init)) = path.split_last() else {
-            return Ok(Some(self.root.clone()));
-        };
-        let Entry::Node(root) = &self.root else {
-            return Ok(None);
-        };
-        let source = &*self.source;
-        let mut node = self.load_root(root)?;
-        for step in init {
+        let mut current = self.root.clone();
+        for step in path {
+            let Entry::Node(node) = &current else {
+                return Ok(None);
+            };
+            let node = dir::load(node, &*self.source)?;
             dir::check_dir(&node)?;
-            match dir::find_dir(&node, step.as_ref(), source)? {
-                Some(child) => node = child,
+            match dir::find(&node, step.as_ref(), &*self.source)? {
+                Some(entry) => current = entry,
                 None => return Ok(None),
             }
         }
-        dir::check_dir(&node)?;
-        dir::find(&node, last.as_ref(), source)
+        Ok(Some(current))
     }
 
     fn load_contents(&self, contents: &ContentsRef) -> Result<Arc<Contents>, TreeError> {
@@ -167,7 +146,7 @@ impl Tree {
 
     /// The sub-tree (directory or contents) at `path`.
     pub fn find_tree<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Tree>, TreeError> {
-        Ok(self.entry_at(path)?.map(|root| Tree::from_entry(root, self.source.clone())))
+        Ok(self.entry_at(path)?.map(|root| Tree { root, source: self.source.clone() }))
     }
 
     /// Whether `path` holds contents.
@@ -224,16 +203,10 @@ impl Tree {
         offset: usize,
         length: Option<usize>,
     ) -> Result<Vec<(Name, Tree)>, TreeError> {
-        let node = match path.is_empty() {
-            true => match &self.root {
-                Entry::Node(root) => self.load_root(root)?,
-                Entry::Contents(_) => return Ok(Vec::new()),
-            },
-            false => match self.entry_at(path)? {
-                Some(Entry::Node(node)) => dir::load(&node, &*self.source)?,
-                _ => return Ok(Vec::new()),
-            },
+        let Some(Entry::Node(node)) = self.entry_at(path)? else {
+            return Ok(Vec::new());
         };
+        let node = dir::load(&node, &*self.source)?;
         dir::check_dir(&node)?;
         let entries = dir::entries(&node, &*self.source)?;
         let take = length.unwrap_or(usize::MAX);
@@ -241,7 +214,7 @@ impl Tree {
             .into_iter()
             .skip(offset)
             .take(take)
-            .map(|(name, root)| (name, Tree::from_entry(root, self.source.clone())))
+            .map(|(name, root)| (name, Tree { root, source: self.source.clone() }))
             .collect())
     }
 
@@ -254,8 +227,6 @@ impl Tree {
     }
 
     fn update<P: AsRef<[u8]>>(&mut self, path: &[P], new: Option<Entry>) -> Result<(), TreeError> {
-        // The root changes: a stored root loaded before is the base of its in-memory copy.
-        let loaded_root = self.loaded_root.take();
         if path.is_empty() {
             self.root = new.unwrap_or_else(empty_node);
             return Ok(());
@@ -270,10 +241,6 @@ impl Tree {
             return Ok(());
         };
         let source = &*self.source;
-        // (`loaded_root` is always the node `root` refers to: only this function changes `root`.)
-        if let (NodeRef::Stored { .. }, Some(loaded)) = (&*root, loaded_root) {
-            *root = NodeRef::Mem(Arc::new(Node::clone(&loaded)));
-        }
         let node = dir::node_mut(root, source)?;
         dir::check_dir(node)?;
         set_path(node, path, new, source)

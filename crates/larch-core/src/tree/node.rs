@@ -5,7 +5,7 @@ use crate::hash::Hash;
 use crate::schema::{self, Kind};
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 /// The identity of one object store instance (a [`MemorySource`](crate::MemorySource), an open
 /// disk store) within this process. A position ([`ObjectKey`]) is meaningful only to the store
@@ -387,34 +387,17 @@ pub enum NodeBody {
     Tree(InodeTree),
 }
 
-/// A directory node or an inode, with caches for its hash, its storage key and the stored
-/// children loaded through it.
+/// A directory node or an inode, with caches for its hash and its storage key.
 pub struct Node {
     body: NodeBody,
     hash: OnceLock<Hash>,
     key: OnceLock<ObjectKey>,
-    /// Weak links to the stored children loaded through this node, by position in the body
-    /// (allocated at the first such load): a second visit of a child reaches it by a pointer
-    /// instead of asking the source (a cache lookup by offset). Weak, so that a node kept by the
-    /// cache keeps no evicted child alive: memory stays bounded by the cache's budget and by what
-    /// trees hold (a link whose child died costs its 16 bytes and the freed child's 112-byte
-    /// shell until this node goes).
-    loaded: OnceLock<Box<LoadedChildren>>,
 }
 
-/// The weak links of a [`Node`] to its loaded stored children, one slot per entry (or bucket).
-struct LoadedChildren(Box<[OnceLock<Weak<Node>>]>);
-
 impl Clone for Node {
-    /// Clones the body and keeps the hash and key caches (they describe the same value); the
-    /// links to loaded children are not copied (a clone is usually made to be modified).
+    /// Clones the body and keeps the caches (they describe the same value).
     fn clone(&self) -> Node {
-        Node {
-            body: self.body.clone(),
-            hash: self.hash.clone(),
-            key: self.key.clone(),
-            loaded: OnceLock::new(),
-        }
+        Node { body: self.body.clone(), hash: self.hash.clone(), key: self.key.clone() }
     }
 }
 
@@ -430,12 +413,12 @@ impl fmt::Debug for Node {
 impl Node {
     /// A node with `body` and no cached hash.
     pub fn new(body: NodeBody) -> Node {
-        Node { body, hash: OnceLock::new(), key: OnceLock::new(), loaded: OnceLock::new() }
+        Node { body, hash: OnceLock::new(), key: OnceLock::new() }
     }
 
     /// A node whose hash is already known (as decoded from a store); the hash is trusted.
     pub fn with_hash(body: NodeBody, hash: Hash) -> Node {
-        Node { body, hash: OnceLock::from(hash), key: OnceLock::new(), loaded: OnceLock::new() }
+        Node { body, hash: OnceLock::from(hash), key: OnceLock::new() }
     }
 
     /// The empty directory.
@@ -452,40 +435,7 @@ impl Node {
     pub fn body_mut(&mut self) -> &mut NodeBody {
         self.hash = OnceLock::new();
         self.key = OnceLock::new();
-        // Positions may move: the links to loaded children are forgotten.
-        if self.loaded.get().is_some() {
-            self.loaded = OnceLock::new();
-        }
         &mut self.body
-    }
-
-    /// Number of child slots: entries of a flat directory or a leaf, buckets of a `Tree`.
-    fn slot_count(&self) -> usize {
-        match &self.body {
-            NodeBody::Flat(entries) | NodeBody::Values(entries) => entries.len(),
-            NodeBody::Tree(tree) => tree.children.len(),
-        }
-    }
-
-    /// The stored child at `position` (entry or bucket), stored at `key`, if it was loaded
-    /// through this node and is still alive.
-    #[inline]
-    pub(crate) fn loaded_child(&self, position: usize, key: ObjectKey) -> Option<Arc<Node>> {
-        let child = self.loaded.get()?.0.get(position)?.get()?.upgrade()?;
-        // The body does not change while links exist (`body_mut` forgets them); the key check
-        // is insurance against a node that was never the one stored at `key`.
-        (child.stored_key() == Some(key)).then_some(child)
-    }
-
-    /// Remembers (weakly) that the stored child at `position` was loaded as `child`. A slot is
-    /// set once: a later load after the child died is not remembered.
-    pub(crate) fn remember_child(&self, position: usize, child: &Arc<Node>) {
-        let slots = self.loaded.get_or_init(|| {
-            Box::new(LoadedChildren((0..self.slot_count()).map(|_| OnceLock::new()).collect()))
-        });
-        if let Some(slot) = slots.0.get(position) {
-            let _ = slot.set(Arc::downgrade(child));
-        }
     }
 
     /// The key at which a store holds exactly this value, if recorded (by any store: see
@@ -582,9 +532,7 @@ mod tests {
     fn layouts_stay_compact() {
         // A node's key cache costs what a `u64` offset did, and references stay 48 bytes.
         assert_eq!(std::mem::size_of::<ObjectKey>(), 12);
-        // 112 bytes with the links to loaded children: with `Arc`'s counts, one 128-byte
-        // allocator size class.
-        assert!(std::mem::size_of::<Node>() <= 112, "{}", std::mem::size_of::<Node>());
+        assert!(std::mem::size_of::<Node>() <= 96, "{}", std::mem::size_of::<Node>());
         assert_eq!(std::mem::size_of::<NodeRef>(), 48);
         assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
         assert!(std::mem::size_of::<Entry>() <= 56);
