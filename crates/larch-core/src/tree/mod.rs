@@ -4,7 +4,7 @@
 
 pub(crate) mod dir;
 pub mod node;
-mod parallel;
+mod dirty;
 pub mod source;
 
 use crate::hash::Hash;
@@ -95,13 +95,18 @@ impl Tree {
     /// The Tezos hash of the tree (a directory's node hash, or a contents hash); computes the
     /// hashes of modified nodes bottom-up and caches them.
     pub fn hash(&self) -> Hash {
-        // A large modified tree is hashed on two threads (`parallel`): same hashes, less wall time.
-        if let Entry::Node(NodeRef::Mem(root)) = &self.root
-            && root.cached_hash().is_none()
-        {
-            parallel::hash_dirty(root);
-        }
         self.root.hash()
+    }
+
+    /// When this tree has at least `min_dirty` modified nodes whose hashes are not computed yet:
+    /// independent subtrees covering most of them (a few hundred), to be hashed from several threads
+    /// (`Node::hash` on each, in any order) before [`Tree::hash`] hashes the few nodes above them.
+    /// Empty otherwise. The hashes are the same however they are computed.
+    pub fn dirty_subtrees(&self, min_dirty: usize) -> Vec<Arc<Node>> {
+        match &self.root {
+            Entry::Node(NodeRef::Mem(root)) => dirty::subtrees(root, min_dirty),
+            _ => Vec::new(),
+        }
     }
 
     /// Whether this is a directory with no entries.

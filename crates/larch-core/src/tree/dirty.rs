@@ -1,21 +1,17 @@
-//! Hashing the modified part of a large tree on two threads.
+//! The modified part of a tree, cut into independent subtrees for hashing on several threads.
 //!
 //! The hashes of modified ("dirty": in memory, hash not computed) nodes depend only on their
 //! children's, so disjoint dirty subtrees can be hashed independently. When a tree holds enough
-//! dirty nodes to pay for a thread (a large block rewrites ~16k directories), the dirty part is cut
-//! into a frontier of subtrees, hashed by the calling thread and one helper taking subtrees from a
-//! shared counter; the nodes above the frontier are then hashed on the calling thread, their
-//! children's hashes already cached. The hashes are those of the serial computation: each node's
-//! hash is computed once, by whichever thread reaches it first (`OnceLock`: a thread reaching a
-//! node another thread is hashing waits for it), from the same pre-image.
+//! dirty nodes to pay for a thread (a large block rewrites ~16k directories), its dirty part is cut
+//! into a frontier of subtrees ([`Tree::dirty_subtrees`](super::Tree::dirty_subtrees)); a caller
+//! with threads (the store's commit) hashes them from several threads, then hashes the tree, whose
+//! nodes above the frontier find their children's hashes cached. The hashes are those of the
+//! serial computation: each node's hash is computed once, by whichever thread reaches it first
+//! (`OnceLock`: a thread reaching a node another thread is hashing waits for it), from the same
+//! pre-image. This crate starts no thread.
 
 use super::node::{Entry, Node, NodeBody, NodeRef};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Below this many dirty nodes, a tree is hashed on the calling thread only: starting a thread
-/// (~50 µs) and cutting the frontier must be paid by the hashing saved.
-pub(crate) const PARALLEL_MIN_DIRTY: usize = 1024;
 
 /// The frontier is cut until it holds at least this many subtrees, so that the two threads share
 /// the work evenly whatever the sizes of the subtrees.
@@ -95,24 +91,10 @@ fn frontier(root: &Arc<Node>) -> Vec<Arc<Node>> {
     frontier
 }
 
-/// Computes and caches the hashes of the dirty nodes of `root` (then its own), on two threads
-/// when there are at least [`PARALLEL_MIN_DIRTY`] of them.
-pub(crate) fn hash_dirty(root: &Arc<Node>) {
-    if count_dirty(root, PARALLEL_MIN_DIRTY) >= PARALLEL_MIN_DIRTY {
-        let work = frontier(root);
-        let next = AtomicUsize::new(0);
-        let run = || {
-            while let Some(node) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
-                let _ = node.hash();
-            }
-        };
-        std::thread::scope(|scope| {
-            // Without a helper thread (the system refused one), the calling thread does it all.
-            let _helper = std::thread::Builder::new().name("larch-hash".into()).spawn_scoped(scope, run);
-            run();
-        });
-    }
-    let _ = root.hash();
+/// The frontier of the dirty part of `root` when it holds at least `min_dirty` dirty nodes, and
+/// nothing otherwise.
+pub(crate) fn subtrees(root: &Arc<Node>, min_dirty: usize) -> Vec<Arc<Node>> {
+    if count_dirty(root, min_dirty) >= min_dirty { frontier(root) } else { Vec::new() }
 }
 
 #[cfg(test)]
@@ -134,23 +116,29 @@ mod tests {
     }
 
     fn serial_hash(tree: &Tree) -> crate::Hash {
-        // `Node::hash`, on this thread only (`Tree::hash` takes the parallel path).
         let Entry::Node(NodeRef::Mem(root)) = tree.root() else { panic!("an in-memory root") };
         root.hash()
     }
 
     #[test]
-    fn parallel_and_serial_hashes_agree() {
-        // Two builds of the same content: one hashed through the two-thread path, one serially.
-        let parallel = wide_tree(3000, 3);
+    fn subtrees_hashed_in_any_order_give_the_serial_hash() {
+        // Two builds of the same content: one hashed from its frontier (last subtree first, as
+        // another thread could), one serially.
+        let split = wide_tree(3000, 3);
         let serial = wide_tree(3000, 3);
-        let Entry::Node(NodeRef::Mem(root)) = parallel.root() else { panic!("an in-memory root") };
-        assert!(count_dirty(root, usize::MAX) >= PARALLEL_MIN_DIRTY);
-        assert!(frontier(root).len() >= FRONTIER_MIN);
-        hash_dirty(root);
+        let Entry::Node(NodeRef::Mem(root)) = split.root() else { panic!("an in-memory root") };
+        let dirty = count_dirty(root, usize::MAX);
+        assert!(dirty > 3000, "{dirty}");
+        assert!(subtrees(root, dirty + 1).is_empty(), "below the threshold: no split");
+        let work = split.dirty_subtrees(1024);
+        assert!(work.len() >= FRONTIER_MIN, "{}", work.len());
+        for node in work.iter().rev() {
+            let _ = node.hash();
+        }
+        // Only the nodes above the frontier are left.
+        assert!(count_dirty(root, usize::MAX) < dirty / 4);
+        assert_eq!(split.hash(), serial_hash(&serial));
         assert_eq!(count_dirty(root, usize::MAX), 0, "every dirty node hashed");
-        assert_eq!(root.cached_hash(), Some(serial_hash(&serial)));
-        assert_eq!(parallel.hash(), serial.hash());
     }
 
     #[test]
@@ -160,7 +148,10 @@ mod tests {
         // root, data, 7 groups, 10 directories
         assert_eq!(count_dirty(root, usize::MAX), 19);
         assert_eq!(count_dirty(root, 5), 5);
+        assert!(tree.dirty_subtrees(20).is_empty());
+        assert!(!tree.dirty_subtrees(19).is_empty());
         let expected = wide_tree(10, 2);
         assert_eq!(tree.hash(), serial_hash(&expected));
+        assert!(tree.dirty_subtrees(1).is_empty(), "a hashed tree has no dirty part");
     }
 }
