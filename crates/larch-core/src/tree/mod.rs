@@ -3,8 +3,8 @@
 //! (and nothing at all where the path is not shared).
 
 pub(crate) mod dir;
-pub mod node;
 mod dirty;
+pub mod node;
 pub mod source;
 
 use crate::hash::Hash;
