@@ -44,6 +44,7 @@ mod error;
 pub mod fault;
 mod fsck;
 mod gc_mark;
+mod hashing;
 #[cfg(feature = "fault-injection")]
 pub mod index;
 #[cfg(not(feature = "fault-injection"))]
@@ -89,3 +90,10 @@ pub use recover::{FoundCommit, RecoveryPlan, plan_recovery};
 pub use repo::{DEFAULT_BRANCH, History, Repo};
 pub use scan::ScanReport;
 pub use writer::WriteCounts;
+
+/// The hash of a tree about to be committed, its dirty subtrees hashed on two threads when it has
+/// enough of them (what [`Repo::commit`] does; exposed for benchmarks). Same result as
+/// [`larch_core::Tree::hash`].
+pub fn parallel_tree_hash(tree: &larch_core::Tree) -> larch_core::Hash {
+    hashing::tree_hash(tree)
+}

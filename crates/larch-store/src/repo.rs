@@ -199,7 +199,7 @@ impl Repo {
                 None => Err(StoreError::UnknownParent(*parent)),
             })
             .collect::<Result<Vec<_>>>()?;
-        let tree_hash = tree.hash();
+        let tree_hash = crate::hashing::tree_hash(tree);
         let hash = schema::commit_hash(&tree_hash, parents, &info);
         if let Some(offset) = self.commits.get(&hash).copied() {
             if let Some(name) = branch

@@ -3,6 +3,7 @@
 //! (and nothing at all where the path is not shared).
 
 pub(crate) mod dir;
+mod dirty;
 pub mod node;
 pub mod source;
 
@@ -95,6 +96,17 @@ impl Tree {
     /// hashes of modified nodes bottom-up and caches them.
     pub fn hash(&self) -> Hash {
         self.root.hash()
+    }
+
+    /// When this tree has at least `min_dirty` modified nodes whose hashes are not computed yet:
+    /// independent subtrees covering most of them (a few hundred), to be hashed from several threads
+    /// (`Node::hash` on each, in any order) before [`Tree::hash`] hashes the few nodes above them.
+    /// Empty otherwise. The hashes are the same however they are computed.
+    pub fn dirty_subtrees(&self, min_dirty: usize) -> Vec<Arc<Node>> {
+        match &self.root {
+            Entry::Node(NodeRef::Mem(root)) => dirty::subtrees(root, min_dirty),
+            _ => Vec::new(),
+        }
     }
 
     /// Whether this is a directory with no entries.

@@ -1,0 +1,157 @@
+//! The modified part of a tree, cut into independent subtrees for hashing on several threads.
+//!
+//! The hashes of modified ("dirty": in memory, hash not computed) nodes depend only on their
+//! children's, so disjoint dirty subtrees can be hashed independently. When a tree holds enough
+//! dirty nodes to pay for a thread (a large block rewrites ~16k directories), its dirty part is cut
+//! into a frontier of subtrees ([`Tree::dirty_subtrees`](super::Tree::dirty_subtrees)); a caller
+//! with threads (the store's commit) hashes them from several threads, then hashes the tree, whose
+//! nodes above the frontier find their children's hashes cached. The hashes are those of the
+//! serial computation: each node's hash is computed once, by whichever thread reaches it first
+//! (`OnceLock`: a thread reaching a node another thread is hashing waits for it), from the same
+//! pre-image. This crate starts no thread.
+
+use super::node::{Entry, Node, NodeBody, NodeRef};
+use std::sync::Arc;
+
+/// The frontier is cut until it holds at least this many subtrees, so that the two threads share
+/// the work evenly whatever the sizes of the subtrees.
+const FRONTIER_MIN: usize = 256;
+
+/// At most this many levels are cut (a frontier of a deep, thin dirty path stops there).
+const FRONTIER_MAX_LEVELS: usize = 24;
+
+/// Calls `f` on each dirty child (directory or inode) of `node`.
+fn for_each_dirty_child(node: &Node, mut f: impl FnMut(&Arc<Node>)) {
+    let mut visit = |child: &NodeRef| {
+        if let NodeRef::Mem(child) = child
+            && child.cached_hash().is_none()
+        {
+            f(child);
+        }
+    };
+    match node.body() {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            for (_, entry) in entries {
+                if let Entry::Node(child) = entry {
+                    visit(child);
+                }
+            }
+        }
+        NodeBody::Tree(tree) => {
+            for (_, child) in &tree.children {
+                visit(child);
+            }
+        }
+    }
+}
+
+/// Number of dirty nodes below and including `root`, counting stops at `cap` (a walk with an
+/// explicit stack: the depth of a tree is its user's choice).
+pub(crate) fn count_dirty(root: &Arc<Node>, cap: usize) -> usize {
+    if root.cached_hash().is_some() {
+        return 0;
+    }
+    let mut count = 0;
+    let mut stack = vec![root.clone()];
+    while let Some(node) = stack.pop() {
+        count += 1;
+        if count >= cap {
+            break;
+        }
+        for_each_dirty_child(&node, |child| stack.push(child.clone()));
+    }
+    count
+}
+
+/// Subtrees covering the dirty part of `root` below its upper levels: each level of the dirty
+/// part is replaced by its dirty children (a node without any stays as a subtree of its own)
+/// until there are [`FRONTIER_MIN`] of them.
+fn frontier(root: &Arc<Node>) -> Vec<Arc<Node>> {
+    let mut frontier = vec![root.clone()];
+    for _ in 0..FRONTIER_MAX_LEVELS {
+        if frontier.len() >= FRONTIER_MIN {
+            break;
+        }
+        let mut next = Vec::with_capacity(frontier.len() * 4);
+        let mut expanded = false;
+        for node in &frontier {
+            let before = next.len();
+            for_each_dirty_child(node, |child| next.push(child.clone()));
+            if next.len() == before {
+                next.push(node.clone());
+            } else {
+                expanded = true;
+            }
+        }
+        if !expanded {
+            break;
+        }
+        frontier = next;
+    }
+    frontier
+}
+
+/// The frontier of the dirty part of `root` when it holds at least `min_dirty` dirty nodes, and
+/// nothing otherwise.
+pub(crate) fn subtrees(root: &Arc<Node>, min_dirty: usize) -> Vec<Arc<Node>> {
+    if count_dirty(root, min_dirty) >= min_dirty { frontier(root) } else { Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::tree::Tree;
+
+    /// A tree with `dirs` directories of `per_dir` values each, below two levels of directories.
+    fn wide_tree(dirs: usize, per_dir: usize) -> Tree {
+        let mut tree = Tree::empty();
+        for d in 0..dirs {
+            for v in 0..per_dir {
+                let path = ["data".to_string(), format!("g{}", d % 7), format!("d{d}"), format!("v{v}")];
+                tree.add(&path, format!("value {d} {v}").into_bytes()).unwrap();
+            }
+        }
+        tree
+    }
+
+    fn serial_hash(tree: &Tree) -> crate::Hash {
+        let Entry::Node(NodeRef::Mem(root)) = tree.root() else { panic!("an in-memory root") };
+        root.hash()
+    }
+
+    #[test]
+    fn subtrees_hashed_in_any_order_give_the_serial_hash() {
+        // Two builds of the same content: one hashed from its frontier (last subtree first, as
+        // another thread could), one serially.
+        let split = wide_tree(3000, 3);
+        let serial = wide_tree(3000, 3);
+        let Entry::Node(NodeRef::Mem(root)) = split.root() else { panic!("an in-memory root") };
+        let dirty = count_dirty(root, usize::MAX);
+        assert!(dirty > 3000, "{dirty}");
+        assert!(subtrees(root, dirty + 1).is_empty(), "below the threshold: no split");
+        let work = split.dirty_subtrees(1024);
+        assert!(work.len() >= FRONTIER_MIN, "{}", work.len());
+        for node in work.iter().rev() {
+            let _ = node.hash();
+        }
+        // Only the nodes above the frontier are left.
+        assert!(count_dirty(root, usize::MAX) < dirty / 4);
+        assert_eq!(split.hash(), serial_hash(&serial));
+        assert_eq!(count_dirty(root, usize::MAX), 0, "every dirty node hashed");
+    }
+
+    #[test]
+    fn small_trees_count_below_the_threshold() {
+        let tree = wide_tree(10, 2);
+        let Entry::Node(NodeRef::Mem(root)) = tree.root() else { panic!("an in-memory root") };
+        // root, data, 7 groups, 10 directories
+        assert_eq!(count_dirty(root, usize::MAX), 19);
+        assert_eq!(count_dirty(root, 5), 5);
+        assert!(tree.dirty_subtrees(20).is_empty());
+        assert!(!tree.dirty_subtrees(19).is_empty());
+        let expected = wide_tree(10, 2);
+        assert_eq!(tree.hash(), serial_hash(&expected));
+        assert!(tree.dirty_subtrees(1).is_empty(), "a hashed tree has no dirty part");
+    }
+}
