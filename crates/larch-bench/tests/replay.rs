@@ -432,9 +432,10 @@ impl larch_core::ContextRepo for GcRecorder {
     }
 }
 
-/// `--gc-every 1 --gc-keep 2` on the five-block scenario: after blocks 2, 3 and 4 a GC starts on
-/// the commit of the block two behind; the one still running when the next is due is waited for;
-/// the stat lines and the summary report them.
+/// `--gc-every 1 --gc-keep 1` on the five-block scenario: after blocks 2, 3 and 4 (not after block
+/// 1: its target would be genesis, the oldest commit) a GC starts on the commit of the block one
+/// behind; the one still running when the next is due is waited for; the stat lines and the
+/// summary report them.
 #[test]
 fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
     let mut repo = GcRecorder {
@@ -445,7 +446,7 @@ fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
         waits: 0,
     };
     let options =
-        ReplayOptions { gc: Some(larch_bench::GcSchedule { every: 1, keep: 2 }), ..ReplayOptions::default() };
+        ReplayOptions { gc: Some(larch_bench::GcSchedule { every: 1, keep: 1 }), ..ReplayOptions::default() };
     let mut blocks = Vec::new();
     let ops = scenario().into_iter().map(Ok::<_, Infallible>);
     let summary =
@@ -454,7 +455,7 @@ fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
     let hashes = expected_hashes();
     // Block b's commit is hashes[b] (b2a is block 2, b2b block 3, b3 block 4).
     let targets: Vec<(usize, Hash)> = repo.started.clone();
-    assert_eq!(targets, vec![(3, hashes[0]), (4, hashes[1]), (5, hashes[2])]);
+    assert_eq!(targets, vec![(3, hashes[1]), (4, hashes[2]), (5, hashes[3])]);
     assert_eq!(repo.waits, 2, "each GC was still running when the next was due");
     let gc = |b: usize| blocks[b].gc.clone().unwrap();
     assert!(!gc(2).started && !gc(2).running, "the GC after block 2 is reported by block 3");

@@ -47,7 +47,7 @@ impl Default for ReplayOptions {
 }
 
 /// When a replay collects garbage, as irmin-bench's `--gc-every` and `--gc-distance-in-the-past`:
-/// after block `b` with `b % every == 0` and `b >= keep`, a GC starts that keeps the commit of
+/// after block `b` with `b % every == 0` and `b > keep`, a GC starts that keeps the commit of
 /// block `b - keep` and every later one. A GC still running when the next is due is waited for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GcSchedule {
@@ -231,7 +231,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             self.gc_pending.finished.push(done);
         }
         let block = self.blocks - 1;
-        if every == 0 || block % every != 0 || block < keep {
+        if every == 0 || block % every != 0 || block <= keep {
             return Ok(());
         }
         let Some(target) = self.recent_commits.front().copied() else { return Ok(()) };
