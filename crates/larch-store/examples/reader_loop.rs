@@ -1,10 +1,10 @@
 //! A reader in its own process, for benchmarks that run a writer (with or without garbage
 //! collection) beside readers: opens STORE read-only (waiting for it to exist), then for SECONDS
-//! reloads every 100 ms and walks random paths of the head's tree from the root to a value, and
+//! (or until the file STOP_FILE exists, checked every reload) reloads every 100 ms and walks random paths of the head's tree from the root to a value, and
 //! prints a JSON line with what it did and every error it met (a reader must never fail because
 //! of the writer or a GC).
 //!
-//! `cargo run --release -p larch-store --example reader_loop -- STORE SECONDS [SEED]`
+//! `cargo run --release -p larch-store --example reader_loop -- STORE SECONDS [SEED [STOP_FILE]]`
 
 use larch_core::Tree;
 use larch_store::{DEFAULT_BRANCH, Repo};
@@ -45,17 +45,19 @@ fn random_walk(tree: &Tree, rng: &mut StdRng) -> Result<u32, String> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: reader_loop STORE SECONDS [SEED]";
+    let usage = "usage: reader_loop STORE SECONDS [SEED [STOP_FILE]]";
     let store = args.next().ok_or(usage)?;
     let seconds: f64 = args.next().ok_or(usage)?.parse()?;
     let seed: u64 = args.next().map_or(Ok(0), |s| s.parse())?;
+    let stop_file = args.next().map(std::path::PathBuf::from);
+    let stopped = || stop_file.as_ref().is_some_and(|file| file.exists());
     let mut rng = StdRng::seed_from_u64(seed);
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(seconds);
     let mut repo = loop {
         match Repo::open_read_only(&store) {
             Ok(repo) if repo.branch(DEFAULT_BRANCH).is_some() => break repo,
-            _ if Instant::now() > deadline => return Err(format!("{store} never opened").into()),
+            _ if Instant::now() > deadline || stopped() => return Err(format!("{store} never opened").into()),
             _ => std::thread::sleep(Duration::from_millis(50)),
         }
     };
@@ -66,6 +68,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tree = None;
     while Instant::now() < deadline {
         if tree.is_none() || last_reload.elapsed() >= Duration::from_millis(100) {
+            if stopped() {
+                break;
+            }
             last_reload = Instant::now();
             reloads += 1;
             match repo.reload() {
