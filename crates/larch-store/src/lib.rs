@@ -29,6 +29,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "fault-injection")]
+pub mod archive;
+#[cfg(not(feature = "fault-injection"))]
+mod archive;
 mod bulk;
 #[cfg(feature = "fault-injection")]
 pub mod codec;
@@ -74,6 +78,7 @@ mod storage;
 mod switch;
 mod writer;
 
+pub use archive::ArchiveReport;
 pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};

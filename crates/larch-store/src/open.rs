@@ -214,6 +214,7 @@ impl Repo {
             other => return Err(refusal(path, other)),
         };
         let files = Self::disk_files(path, true, create, options.mmap)?;
+        let files = crate::archive::with_lower(files, path, options.lower.as_deref(), options.mmap, true)?;
         let mut repo = Repo::open_files(files, true, options, Some(path))?;
         if create {
             sync_directory(path)?;
@@ -242,6 +243,7 @@ impl Repo {
             other => return Err(refusal(path, other)),
         }
         let files = Self::disk_files(path, false, false, options.mmap)?;
+        let files = crate::archive::with_lower(files, path, options.lower.as_deref(), options.mmap, false)?;
         let options = RepoOptions { create: false, ..options };
         Repo::open_files(files, false, options, Some(path))
     }
@@ -327,7 +329,11 @@ impl Repo {
             let confirmed = control.confirmed.is_some_and(|generation| state.generation <= generation);
             match Self::load(&files, writable, &options, path, &control, slot, state) {
                 Ok(repo) => return Ok(repo),
-                Err(e @ (StoreError::Io { .. } | StoreError::UnknownVersion { .. })) => return Err(e),
+                Err(
+                    e @ (StoreError::Io { .. }
+                    | StoreError::UnknownVersion { .. }
+                    | StoreError::NeedsLower { .. }),
+                ) => return Err(e),
                 Err(e) if confirmed && first_error.is_none() => {
                     return Err(StoreError::NeedsRecovery {
                         path: display_path,
@@ -361,6 +367,12 @@ impl Repo {
             return Err(StoreError::NotAStore {
                 path: path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf),
                 reason: "the store was garbage collected; this build cannot read collected stores yet".into(),
+            });
+        }
+        // Archive mode: chunk files may be in the lower directory only.
+        if state.flags & crate::control::FLAG_ARCHIVE != 0 && files.dir.layers().is_none() {
+            return Err(StoreError::NeedsLower {
+                path: path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf),
             });
         }
         let layout = Arc::new(Layout::open(
@@ -399,6 +411,10 @@ impl Repo {
         if writable {
             // Chunks created by a roll that was never published.
             layout.remove_orphans()?;
+            // Archive mode: what a move cut short (`.tmp` copies, upper copies of moved chunks).
+            for seq in crate::archive::clean_up(&*files.dir, state.flags, state.head_chunk)? {
+                layout.reopen_chunk(seq)?;
+            }
             let io = |op, e| StoreError::io(FileKind::Control, 0, op, e);
             // The state may have been written but not synced by a writer that died: make it durable
             // before the next publish overwrites the other slot.
@@ -612,7 +628,7 @@ impl Repo {
 
     /// Makes the pack durable up to `state.pack_end`, then writes `state` with a new generation
     /// into the slot the current state is not in, syncs the control file, and confirms.
-    fn write_switch(&mut self, state: &mut ControlState) -> Result<()> {
+    pub(crate) fn write_switch(&mut self, state: &mut ControlState) -> Result<()> {
         let generation = self.max_generation + 1;
         state.generation = generation;
         let bytes = state.encode()?;
