@@ -152,6 +152,9 @@ pub struct Layout {
     /// Sorted by start; never empty; the last is the head chunk.
     extents: RwLock<Vec<Extent>>,
     pending: Mutex<Pending>,
+    /// Archive mode, for a reader: chunks below this sequence number are known to be held from
+    /// the lower directory ([`Layout::release_moved`]).
+    lower_below: Mutex<u32>,
 }
 
 /// Opens chunk `seq` (seq 0: `chunk.000000`, else a format-2 `pack`) and checks its header.
@@ -286,6 +289,7 @@ impl Layout {
             writable,
             extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
             pending: Mutex::new(Pending { from, dir: false }),
+            lower_below: Mutex::new(first),
         })
     }
 
@@ -314,6 +318,7 @@ impl Layout {
             writable: false,
             extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
             pending: Mutex::new(Pending::default()),
+            lower_below: Mutex::new(0),
         })
     }
 
@@ -496,6 +501,37 @@ impl Layout {
         }
         chunk.file = opened.file;
         Ok(true)
+    }
+
+    /// Archive mode, for a reader (on reload of an archived state): reopens, from the lowest chunk
+    /// up, the sealed chunks that are no longer in the upper directory (moved to the lower one),
+    /// so that the descriptors of their unlinked upper copies, and the disk space behind them, are
+    /// released. Chunks move from the bottom up, so the walk stops at the first chunk still in the
+    /// upper directory: one failed `open` per moved chunk, once, then one `open` per call.
+    /// Returns the number of chunks reopened (0 on a directory without a lower layer).
+    pub fn release_moved(&self) -> Result<usize> {
+        let Some((upper, _)) = self.dir.layers() else { return Ok(0) };
+        let mut below = self.lower_below.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (head, _) = self.head();
+        let files: Vec<(u32, String)> = self
+            .extents()
+            .iter()
+            .map(|extent| (extent.chunk().seq, extent.chunk().name()))
+            .filter(|(seq, _)| *seq >= *below && *seq < head)
+            .collect();
+        let mut reopened = 0;
+        for (seq, name) in files {
+            match upper.open(&name, false) {
+                Ok(_) => break,
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    self.reopen_chunk(seq)?;
+                    reopened += 1;
+                    *below = seq + 1;
+                }
+                Err(e) => return Err(io_error(0, "open", e)),
+            }
+        }
+        Ok(reopened)
     }
 
     /// For a writer at open: removes chunk files above the head (created by a roll that was never

@@ -558,6 +558,10 @@ impl Repo {
         // Open the chunks the writer rolled to since (their files were durable before the slot).
         let layout = self.source.reader.layout().clone();
         layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
+        if state.flags & crate::control::FLAG_ARCHIVE != 0 {
+            // Chunks moved to the lower directory since: release their upper copies.
+            layout.release_moved()?;
+        }
         let loaded = switch::load_entries(
             (&*self.files.index, &layout),
             self.state.index_end,

@@ -136,7 +136,7 @@ fn sealed_chunks_move_to_the_lower_directory_and_every_commit_reads_back() {
     let mut early_with = early_with;
     assert!(early_with.reload().unwrap());
     check_all(&early_with, &commits, "early reader after reload");
-    drop((early_with, early_without, late));
+    drop((early_without, late));
 
     // Again at the same commit: nothing to do; at a later one: the chunks in between.
     let again = repo.archive(&target).unwrap();
@@ -148,8 +148,12 @@ fn sealed_chunks_move_to_the_lower_directory_and_every_commit_reads_back() {
     let more = repo.archive(&later).unwrap();
     assert_eq!(more.chunks_moved, u64::from(later_chunk - commit_chunk));
     assert_eq!(names(low), (0..later_chunk).map(chunk).collect::<Vec<_>>());
-    // No reader left: the writer holds no descriptor of an unlinked upper copy (their space is
-    // returned to the file system now, not when the writer closes).
+    // The writer reopened the moved chunks at once; the reader does at its next reload of a new
+    // state: no descriptor of an unlinked upper copy is left (their space is returned to the file
+    // system, not held until the handles close).
+    let last = commits.last().cloned();
+    commits.extend(commit_blocks(&mut repo, 1, "archive_moves_one_more", last));
+    assert!(early_with.reload().unwrap());
     let deleted: Vec<String> = std::fs::read_dir("/proc/self/fd")
         .unwrap()
         .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
@@ -158,6 +162,8 @@ fn sealed_chunks_move_to_the_lower_directory_and_every_commit_reads_back() {
         .collect();
     assert!(deleted.is_empty(), "{deleted:?}");
     check_all(&repo, &commits, "writer after the second move");
+    check_all(&early_with, &commits, "early reader after the second move");
+    drop(early_with);
     let head = commits.last().unwrap().0;
     repo.close().unwrap();
 
