@@ -18,7 +18,7 @@ use crate::control::FLAG_ARCHIVE;
 use crate::error::{FileKind, Result, StoreError};
 use crate::layout::{LEGACY_PACK, parse_chunk_name};
 use crate::repo::Repo;
-use crate::storage::{Directory, DiskDirectory, Storage, StoreFiles};
+use crate::storage::{Directory, DiskDirectory, Layers, Storage, StoreFiles};
 use larch_core::Hash;
 use std::io::{self, ErrorKind};
 use std::path::Path;
@@ -120,7 +120,7 @@ impl Directory for LayeredDirectory {
         self.upper.rename(from, to)
     }
 
-    fn layers(&self) -> Option<(&Arc<dyn Directory>, &Arc<dyn Directory>)> {
+    fn layers(&self) -> Option<Layers<'_>> {
         Some((&self.upper, &self.lower))
     }
 }
@@ -245,7 +245,9 @@ pub(crate) fn with_lower(
     if writable && !lower.exists() {
         std::fs::create_dir_all(lower).map_err(|e| dir_error("create", e))?;
         if let Some(parent) = lower.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-            std::fs::File::open(parent).and_then(|dir| dir.sync_all()).map_err(|e| dir_error("sync parent", e))?;
+            std::fs::File::open(parent)
+                .and_then(|dir| dir.sync_all())
+                .map_err(|e| dir_error("sync parent", e))?;
         }
     }
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(path), std::fs::canonicalize(lower))
@@ -285,7 +287,8 @@ impl Repo {
         if self.poisoned {
             return Err(StoreError::Poisoned);
         }
-        let Some((upper, lower)) = self.files.dir.layers().map(|(upper, lower)| (upper.clone(), lower.clone()))
+        let Some((upper, lower)) =
+            self.files.dir.layers().map(|(upper, lower)| (upper.clone(), lower.clone()))
         else {
             return Err(StoreError::ArchiveRefused(
                 "the store was opened without a lower directory (RepoOptions::lower, --lower DIR)".into(),

@@ -496,7 +496,12 @@ impl Layout {
             return Err(StoreError::corrupt(
                 FileKind::Pack,
                 16,
-                format!("{}: reopened, its header says start {} (was {})", chunk.name(), opened.start, chunk.start),
+                format!(
+                    "{}: reopened, its header says start {} (was {})",
+                    chunk.name(),
+                    opened.start,
+                    chunk.start
+                ),
             ));
         }
         chunk.file = opened.file;

@@ -280,10 +280,13 @@ pub trait Directory: Send + Sync + Debug {
     fn rename(&self, from: &str, to: &str) -> io::Result<()>;
     /// For a directory with a lower layer (archive mode, [`crate::archive::LayeredDirectory`]):
     /// the upper and the lower directory. `None` for a plain directory.
-    fn layers(&self) -> Option<(&Arc<dyn Directory>, &Arc<dyn Directory>)> {
+    fn layers(&self) -> Option<Layers<'_>> {
         None
     }
 }
+
+/// The upper (store) and the lower directory of a layered directory ([`Directory::layers`]).
+pub type Layers<'a> = (&'a Arc<dyn Directory>, &'a Arc<dyn Directory>);
 
 /// A store directory on disk.
 #[derive(Debug)]

@@ -31,7 +31,9 @@ fn reader(dir: &Path, lower: Option<&Path>) -> larch_store::Result<Repo> {
 /// The file names of `dir`, sorted.
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect(),
+        Ok(entries) => {
+            entries.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect()
+        }
         Err(_) => Vec::new(),
     };
     names.sort();
@@ -44,7 +46,12 @@ fn chunk(seq: u32) -> String {
 
 /// Commits `blocks` random blocks on top of `from` (with its model); returns every commit with
 /// its model.
-fn commit_blocks(repo: &mut Repo, blocks: u64, name: &str, from: Option<(Hash, Model)>) -> Vec<(Hash, Model)> {
+fn commit_blocks(
+    repo: &mut Repo,
+    blocks: u64,
+    name: &str,
+    from: Option<(Hash, Model)>,
+) -> Vec<(Hash, Model)> {
     let (mut rng, seed) = seeded_rng(name, 17);
     eprintln!("{name}: seed {seed} (replay with LARCH_SEED={seed})");
     let (mut tree, mut model, mut parent) = match from {
@@ -96,7 +103,8 @@ fn sealed_chunks_move_to_the_lower_directory_and_every_commit_reads_back() {
     let target = commits[30].0;
     let commit_chunk = chunk_of(&repo, &target);
     assert!(commit_chunk >= 3, "commit 30 is in chunk {commit_chunk}");
-    let sizes: u64 = (0..commit_chunk).map(|seq| std::fs::metadata(dir.join(chunk(seq))).unwrap().len()).sum();
+    let sizes: u64 =
+        (0..commit_chunk).map(|seq| std::fs::metadata(dir.join(chunk(seq))).unwrap().len()).sum();
     let report = repo.archive(&target).unwrap();
     eprintln!("{report:?}");
     assert_eq!(report.commit_chunk, commit_chunk);
@@ -114,7 +122,8 @@ fn sealed_chunks_move_to_the_lower_directory_and_every_commit_reads_back() {
     expected_upper.sort();
     assert_eq!(names(dir), expected_upper);
     assert_eq!(names(low), (0..commit_chunk).map(chunk).collect::<Vec<_>>());
-    let lower_bytes: u64 = names(low).iter().map(|name| std::fs::metadata(low.join(name)).unwrap().len()).sum();
+    let lower_bytes: u64 =
+        names(low).iter().map(|name| std::fs::metadata(low.join(name)).unwrap().len()).sum();
     assert_eq!(lower_bytes, sizes);
 
     // Every commit reads back: the writer (which reopened the moved chunks), the readers opened

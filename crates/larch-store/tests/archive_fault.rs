@@ -106,7 +106,11 @@ fn every_cut_of_a_move_and_every_power_loss_opens_and_completes() {
                     assert!(matches!(error, StoreError::NeedsLower { .. }), "{what}: {error}");
                 }
                 let mut writer = open(&up, &low, true);
-                assert!(chunks(&low).iter().all(|name| !name.ends_with(".tmp")), "{what}: {:?}", chunks(&low));
+                assert!(
+                    chunks(&low).iter().all(|name| !name.ends_with(".tmp")),
+                    "{what}: {:?}",
+                    chunks(&low)
+                );
                 check_all(&writer, &commits, &what);
                 let fsck = writer.fsck();
                 assert!(fsck.is_clean(), "{what}: {fsck}");
