@@ -339,3 +339,42 @@ fn cleanup_keeps_an_upper_copy_whose_lower_copy_differs_and_a_store_never_archiv
     assert!(dir.join(chunk(0)).exists(), "no flag: the upper copy is kept");
     check_all(&reader(dir, None).unwrap(), &commits, "never archived, reopened without lower");
 }
+
+/// A format-2 store's `pack` (chunk 0, `tests/data/format-v2`) moves like any sealed chunk, under
+/// its own name, and the store reads back the same through its lower directory.
+#[test]
+fn a_format_2_pack_moves_as_chunk_0() {
+    let upper = tempfile::tempdir().unwrap();
+    let lower = tempfile::tempdir().unwrap();
+    let (dir, low) = (upper.path(), lower.path());
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/format-v2");
+    for name in ["control", "pack", "commits"] {
+        std::fs::copy(fixture.join(name), dir.join(name)).unwrap();
+    }
+    let pack = std::fs::read(dir.join("pack")).unwrap();
+    let mut repo = Repo::open_with(dir, options(Some(low))).unwrap();
+    let head = repo.head().unwrap();
+    let mut tree = repo.checkout(&head).unwrap();
+    tree.add(&["data", "version"], b"next".to_vec()).unwrap();
+    let next = repo.commit(&tree, &[head], info(3)).unwrap();
+    let log = repo.log(&next).unwrap();
+    assert_eq!(log.len(), 4);
+    let before: Vec<_> = log.iter().map(|commit| contents_of(&repo.checkout(commit).unwrap())).collect();
+    let report = repo.archive(&next).unwrap();
+    assert_eq!((report.commit_chunk, report.chunks_moved), (1, 1));
+    assert_eq!(report.bytes_moved, pack.len() as u64);
+    assert_eq!(names(low), ["pack"]);
+    assert_eq!(std::fs::read(low.join("pack")).unwrap(), pack);
+    assert_eq!(names(dir), ["chunk.000001", "commits", "control"]);
+    repo.close().unwrap();
+    // Both copies (a move cut before its unlink): the writer's open removes the upper one.
+    std::fs::write(dir.join("pack"), &pack).unwrap();
+    drop(Repo::open_with(dir, options(Some(low))).unwrap());
+    assert!(!dir.join("pack").exists());
+    let repo = reader(dir, Some(low)).unwrap();
+    for (commit, contents) in log.iter().zip(&before) {
+        assert_eq!(&contents_of(&repo.checkout(commit).unwrap()), contents);
+    }
+    assert!(repo.fsck().is_clean());
+    assert!(matches!(reader(dir, None), Err(StoreError::NeedsLower { .. })));
+}
