@@ -4,7 +4,8 @@
 //! turn. After each cut both "disks" reboot with what survives (a process crash, a power loss that
 //! keeps only synced bytes and directory entries, seeded partial power losses); the store must open
 //! as the writer (which cleans up), hold every commit equal to the model, pass fsck, complete the
-//! move with a new `archive`, and read back again when reopened.
+//! move with a new `archive`, and read back again when reopened. Also: recovery of an archived
+//! store whose `control` was lost keeps the archive flag.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
@@ -124,4 +125,36 @@ fn every_cut_of_a_move_and_every_power_loss_opens_and_completes() {
         }
     }
     assert_eq!(cuts, (up_ops + low_ops) as usize * survivals.len());
+}
+
+/// `control` lost after a move: recovery given the layered directory finds the chunks in both
+/// directories, and the state it publishes keeps the archive flag (so the store still refuses to
+/// open without its lower directory, rather than failing on a missing chunk).
+#[test]
+fn recovery_of_an_archived_store_keeps_the_archive_flag() {
+    let (upper, lower) = (FaultController::new(), FaultController::new());
+    let mut repo = open(&upper, &lower, true);
+    let (mut rng, seed) = seeded_rng("archive_recover", 29);
+    let mut tree = repo.empty_tree();
+    let mut model = Model::new();
+    let mut commits: Vec<(Hash, Model)> = Vec::new();
+    for block in 0..10 {
+        for _ in 0..25 {
+            random_op(&mut rng, &mut tree, &mut model);
+        }
+        let parents: Vec<Hash> = commits.last().map(|(hash, _)| *hash).into_iter().collect();
+        commits.push((repo.commit(&tree, &parents, info(block)).unwrap(), model.clone()));
+    }
+    let report = repo.archive(&commits[8].0).unwrap();
+    assert!(report.chunks_moved >= 2, "seed {seed}: {report:?}");
+    repo.close().unwrap();
+    upper.files().control.write_at(0, &[0u8; 8212]).unwrap();
+    let plan = larch_store::plan_recovery_files(files(&upper, &lower)).unwrap();
+    assert_eq!(plan.chosen.as_ref().map(|found| found.hash), Some(commits[9].0), "seed {seed}");
+    plan.apply_to(&files(&upper, &lower)).unwrap();
+    let error = Repo::open_files(upper.files(), true, options(), None).unwrap_err();
+    assert!(matches!(error, StoreError::NeedsLower { .. }), "seed {seed}: {error}");
+    let repo = open(&upper, &lower, true);
+    check_all(&repo, &commits, &format!("seed {seed}: recovered"));
+    assert!(repo.fsck().is_clean());
 }
