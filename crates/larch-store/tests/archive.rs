@@ -378,3 +378,54 @@ fn a_format_2_pack_moves_as_chunk_0() {
     assert!(repo.fsck().is_clean());
     assert!(matches!(reader(dir, None), Err(StoreError::NeedsLower { .. })));
 }
+
+/// Readers on other threads, opening fresh handles (which find each chunk in whichever directory
+/// holds it at that instant) and reloading an old one, read every commit equal to its model while
+/// the writer moves chunks a few at a time.
+#[test]
+fn readers_on_other_threads_read_throughout_the_moves() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let upper = tempfile::tempdir().unwrap();
+    let lower = tempfile::tempdir().unwrap();
+    let (dir, low) = (upper.path().to_path_buf(), lower.path().to_path_buf());
+    let mut repo = Repo::open_with(&dir, options(Some(&low))).unwrap();
+    let commits = Arc::new(commit_blocks(&mut repo, 40, "archive_concurrent", None));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (dir, low, commits, stop) = (dir.clone(), low.clone(), commits.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut rng, seed) = seeded_rng(&format!("archive_concurrent_reader_{t}"), 31 + t);
+                let mut old = reader(&dir, Some(&low)).unwrap();
+                let mut rounds = 0u64;
+                while !stop.load(Ordering::Relaxed) || rounds < 3 {
+                    let fresh = reader(&dir, Some(&low)).unwrap_or_else(|e| panic!("seed {seed}: open: {e}"));
+                    old.reload().unwrap_or_else(|e| panic!("seed {seed}: reload: {e}"));
+                    for handle in [&fresh, &old] {
+                        let i = rand::Rng::random_range(&mut rng, 0..commits.len());
+                        let (hash, model) = &commits[i];
+                        let tree =
+                            handle.checkout(hash).unwrap_or_else(|e| panic!("seed {seed}: commit {i}: {e}"));
+                        assert_eq!(contents_of(&tree), model.values, "seed {seed}: commit {i}");
+                    }
+                    rounds += 1;
+                }
+                rounds
+            })
+        })
+        .collect();
+    for i in (4..40).step_by(4) {
+        repo.archive(&commits[i].0).unwrap();
+        // A publish, so that the old handles reload onto something new.
+        repo.set_branch(&format!("at-{i}"), &commits[i].0).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        let rounds = thread.join().unwrap();
+        eprintln!("reader rounds: {rounds}");
+        assert!(rounds >= 3);
+    }
+    assert!(names(&low).len() >= 5, "{:?}", names(&low));
+    check_all(&repo, &commits, "writer after the moves");
+}
