@@ -230,17 +230,16 @@ pub(crate) fn clean_up(dir: &dyn Directory, flags: u32, head: u32) -> Result<Vec
     Ok(removed)
 }
 
-/// The store files of a store opened at `path` with the lower directory `lower` (none: `files`
-/// unchanged). A writer creates the lower directory when absent (and syncs its parent). The lower
-/// directory may not be the store directory.
+/// The store files of a store opened at `path` with the lower directory `lower` on disk. A writer
+/// creates the lower directory when absent (and syncs its parent). The lower directory may not be
+/// the store directory.
 pub(crate) fn with_lower(
     mut files: StoreFiles,
     path: &Path,
-    lower: Option<&Path>,
+    lower: &Path,
     mmap: bool,
     writable: bool,
 ) -> Result<StoreFiles> {
-    let Some(lower) = lower else { return Ok(files) };
     let dir_error = |op, source| StoreError::Directory { path: lower.into(), op, source };
     if writable && !lower.exists() {
         std::fs::create_dir_all(lower).map_err(|e| dir_error("create", e))?;

@@ -214,7 +214,6 @@ impl Repo {
             other => return Err(refusal(path, other)),
         };
         let files = Self::disk_files(path, true, create, options.mmap)?;
-        let files = crate::archive::with_lower(files, path, options.lower.as_deref(), options.mmap, true)?;
         let mut repo = Repo::open_files(files, true, options, Some(path))?;
         if create {
             sync_directory(path)?;
@@ -243,7 +242,6 @@ impl Repo {
             other => return Err(refusal(path, other)),
         }
         let files = Self::disk_files(path, false, false, options.mmap)?;
-        let files = crate::archive::with_lower(files, path, options.lower.as_deref(), options.mmap, false)?;
         let options = RepoOptions { create: false, ..options };
         Repo::open_files(files, false, options, Some(path))
     }
@@ -268,7 +266,9 @@ impl Repo {
 
     /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
     /// the store when `files` hold no published state and no data and `options.create` is set. No
-    /// lock is taken. Public only with the `fault-injection` feature (crash and corruption tests).
+    /// lock is taken. With a `path` and `options.lower`, the directory is layered over the lower
+    /// directory on disk (archive mode). Public only with the `fault-injection` feature (crash and
+    /// corruption tests).
     #[cfg_attr(not(feature = "fault-injection"), doc(hidden))]
     pub fn open_files(
         files: StoreFiles,
@@ -277,6 +277,13 @@ impl Repo {
         path: Option<&Path>,
     ) -> Result<Repo> {
         let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
+        // Archive mode on disk: chunk files are looked up in the store directory, then the lower one.
+        let files = match (path, options.lower.as_deref()) {
+            (Some(path), Some(lower)) => {
+                crate::archive::with_lower(files, path, lower, options.mmap, writable)?
+            }
+            _ => files,
+        };
         let mut control = switch::read_control(&*files.control)?;
         if control.newest().is_none() {
             let len = |storage: &dyn Storage, kind| match storage.len() {
