@@ -342,6 +342,16 @@ impl Repo {
         Ok(())
     }
 
+    /// The writer's open in archive mode: [`clean_up`], then reopens the chunks whose upper copy
+    /// it removed (so that this handle reads the lower copies).
+    pub(crate) fn archive_clean_up(&mut self) -> Result<()> {
+        let layout = self.source.reader.layout().clone();
+        for seq in clean_up(&*self.files.dir, self.state.flags, layout.head().0)? {
+            layout.reopen_chunk(seq)?;
+        }
+        Ok(())
+    }
+
     /// Whether the store is in archive mode (its published state carries the archive flag: chunk
     /// files may be in the lower directory).
     pub fn is_archived(&self) -> bool {

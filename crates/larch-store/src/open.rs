@@ -334,13 +334,18 @@ impl Repo {
             // state is not present, synced data was lost or damaged, and falling back to the older
             // slot would silently drop acknowledged commits (and let a writer overwrite them).
             let confirmed = control.confirmed.is_some_and(|generation| state.generation <= generation);
+            // Archive mode: chunk files may be in the lower directory only.
+            if state.flags & crate::control::FLAG_ARCHIVE != 0 && files.dir.layers().is_none() {
+                return Err(StoreError::NeedsLower { path: display_path });
+            }
             match Self::load(&files, writable, &options, path, &control, slot, state) {
+                // Archive mode: the writer cleans up what a move cut short.
+                Ok(mut repo) if writable => {
+                    repo.archive_clean_up()?;
+                    return Ok(repo);
+                }
                 Ok(repo) => return Ok(repo),
-                Err(
-                    e @ (StoreError::Io { .. }
-                    | StoreError::UnknownVersion { .. }
-                    | StoreError::NeedsLower { .. }),
-                ) => return Err(e),
+                Err(e @ (StoreError::Io { .. } | StoreError::UnknownVersion { .. })) => return Err(e),
                 Err(e) if confirmed && first_error.is_none() => {
                     return Err(StoreError::NeedsRecovery {
                         path: display_path,
@@ -374,12 +379,6 @@ impl Repo {
             return Err(StoreError::NotAStore {
                 path: path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf),
                 reason: "the store was garbage collected; this build cannot read collected stores yet".into(),
-            });
-        }
-        // Archive mode: chunk files may be in the lower directory only.
-        if state.flags & crate::control::FLAG_ARCHIVE != 0 && files.dir.layers().is_none() {
-            return Err(StoreError::NeedsLower {
-                path: path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf),
             });
         }
         let layout = Arc::new(Layout::open(
@@ -418,10 +417,6 @@ impl Repo {
         if writable {
             // Chunks created by a roll that was never published.
             layout.remove_orphans()?;
-            // Archive mode: what a move cut short (`.tmp` copies, upper copies of moved chunks).
-            for seq in crate::archive::clean_up(&*files.dir, state.flags, state.head_chunk)? {
-                layout.reopen_chunk(seq)?;
-            }
             let io = |op, e| StoreError::io(FileKind::Control, 0, op, e);
             // The state may have been written but not synced by a writer that died: make it durable
             // before the next publish overwrites the other slot.
@@ -565,10 +560,6 @@ impl Repo {
         // Open the chunks the writer rolled to since (their files were durable before the slot).
         let layout = self.source.reader.layout().clone();
         layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
-        if state.flags & crate::control::FLAG_ARCHIVE != 0 {
-            // Chunks moved to the lower directory since: release their upper copies.
-            layout.release_moved()?;
-        }
         let loaded = switch::load_entries(
             (&*self.files.index, &layout),
             self.state.index_end,
@@ -583,6 +574,10 @@ impl Repo {
         self.commits.extend(loaded.entries);
         self.source.reader.set_end(state.pack_end);
         self.state = state;
+        if self.is_archived() {
+            // Chunks moved to the lower directory since: release the upper copies this handle holds.
+            self.source.reader.layout().release_moved()?;
+        }
         Ok(true)
     }
 
