@@ -152,9 +152,6 @@ pub struct Layout {
     /// Sorted by start; never empty; the last is the head chunk.
     extents: RwLock<Vec<Extent>>,
     pending: Mutex<Pending>,
-    /// Archive mode, for a reader: chunks below this sequence number are known to be held from
-    /// the lower directory ([`Layout::release_moved`]).
-    lower_below: Mutex<u32>,
 }
 
 /// Opens chunk `seq` (seq 0: `chunk.000000`, else a format-2 `pack`) and checks its header.
@@ -289,7 +286,6 @@ impl Layout {
             writable,
             extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
             pending: Mutex::new(Pending { from, dir: false }),
-            lower_below: Mutex::new(first),
         })
     }
 
@@ -318,7 +314,6 @@ impl Layout {
             writable: false,
             extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
             pending: Mutex::new(Pending::default()),
-            lower_below: Mutex::new(0),
         })
     }
 
@@ -508,33 +503,44 @@ impl Layout {
         Ok(true)
     }
 
-    /// Archive mode, for a reader (on reload of an archived state): reopens, from the lowest chunk
-    /// up, the sealed chunks that are no longer in the upper directory (moved to the lower one),
-    /// so that the descriptors of their unlinked upper copies, and the disk space behind them, are
-    /// released. Chunks move from the bottom up, so the walk stops at the first chunk still in the
-    /// upper directory: one failed `open` per moved chunk, once, then one `open` per call.
-    /// Returns the number of chunks reopened (0 on a directory without a lower layer).
+    /// Archive mode, for a reader (on reload of an archived state): reopens the sealed chunks that
+    /// left the upper directory (moved to the lower one) while this layout held their upper copy,
+    /// so that the descriptors of the unlinked copies, and the disk space behind them, are
+    /// released. Chunks move from the bottom up, so the moved ones are a prefix of the layout's
+    /// chunks: a binary search with `open` in the upper directory finds its end (a few `open`s),
+    /// then the walk down from there reopens each chunk whose file is no longer the one its name
+    /// points to ([`Storage::check_identity`]) and stops at the first that still is (reopened
+    /// earlier, or opened from the lower directory). Returns the number of chunks reopened (0 on a
+    /// directory without a lower layer).
     pub fn release_moved(&self) -> Result<usize> {
         let Some((upper, _)) = self.dir.layers() else { return Ok(0) };
-        let mut below = self.lower_below.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let (head, _) = self.head();
-        let files: Vec<(u32, String)> = self
+        let chunks: Vec<ChunkExtent> = self
             .extents()
             .iter()
-            .map(|extent| (extent.chunk().seq, extent.chunk().name()))
-            .filter(|(seq, _)| *seq >= *below && *seq < head)
+            .map(|extent| extent.chunk().clone())
+            .filter(|chunk| chunk.seq < head)
             .collect();
-        let mut reopened = 0;
-        for (seq, name) in files {
-            match upper.open(&name, false) {
-                Ok(_) => break,
-                Err(e) if e.kind() == ErrorKind::NotFound => {
-                    self.reopen_chunk(seq)?;
-                    reopened += 1;
-                    *below = seq + 1;
-                }
-                Err(e) => return Err(io_error(0, "open", e)),
+        let in_upper = |chunk: &ChunkExtent| match upper.open(&chunk.name(), false) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_error(chunk.start, "open", e)),
+        };
+        let (mut moved, mut above) = (0, chunks.len());
+        while moved < above {
+            let mid = moved + (above - moved) / 2;
+            match chunks.get(mid) {
+                Some(chunk) if !in_upper(chunk)? => moved = mid + 1,
+                _ => above = mid,
             }
+        }
+        let mut reopened = 0;
+        for chunk in chunks.get(..moved).unwrap_or_default().iter().rev() {
+            if chunk.file.check_identity().is_ok() {
+                break;
+            }
+            self.reopen_chunk(chunk.seq)?;
+            reopened += 1;
         }
         Ok(reopened)
     }
