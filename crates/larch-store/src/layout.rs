@@ -484,9 +484,11 @@ impl Layout {
         }
         let opened = open_chunk(&*self.dir, seq, false)?;
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Some(Extent::Chunk(chunk)) = extents.iter_mut().find(|extent| extent.chunk().seq == seq) else {
-            return Ok(false);
-        };
+        let found = extents.iter_mut().find_map(|extent| match extent {
+            Extent::Chunk(chunk) if chunk.seq == seq => Some(chunk),
+            _ => None,
+        });
+        let Some(chunk) = found else { return Ok(false) };
         if opened.start != chunk.start || opened.legacy != chunk.legacy {
             return Err(StoreError::corrupt(
                 FileKind::Pack,
@@ -518,8 +520,10 @@ impl Layout {
         let chunks: Vec<ChunkExtent> = self
             .extents()
             .iter()
-            .map(|extent| extent.chunk().clone())
-            .filter(|chunk| chunk.seq < head)
+            .filter_map(|extent| match extent {
+                Extent::Chunk(chunk) if chunk.seq < head => Some(chunk.clone()),
+                _ => None,
+            })
             .collect();
         let in_upper = |chunk: &ChunkExtent| match upper.open(&chunk.name(), false) {
             Ok(_) => Ok(true),
