@@ -1,6 +1,7 @@
 //! The `larch` command: the replay benchmark (its main job), trace tools, the store's integrity
 //! check, and reports that compare and plot runs.
 
+mod cmd_archive;
 mod cmd_cat;
 mod cmd_diff;
 mod cmd_fsck;
@@ -72,6 +73,9 @@ enum Command {
     Snapshot(cmd_snapshot::SnapshotCommand),
     /// Serve a store's contexts over HTTP, read-only, beside a writer (Octez-like context RPCs).
     Serve(cmd_serve::ServeArgs),
+    /// Archive mode: move the sealed chunk files below a commit's to a lower directory (another
+    /// disk); every commit stays readable with `--lower DIR`.
+    Archive(cmd_archive::ArchiveArgs),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::Proof(command) => cmd_proof::run(command),
         Command::Snapshot(command) => cmd_snapshot::run(command),
         Command::Serve(args) => cmd_serve::run(args),
+        Command::Archive(args) => cmd_archive::run(args),
     };
     match result {
         Ok(code) => code,

@@ -23,6 +23,9 @@ pub const CONTROL_LEN: u64 = CONFIRM_AT + CONFIRM_LEN as u64;
 pub const SLOT_VERSION: u32 = 3;
 /// The format-2 slot version, still read (a format-2 store: its `pack` is chunk 0).
 pub const SLOT_VERSION_2: u32 = 2;
+/// Bit 0 of a layout-3 slot's flags: the store is in archive mode, chunk files may be in the lower
+/// directory (`docs/format.md`).
+pub const FLAG_ARCHIVE: u32 = 1;
 /// Bytes before the branch count in a layout-2 slot.
 const FIXED_LEN_2: usize = 48;
 /// Bytes before the segment list in a layout-3 slot.
@@ -76,7 +79,7 @@ pub struct ControlState {
     pub head_chunk: u32,
     /// Global start of the head chunk (checked against its header).
     pub head_start: u64,
-    /// Flags (bit 0: archive); 0 in this build.
+    /// Flags: bit 0 ([`FLAG_ARCHIVE`]) = chunk files may be in the lower directory; other bits 0.
     pub flags: u32,
     /// GC segments, by increasing range (none in this build).
     pub segments: Vec<SegmentRef>,
@@ -383,7 +386,7 @@ impl ControlState {
             });
         }
         let pack_start = crate::codec::PACK_HEADER_LEN;
-        if self.flags != 0 {
+        if self.flags & !FLAG_ARCHIVE != 0 {
             return Err(corrupt(88, &format!("unknown flags {:#x}", self.flags)));
         }
         if self.first_chunk > self.head_chunk {
@@ -554,13 +557,26 @@ mod tests {
         );
     }
 
+    /// The archive flag (bit 0 at offset 88) is accepted and round-trips; other bits are refused
+    /// (`layout_fields_out_of_range_are_refused`).
+    #[test]
+    fn the_archive_flag_round_trips_at_offset_88() {
+        let archived = ControlState { flags: FLAG_ARCHIVE, ..state() };
+        let bytes = archived.encode().unwrap();
+        assert_eq!(hex_of(&bytes[88..92]), "01000000");
+        assert_eq!(ControlState::decode(&bytes, 0).unwrap(), archived);
+        let plain = state().encode().unwrap();
+        assert_eq!(hex_of(&plain[88..92]), "00000000");
+    }
+
     /// The layout-3 fields are validated: values a store without GC cannot have are refused.
     #[test]
     fn layout_fields_out_of_range_are_refused() {
         let good = state();
         assert!(ControlState::decode(&good.encode().unwrap(), 0).is_ok());
         let bad = [
-            ControlState { flags: 1, ..good.clone() },
+            ControlState { flags: 2, ..good.clone() },
+            ControlState { flags: 0x8000_0001, ..good.clone() },
             ControlState { first_chunk: 3, head_chunk: 2, ..good.clone() },
             ControlState { head_start: 8, ..good.clone() },
             ControlState { head_start: good.pack_end + 1, ..good.clone() },

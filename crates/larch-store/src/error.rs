@@ -201,6 +201,20 @@ pub enum StoreError {
     /// bounds out of order, ...).
     #[error("garbage collection refused: {0}")]
     GcRefused(String),
+    /// The store's chunk files have moved to a lower directory (archive mode: its control slot
+    /// carries the archive flag), and it was opened without one.
+    #[error(
+        "the store {} keeps chunk files in a lower directory (archive mode): open it with `--lower DIR` (RepoOptions::lower)",
+        path.display()
+    )]
+    NeedsLower {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// An archive move (or the lower directory given at open) was refused: the reason says why
+    /// (no lower directory, the lower directory is the store directory, ...).
+    #[error("archive refused: {0}")]
+    ArchiveRefused(String),
 }
 
 impl StoreError {

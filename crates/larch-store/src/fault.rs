@@ -8,7 +8,8 @@
 //! What survives a crash ([`Survival`]): a process crash keeps every write (the page cache
 //! survives); a power loss keeps the durable image and, of each unsynced write, any subset of its
 //! 4 KiB pages (each page kept or lost independently, seeded), in any order across files; the file
-//! keeps the length the kept pages give it. There are no renames in the store's protocol.
+//! keeps the length the kept pages give it. Renames (archive mode only) move a file's image to
+//! its new name; until a directory sync, a power loss keeps either name independently.
 
 use crate::storage::{Directory, Storage, StoreFiles, read_image, write_image};
 use std::collections::BTreeMap;
@@ -293,6 +294,24 @@ impl Directory for FaultDirectory {
         for image in state.files.values_mut() {
             image.durable_exists = image.exists;
         }
+        Ok(())
+    }
+
+    /// Moves the image of `from` (written and durable bytes) to `to`. Until a directory sync, a
+    /// power loss may keep the old name, the new one, both or neither (each independently).
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let mut state = self.controller.state();
+        if FaultyStorage::step(&mut state)? {
+            return Err(crashed());
+        }
+        let moved = match state.files.get_mut(from) {
+            Some(image) if image.exists => {
+                image.exists = false;
+                Image { exists: true, durable_exists: false, ..image.clone() }
+            }
+            _ => return Err(io::Error::new(ErrorKind::NotFound, format!("no file {from}"))),
+        };
+        state.files.insert(to.to_string(), moved);
         Ok(())
     }
 }

@@ -157,7 +157,10 @@ pub struct Layout {
 /// Opens chunk `seq` (seq 0: `chunk.000000`, else a format-2 `pack`) and checks its header.
 fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExtent> {
     let name = chunk_name(seq);
-    let missing = |name: &str| StoreError::corrupt(FileKind::Pack, 0, format!("{name}: missing chunk file"));
+    // The directory's message names where it looked (both layers in archive mode).
+    let missing = |name: &str, e: &io::Error| {
+        StoreError::corrupt(FileKind::Pack, 0, format!("{name}: missing chunk file ({e})"))
+    };
     let opened = match dir.open(&name, writable) {
         Err(e) if e.kind() == ErrorKind::NotFound && seq == 0 => match dir.open(LEGACY_PACK, false) {
             Ok(file) => {
@@ -172,10 +175,10 @@ fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExte
                     file,
                 });
             }
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name)),
+            Err(legacy) if legacy.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
             Err(e) => return Err(io_error(0, "open", e)),
         },
-        Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name)),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
         other => other.map_err(|e| io_error(0, "open", e))?,
     };
     let mut header = [0u8; CHUNK_HEADER_LEN as usize];
@@ -469,6 +472,82 @@ impl Layout {
         let opened = chunks.len();
         extents.extend(chunks.into_iter().map(Extent::Chunk));
         Ok(opened)
+    }
+
+    /// Opens sealed chunk `seq` again through the directory and puts the new file in place of the
+    /// one the layout holds (archive mode: once the chunk moved to the lower directory, this
+    /// releases the descriptor of the unlinked upper copy, and with it its disk space). Its header
+    /// must say the same start. Returns `false` when `seq` is the head or not in the layout.
+    pub fn reopen_chunk(&self, seq: u32) -> Result<bool> {
+        let (head, _) = self.head();
+        if seq >= head || seq < self.first_seq() {
+            return Ok(false);
+        }
+        let opened = open_chunk(&*self.dir, seq, false)?;
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let found = extents.iter_mut().find_map(|extent| match extent {
+            Extent::Chunk(chunk) if chunk.seq == seq => Some(chunk),
+            _ => None,
+        });
+        let Some(chunk) = found else { return Ok(false) };
+        if opened.start != chunk.start || opened.legacy != chunk.legacy {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                16,
+                format!(
+                    "{}: reopened, its header says start {} (was {})",
+                    chunk.name(),
+                    opened.start,
+                    chunk.start
+                ),
+            ));
+        }
+        chunk.file = opened.file;
+        Ok(true)
+    }
+
+    /// Archive mode, for a reader (on reload of an archived state): reopens the sealed chunks that
+    /// left the upper directory (moved to the lower one) while this layout held their upper copy,
+    /// so that the descriptors of the unlinked copies, and the disk space behind them, are
+    /// released. Chunks move from the bottom up, so the moved ones are a prefix of the layout's
+    /// chunks: a binary search with `open` in the upper directory finds its end (a few `open`s),
+    /// then the walk down from there reopens each chunk whose file is no longer the one its name
+    /// points to ([`Storage::check_identity`]) and stops at the first that still is (reopened
+    /// earlier, or opened from the lower directory). Returns the number of chunks reopened (0 on a
+    /// directory without a lower layer).
+    pub fn release_moved(&self) -> Result<usize> {
+        let Some((upper, _)) = self.dir.layers() else { return Ok(0) };
+        let (head, _) = self.head();
+        let chunks: Vec<ChunkExtent> = self
+            .extents()
+            .iter()
+            .filter_map(|extent| match extent {
+                Extent::Chunk(chunk) if chunk.seq < head => Some(chunk.clone()),
+                _ => None,
+            })
+            .collect();
+        let in_upper = |chunk: &ChunkExtent| match upper.open(&chunk.name(), false) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_error(chunk.start, "open", e)),
+        };
+        let (mut moved, mut above) = (0, chunks.len());
+        while moved < above {
+            let mid = moved + (above - moved) / 2;
+            match chunks.get(mid) {
+                Some(chunk) if !in_upper(chunk)? => moved = mid + 1,
+                _ => above = mid,
+            }
+        }
+        let mut reopened = 0;
+        for chunk in chunks.get(..moved).unwrap_or_default().iter().rev() {
+            if chunk.file.check_identity().is_ok() {
+                break;
+            }
+            self.reopen_chunk(chunk.seq)?;
+            reopened += 1;
+        }
+        Ok(reopened)
     }
 
     /// For a writer at open: removes chunk files above the head (created by a roll that was never

@@ -7,7 +7,8 @@
 //! in `docs/store.md`.
 //!
 //! The public API is small: [`Repo`] (open, checkout, commit, branches, log, reload, stats, scan,
-//! fsck, and `gc_mark`: the mark phase of garbage collection, [`GcMark`]) with [`RepoOptions`] and
+//! fsck, `gc_mark`: the mark phase of garbage collection, [`GcMark`], and `archive`: archive mode,
+//! moving sealed chunk files to a lower directory, [`ArchiveReport`]) with [`RepoOptions`] and
 //! [`SyncPolicy`], [`StoreError`], [`fsck`] and its report. The codec, patches, GC segment files
 //! (`segment`), commit index, control file, cache and writer are private; the storage seam and the
 //! fault-injecting backend are public only with the `fault-injection` feature, for tests.
@@ -29,6 +30,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "fault-injection")]
+pub mod archive;
+#[cfg(not(feature = "fault-injection"))]
+mod archive;
 mod bulk;
 #[cfg(feature = "fault-injection")]
 pub mod codec;
@@ -75,6 +80,7 @@ mod storage;
 mod switch;
 mod writer;
 
+pub use archive::ArchiveReport;
 pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};

@@ -266,7 +266,9 @@ impl Repo {
 
     /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
     /// the store when `files` hold no published state and no data and `options.create` is set. No
-    /// lock is taken. Public only with the `fault-injection` feature (crash and corruption tests).
+    /// lock is taken. With a `path` and `options.lower`, the directory is layered over the lower
+    /// directory on disk (archive mode). Public only with the `fault-injection` feature (crash and
+    /// corruption tests).
     #[cfg_attr(not(feature = "fault-injection"), doc(hidden))]
     pub fn open_files(
         files: StoreFiles,
@@ -275,6 +277,13 @@ impl Repo {
         path: Option<&Path>,
     ) -> Result<Repo> {
         let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
+        // Archive mode on disk: chunk files are looked up in the store directory, then the lower one.
+        let files = match (path, options.lower.as_deref()) {
+            (Some(path), Some(lower)) => {
+                crate::archive::with_lower(files, path, lower, options.mmap, writable)?
+            }
+            _ => files,
+        };
         let mut control = switch::read_control(&*files.control)?;
         if control.newest().is_none() {
             let len = |storage: &dyn Storage, kind| match storage.len() {
@@ -325,7 +334,16 @@ impl Repo {
             // state is not present, synced data was lost or damaged, and falling back to the older
             // slot would silently drop acknowledged commits (and let a writer overwrite them).
             let confirmed = control.confirmed.is_some_and(|generation| state.generation <= generation);
+            // Archive mode: chunk files may be in the lower directory only.
+            if state.flags & crate::control::FLAG_ARCHIVE != 0 && files.dir.layers().is_none() {
+                return Err(StoreError::NeedsLower { path: display_path });
+            }
             match Self::load(&files, writable, &options, path, &control, slot, state) {
+                // Archive mode: the writer cleans up what a move cut short.
+                Ok(mut repo) if writable => {
+                    repo.archive_clean_up()?;
+                    return Ok(repo);
+                }
                 Ok(repo) => return Ok(repo),
                 Err(e @ (StoreError::Io { .. } | StoreError::UnknownVersion { .. })) => return Err(e),
                 Err(e) if confirmed && first_error.is_none() => {
@@ -556,6 +574,10 @@ impl Repo {
         self.commits.extend(loaded.entries);
         self.source.reader.set_end(state.pack_end);
         self.state = state;
+        if self.is_archived() {
+            // Chunks moved to the lower directory since: release the upper copies this handle holds.
+            self.source.reader.layout().release_moved()?;
+        }
         Ok(true)
     }
 
@@ -612,7 +634,7 @@ impl Repo {
 
     /// Makes the pack durable up to `state.pack_end`, then writes `state` with a new generation
     /// into the slot the current state is not in, syncs the control file, and confirms.
-    fn write_switch(&mut self, state: &mut ControlState) -> Result<()> {
+    pub(crate) fn write_switch(&mut self, state: &mut ControlState) -> Result<()> {
         let generation = self.max_generation + 1;
         state.generation = generation;
         let bytes = state.encode()?;

@@ -75,6 +75,11 @@ pub struct RepoOptions {
     /// is reported as corruption on read, not only by fsck. Off by default: the checksums of
     /// records already catch accidental damage.
     pub verify_on_load: bool,
+    /// Archive mode: the lower directory (another disk) that sealed chunk files move to
+    /// ([`crate::Repo::archive`], `docs/store.md` *Archive mode*). A chunk file is looked up in the
+    /// store directory, else here. A store whose chunks have moved (its control slot carries the
+    /// archive flag) cannot be opened without it ([`crate::StoreError::NeedsLower`]).
+    pub lower: Option<std::path::PathBuf>,
 }
 
 /// Default of [`RepoOptions::chunk_bytes`]: 16 MiB (`docs/gc-design.md` §3.2).
@@ -90,6 +95,7 @@ impl Default for RepoOptions {
             patches: true,
             verify_on_load: false,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
+            lower: None,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! would drop, and publish it only when asked ([`RecoveryPlan::apply`]).
 
 use crate::codec::{self, PACK_HEADER_LEN, RecordKind};
-use crate::control::{ControlFileState, ControlState, PAGE};
+use crate::control::{ControlFileState, ControlState, FLAG_ARCHIVE, PAGE};
 use crate::error::{FileKind, Result, StoreError};
 use crate::index;
 use crate::layout::Layout;
@@ -242,6 +242,13 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
         }
     }
 
+    let archive_flag = if published.as_ref().is_some_and(|state| state.flags & FLAG_ARCHIVE != 0)
+        || dir.layers().is_some()
+    {
+        FLAG_ARCHIVE
+    } else {
+        0
+    };
     let mut plan = RecoveryPlan {
         path: path.clone(),
         published: published.clone(),
@@ -268,6 +275,9 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
             pack_end: candidate.end,
             index_end: index::INDEX_HEADER_LEN + (entries.len() * index::ENTRY_LEN) as u64,
             index_synced: 0,
+            // Archive mode: a recovered state keeps saying that chunks may be in the lower
+            // directory (when the published state said so, or recovery was given a lower one).
+            flags: archive_flag,
             ..ControlState::default()
         };
         state.index_synced = state.index_end;

@@ -275,7 +275,18 @@ pub trait Directory: Send + Sync + Debug {
     fn remove(&self, name: &str) -> io::Result<()>;
     /// Makes every creation and removal so far durable (`fsync` of the directory).
     fn sync(&self) -> io::Result<()>;
+    /// Renames the file `from` to `to`, atomically replacing any file `to` (durable after
+    /// [`Directory::sync`]). Used by archive mode to name a complete copy in the lower directory.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+    /// For a directory with a lower layer (archive mode, [`crate::archive::LayeredDirectory`]):
+    /// the upper and the lower directory. `None` for a plain directory.
+    fn layers(&self) -> Option<Layers<'_>> {
+        None
+    }
 }
+
+/// The upper (store) and the lower directory of a layered directory ([`Directory::layers`]).
+pub type Layers<'a> = (&'a Arc<dyn Directory>, &'a Arc<dyn Directory>);
 
 /// A store directory on disk.
 #[derive(Debug)]
@@ -328,6 +339,10 @@ impl Directory for DiskDirectory {
     fn sync(&self) -> io::Result<()> {
         File::open(&self.path)?.sync_all()
     }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        std::fs::rename(self.path.join(from), self.path.join(to))
+    }
 }
 
 /// A store directory in memory (tests, tools).
@@ -379,6 +394,17 @@ impl Directory for MemDirectory {
 
     fn sync(&self) -> io::Result<()> {
         Ok(())
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let mut files = self.files.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match files.remove(from) {
+            Some(file) => {
+                files.insert(to.to_string(), file);
+                Ok(())
+            }
+            None => Err(io::Error::new(ErrorKind::NotFound, format!("no file {from}"))),
+        }
     }
 }
 

@@ -1,0 +1,134 @@
+//! `larch archive STORE --lower DIR (--keep-blocks N | --commit H) [--json]`: archive mode
+//! (`docs/store.md`, *Archive mode*): moves the store's sealed chunk files below the chunk of a
+//! commit to the lower directory `DIR` (another disk), where reads follow them. Nothing is
+//! collected: every commit stays readable, with `--lower DIR`.
+
+use crate::inspect::resolve_commit;
+use crate::output::emit_line;
+use anyhow::{Context, bail};
+use clap::Args;
+use larch_core::Hash;
+use larch_store::{DEFAULT_BRANCH, Repo, RepoOptions};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `larch archive`.
+#[derive(Args, Debug)]
+pub struct ArchiveArgs {
+    /// The store directory.
+    store: PathBuf,
+    /// The lower directory the sealed chunks move to (created if absent; one per store).
+    #[arg(long, value_name = "DIR")]
+    lower: PathBuf,
+    /// Keep in the store directory the chunks of the last N blocks: move the chunks below the one
+    /// holding the commit N first-parent steps behind the head.
+    #[arg(long, value_name = "N", conflicts_with = "commit", required_unless_present = "commit")]
+    keep_blocks: Option<u64>,
+    /// Move the chunks below the one holding this commit (a hash, a branch, or `head`).
+    #[arg(long, value_name = "HASH")]
+    commit: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Bytes of every regular file directly in `dir` (0 when it does not exist).
+fn disk_bytes(dir: &Path) -> anyhow::Result<u64> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(0) };
+    let mut total = 0;
+    for entry in entries {
+        let metadata = entry.with_context(|| format!("listing {}", dir.display()))?.metadata()?;
+        if metadata.is_file() {
+            total += metadata.len();
+        }
+    }
+    Ok(total)
+}
+
+/// The commit `n` first-parent steps behind `from`, or `None` when the history is shorter.
+fn steps_behind(repo: &Repo, from: Hash, n: u64) -> anyhow::Result<Option<Hash>> {
+    let mut at = from;
+    for _ in 0..n {
+        let details = repo.commit_details(&at).with_context(|| format!("reading commit {at}"))?;
+        match details.parents.first() {
+            Some(parent) if !details.absent_parents.contains(parent) => at = *parent,
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(at))
+}
+
+/// Runs `larch archive`.
+pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
+    if !args.store.exists() {
+        bail!("store {} does not exist", args.store.display());
+    }
+    let options = RepoOptions { create: false, lower: Some(args.lower.clone()), ..RepoOptions::default() };
+    let mut repo = Repo::open_with(&args.store, options)
+        .with_context(|| format!("opening store {} for writing", args.store.display()))?;
+    let target = match (&args.commit, args.keep_blocks) {
+        (Some(name), _) => Some(resolve_commit(&repo, Some(name))?),
+        (None, Some(n)) => {
+            let Some(head) = repo.branch(DEFAULT_BRANCH) else {
+                bail!(
+                    "the store has no head yet (branch `{DEFAULT_BRANCH}` does not exist): nothing to archive"
+                )
+            };
+            steps_behind(&repo, head, n)?
+        }
+        (None, None) => bail!("give --keep-blocks N or --commit HASH"),
+    };
+    let (upper_before, lower_before) = (disk_bytes(&args.store)?, disk_bytes(&args.lower)?);
+    let report =
+        match target {
+            Some(target) => Some(repo.archive(&target).with_context(|| {
+                format!("archiving {} into {}", args.store.display(), args.lower.display())
+            })?),
+            None => None,
+        };
+    repo.close().with_context(|| format!("closing store {}", args.store.display()))?;
+    let (upper_after, lower_after) = (disk_bytes(&args.store)?, disk_bytes(&args.lower)?);
+    if args.json {
+        let out = json!({
+            "store": args.store.display().to_string(),
+            "lower": args.lower.display().to_string(),
+            "commit": target.map(|hash| hash.to_string()),
+            "commit_chunk": report.as_ref().map(|r| r.commit_chunk),
+            "chunks_moved": report.as_ref().map_or(0, |r| r.chunks_moved),
+            "bytes_moved": report.as_ref().map_or(0, |r| r.bytes_moved),
+            "chunks_already_lower": report.as_ref().map_or(0, |r| r.chunks_already_lower),
+            "upper_chunks": report.as_ref().map(|r| r.upper_chunks),
+            "flag_published": report.as_ref().is_some_and(|r| r.flag_published),
+            "seconds": report.as_ref().map_or(0.0, |r| r.elapsed.as_secs_f64()),
+            "upper_bytes_before": upper_before,
+            "upper_bytes_after": upper_after,
+            "lower_bytes_before": lower_before,
+            "lower_bytes_after": lower_after,
+        });
+        emit_line(serde_json::to_string_pretty(&out)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (Some(target), Some(report)) = (target, report) else {
+        emit_line(format!(
+            "the history is shorter than {} blocks: nothing to archive",
+            args.keep_blocks.unwrap_or(0)
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    emit_line(format!("commit {target} is in chunk {}", report.commit_chunk))?;
+    emit_line(format!(
+        "moved {} chunk files ({} bytes) to {} in {:.3} s; {} were already there{}",
+        report.chunks_moved,
+        report.bytes_moved,
+        args.lower.display(),
+        report.elapsed.as_secs_f64(),
+        report.chunks_already_lower,
+        if report.flag_published { " (the store is now in archive mode: open it with --lower)" } else { "" }
+    ))?;
+    emit_line(format!(
+        "store directory: {upper_before} → {upper_after} bytes, {} chunk files; lower directory: {lower_before} → {lower_after} bytes",
+        report.upper_chunks
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

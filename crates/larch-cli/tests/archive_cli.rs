@@ -1,0 +1,124 @@
+//! `larch archive`: a replay with small chunks, then `archive --keep-blocks N --json` moves the
+//! sealed chunks below the commit N blocks behind the head to the lower directory; the store then
+//! refuses to open without it (the CLI's read commands say `--lower`), reads every commit and
+//! passes fsck with it; a second call with `--commit head` moves the rest of the sealed chunks.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use larch_store::{Repo, RepoOptions};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn larch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_larch")).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn chunks(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("chunk."))
+        .collect();
+    names.sort();
+    names
+}
+
+fn archive_json(args: &[&str]) -> serde_json::Value {
+    let out = larch(args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("small.larch");
+    let out = larch(&[
+        "trace",
+        "gen",
+        "--out",
+        path_str(&trace),
+        "--blocks",
+        "20",
+        "--accounts",
+        "300",
+        "--ops-per-block",
+        "80",
+        "--seed",
+        "11",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let store = dir.path().join("store");
+    let lower = dir.path().join("lower");
+    let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--chunk-size", "8K"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let before = chunks(&store);
+    assert!(before.len() >= 5, "{before:?}");
+
+    let report = archive_json(&[
+        "archive",
+        path_str(&store),
+        "--lower",
+        path_str(&lower),
+        "--keep-blocks",
+        "5",
+        "--json",
+    ]);
+    let moved = report["chunks_moved"].as_u64().unwrap();
+    assert!(moved >= 2, "{report}");
+    assert_eq!(report["commit_chunk"].as_u64().unwrap(), moved, "{report}");
+    assert_eq!(report["flag_published"], true, "{report}");
+    assert_eq!(chunks(&lower), before[..moved as usize].to_vec());
+    assert_eq!(chunks(&store), before[moved as usize..].to_vec());
+    let bytes: u64 =
+        chunks(&lower).iter().map(|name| std::fs::metadata(lower.join(name)).unwrap().len()).sum();
+    assert_eq!(report["bytes_moved"].as_u64().unwrap(), bytes, "{report}");
+    assert_eq!(report["lower_bytes_after"].as_u64().unwrap(), bytes, "{report}");
+    assert!(report["upper_bytes_after"].as_u64().unwrap() < report["upper_bytes_before"].as_u64().unwrap());
+
+    // Without the lower directory, the store says how to open it.
+    let out = larch(&["fsck", path_str(&store)]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--lower"), "{}", text(&out.stderr));
+    // With it: every commit (the whole history of the head), fsck clean.
+    let options = RepoOptions { lower: Some(lower.clone()), ..RepoOptions::default() };
+    let repo = Repo::open_read_only_options(&store, options).unwrap();
+    let head = repo.head().unwrap();
+    let history = repo.log(&head).unwrap();
+    assert!(history.len() >= 20, "{} commits", history.len());
+    for commit in &history {
+        repo.checkout(commit).unwrap();
+    }
+    let fsck = repo.fsck();
+    assert!(fsck.is_clean(), "{fsck}");
+    drop(repo);
+
+    // At the head: the rest of the sealed chunks; the ones moved before are counted, not copied.
+    let report = archive_json(&[
+        "archive",
+        path_str(&store),
+        "--lower",
+        path_str(&lower),
+        "--commit",
+        "head",
+        "--json",
+    ]);
+    assert_eq!(report["chunks_already_lower"].as_u64().unwrap(), moved, "{report}");
+    assert_eq!(report["flag_published"], false, "{report}");
+    let head_chunk = report["commit_chunk"].as_u64().unwrap() as usize;
+    assert_eq!(chunks(&lower), before[..head_chunk].to_vec());
+    // Text output, and a history shorter than --keep-blocks moves nothing.
+    let out = larch(&["archive", path_str(&store), "--lower", path_str(&lower), "--keep-blocks", "1000"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("nothing to archive"), "{}", text(&out.stdout));
+    let out = larch(&["archive", path_str(&store), "--lower", path_str(&lower), "--keep-blocks", "0"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("moved 0 chunk files"), "{}", text(&out.stdout));
+}

@@ -1,0 +1,160 @@
+//! Archive mode under simulated crashes: a store on the fault-injecting backend, with its lower
+//! directory on a second fault controller (another disk), moves its sealed chunks with
+//! `Repo::archive`, cut at every write, sync, creation, rename and removal of either directory in
+//! turn. After each cut both "disks" reboot with what survives (a process crash, a power loss that
+//! keeps only synced bytes and directory entries, seeded partial power losses); the store must open
+//! as the writer (which cleans up), hold every commit equal to the model, pass fsck, complete the
+//! move with a new `archive`, and read back again when reopened. Also: recovery of an archived
+//! store whose `control` was lost keeps the archive flag.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+use common::{contents_of, info, random_op};
+use larch_core::Hash;
+use larch_store::archive::LayeredDirectory;
+use larch_store::fault::{FaultController, Survival};
+use larch_store::storage::StoreFiles;
+use larch_store::{Repo, RepoOptions, StoreError};
+use larch_testkit::{Model, seeded_rng};
+use std::sync::Arc;
+
+fn options() -> RepoOptions {
+    RepoOptions { chunk_bytes: 2048, cache_bytes: 1 << 16, ..RepoOptions::default() }
+}
+
+/// The store files of the upper controller, its directory layered over the lower controller's.
+fn files(upper: &Arc<FaultController>, lower: &Arc<FaultController>) -> StoreFiles {
+    let up = upper.files();
+    StoreFiles {
+        dir: Arc::new(LayeredDirectory::new(up.dir.clone(), lower.files().dir, "upper", "lower")),
+        ..up
+    }
+}
+
+fn open(upper: &Arc<FaultController>, lower: &Arc<FaultController>, writable: bool) -> Repo {
+    Repo::open_files(files(upper, lower), writable, options(), None).unwrap()
+}
+
+fn check_all(repo: &Repo, commits: &[(Hash, Model)], what: &str) {
+    for (i, (hash, model)) in commits.iter().enumerate() {
+        let tree = repo.checkout(hash).unwrap_or_else(|e| panic!("{what}: commit {i}: {e}"));
+        assert_eq!(contents_of(&tree), model.values, "{what}: commit {i}");
+    }
+}
+
+/// The chunk names a controller's directory holds.
+fn chunks(controller: &FaultController) -> Vec<String> {
+    controller.names().into_iter().filter(|name| name.starts_with("chunk.")).collect()
+}
+
+#[test]
+fn every_cut_of_a_move_and_every_power_loss_opens_and_completes() {
+    // The store before the move: 14 blocks over many 2 KiB chunks.
+    let (upper, lower) = (FaultController::new(), FaultController::new());
+    let mut repo = open(&upper, &lower, true);
+    let (mut rng, seed) = seeded_rng("archive_fault", 23);
+    eprintln!("archive_fault: seed {seed} (replay with LARCH_SEED={seed})");
+    let mut tree = repo.empty_tree();
+    let mut model = Model::new();
+    let mut commits: Vec<(Hash, Model)> = Vec::new();
+    for block in 0..14 {
+        for _ in 0..25 {
+            random_op(&mut rng, &mut tree, &mut model);
+        }
+        let parents: Vec<Hash> = commits.last().map(|(hash, _)| *hash).into_iter().collect();
+        commits.push((repo.commit(&tree, &parents, info(block)).unwrap(), model.clone()));
+    }
+    repo.close().unwrap();
+    let target = commits[10].0;
+
+    // A clean run: how many operations the move makes on each disk, and what it leaves.
+    let (up, low) = (upper.restart(Survival::Written), lower.restart(Survival::Written));
+    let mut repo = open(&up, &low, true);
+    let (up_start, low_start) = (up.ops(), low.ops());
+    let report = repo.archive(&target).unwrap();
+    let (up_ops, low_ops) = (up.ops() - up_start, low.ops() - low_start);
+    drop(repo);
+    assert!(report.chunks_moved >= 3, "seed {seed}: {report:?}");
+    let moved: Vec<String> = (0..report.commit_chunk).map(|seq| format!("chunk.{seq:06}")).collect();
+    assert_eq!(chunks(&low), moved, "seed {seed}");
+    assert!(chunks(&up).iter().all(|name| !moved.contains(name)), "seed {seed}");
+    eprintln!("a move of {} chunks: {up_ops} upper and {low_ops} lower operations", report.chunks_moved);
+
+    let mut survivals = vec![Survival::Written, Survival::Durable];
+    survivals.extend((0..3).map(|i| Survival::Pages(seed ^ (i * 7919 + 1))));
+    let mut cuts = 0;
+    for (side, ops) in [("upper", up_ops), ("lower", low_ops)] {
+        for cut in 0..ops {
+            let (up, low) = (upper.restart(Survival::Written), lower.restart(Survival::Written));
+            let mut repo = open(&up, &low, true);
+            let controller = if side == "upper" { &up } else { &low };
+            controller.crash_at(Some(controller.ops() + cut));
+            assert!(repo.archive(&target).is_err(), "{side} cut {cut}: the move went through");
+            assert!(controller.has_crashed());
+            drop(repo);
+            for survival in &survivals {
+                let what = format!("seed {seed}, {side} cut {cut}/{ops}, {survival:?}");
+                let (up, low) = (up.restart(*survival), low.restart(*survival));
+                // Once an upper copy is gone, the newest published state says so: opened without
+                // the lower directory, the store refuses with `NeedsLower`, never a missing chunk.
+                // (As the writer, which stands on the newest slot; a reader of files without a
+                // path cannot tell a dead writer's unconfirmed slot from a live one's: on disk it
+                // does, `docs/store.md`.)
+                if moved.iter().any(|name| !chunks(&up).contains(name)) {
+                    let error = Repo::open_files(up.files(), true, options(), None).unwrap_err();
+                    assert!(matches!(error, StoreError::NeedsLower { .. }), "{what}: {error}");
+                }
+                let mut writer = open(&up, &low, true);
+                assert!(
+                    chunks(&low).iter().all(|name| !name.ends_with(".tmp")),
+                    "{what}: {:?}",
+                    chunks(&low)
+                );
+                check_all(&writer, &commits, &what);
+                let fsck = writer.fsck();
+                assert!(fsck.is_clean(), "{what}: {fsck}");
+                writer.archive(&target).unwrap_or_else(|e| panic!("{what}: archive again: {e}"));
+                writer.close().unwrap();
+                assert_eq!(chunks(&low), moved, "{what}");
+                assert!(chunks(&up).iter().all(|name| !moved.contains(name)), "{what}: {:?}", chunks(&up));
+                check_all(&open(&up, &low, false), &commits, &format!("{what}, reopened"));
+                cuts += 1;
+            }
+        }
+    }
+    assert_eq!(cuts, (up_ops + low_ops) as usize * survivals.len());
+}
+
+/// `control` lost after a move: recovery given the layered directory finds the chunks in both
+/// directories, and the state it publishes keeps the archive flag (so the store still refuses to
+/// open without its lower directory, rather than failing on a missing chunk).
+#[test]
+fn recovery_of_an_archived_store_keeps_the_archive_flag() {
+    let (upper, lower) = (FaultController::new(), FaultController::new());
+    let mut repo = open(&upper, &lower, true);
+    let (mut rng, seed) = seeded_rng("archive_recover", 29);
+    let mut tree = repo.empty_tree();
+    let mut model = Model::new();
+    let mut commits: Vec<(Hash, Model)> = Vec::new();
+    for block in 0..10 {
+        for _ in 0..25 {
+            random_op(&mut rng, &mut tree, &mut model);
+        }
+        let parents: Vec<Hash> = commits.last().map(|(hash, _)| *hash).into_iter().collect();
+        commits.push((repo.commit(&tree, &parents, info(block)).unwrap(), model.clone()));
+    }
+    let report = repo.archive(&commits[8].0).unwrap();
+    assert!(report.chunks_moved >= 2, "seed {seed}: {report:?}");
+    repo.close().unwrap();
+    upper.files().control.write_at(0, &[0u8; 8212]).unwrap();
+    let plan = larch_store::plan_recovery_files(files(&upper, &lower)).unwrap();
+    assert_eq!(plan.chosen.as_ref().map(|found| found.hash), Some(commits[9].0), "seed {seed}");
+    plan.apply_to(&files(&upper, &lower)).unwrap();
+    let error = Repo::open_files(upper.files(), true, options(), None).unwrap_err();
+    assert!(matches!(error, StoreError::NeedsLower { .. }), "seed {seed}: {error}");
+    let repo = open(&upper, &lower, true);
+    check_all(&repo, &commits, &format!("seed {seed}: recovered"));
+    assert!(repo.fsck().is_clean());
+}
