@@ -11,7 +11,9 @@
 //! `docs/gc-design.md` §3.3) can join the layout later as another variant.
 
 use crate::codec::PACK_HEADER_LEN;
+use crate::control::SegmentRef;
 use crate::error::{FileKind, Result, StoreError};
+use crate::segment::Segment;
 use crate::storage::{Directory, Storage};
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, RwLock};
@@ -26,6 +28,23 @@ pub const CHUNK_HEADER_LEN: u64 = 32;
 pub const LEGACY_PACK: &str = "pack";
 /// Prefix of chunk file names.
 pub const CHUNK_PREFIX: &str = "chunk.";
+/// Prefix of GC segment file names.
+pub const SEGMENT_PREFIX: &str = "seg.";
+
+/// The name of the segment of GC generation `generation`: `seg.` and at least 6 decimal digits.
+pub fn segment_name(generation: u64) -> String {
+    format!("{SEGMENT_PREFIX}{generation:06}")
+}
+
+/// The generation a segment file name carries (`None` for any other name).
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(SEGMENT_PREFIX)?;
+    if digits.len() < 6 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    let generation = digits.parse().ok()?;
+    (segment_name(generation) == name).then_some(generation)
+}
 
 /// The name of chunk `seq`: `chunk.` and at least 6 decimal digits.
 pub fn chunk_name(seq: u32) -> String {
@@ -104,11 +123,30 @@ impl ChunkExtent {
     }
 }
 
+/// A GC segment of the layout: the live records of a collected range (docs/gc-design.md §3.3).
+#[derive(Clone, Debug)]
+pub struct SegmentExtent {
+    /// What the control slot says of it.
+    pub reference: SegmentRef,
+    /// The opened, validated segment.
+    pub segment: Arc<Segment>,
+}
+
+impl SegmentExtent {
+    /// The file's name.
+    pub fn name(&self) -> String {
+        segment_name(self.reference.generation)
+    }
+}
+
 /// A piece of the global offset space and the file holding it.
 #[derive(Clone, Debug)]
 pub enum Extent {
     /// A chunk file: global `g` at file position `data_at + g - start`.
     Chunk(ChunkExtent),
+    /// A GC segment: global `g` through the segment's run mapping (a collected offset is
+    /// [`StoreError::CollectedObject`]).
+    Segment(SegmentExtent),
 }
 
 impl Extent {
@@ -116,6 +154,7 @@ impl Extent {
     pub fn start(&self) -> u64 {
         match self {
             Extent::Chunk(chunk) => chunk.start,
+            Extent::Segment(segment) => segment.reference.range_start,
         }
     }
 
@@ -123,12 +162,16 @@ impl Extent {
     pub fn resolve(&self, global: u64) -> Result<(&Arc<dyn Storage>, u64)> {
         match self {
             Extent::Chunk(chunk) => Ok((&chunk.file, chunk.data_at + (global - chunk.start))),
+            Extent::Segment(segment) => {
+                Ok((segment.segment.storage(), segment.segment.locate(global)?.position))
+            }
         }
     }
 
-    fn chunk(&self) -> &ChunkExtent {
+    fn as_chunk(&self) -> Option<&ChunkExtent> {
         match self {
-            Extent::Chunk(chunk) => chunk,
+            Extent::Chunk(chunk) => Some(chunk),
+            Extent::Segment(_) => None,
         }
     }
 }
@@ -136,8 +179,8 @@ impl Extent {
 /// What the next sync must cover.
 #[derive(Debug, Default)]
 struct Pending {
-    /// Index of the first extent that may hold unsynced writes.
-    from: usize,
+    /// Sequence number of the first chunk that may hold unsynced writes.
+    from: u32,
     /// A chunk file was created since the directory was last synced.
     dir: bool,
 }
@@ -190,6 +233,47 @@ fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExte
         return Err(StoreError::corrupt(FileKind::Pack, 16, format!("{name}: header says chunk {found}")));
     }
     Ok(ChunkExtent { seq, start, data_at: CHUNK_HEADER_LEN, legacy: false, file: opened })
+}
+
+/// Opens and validates the segments a control slot names: each file's header, mapping and footer
+/// ([`Segment::open`]), and its generation, range, length and footer CRC against the slot's.
+fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<SegmentExtent>> {
+    let mut out = Vec::with_capacity(references.len());
+    let mut previous_end = PACK_HEADER_LEN;
+    for reference in references {
+        let name = segment_name(reference.generation);
+        let corrupt = |reason: String| StoreError::corrupt(FileKind::Segment, 0, format!("{name}: {reason}"));
+        if reference.range_start != previous_end {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                96,
+                format!("{name} starts at {}, not where the previous range ends ({previous_end})", reference.range_start),
+            ));
+        }
+        previous_end = reference.range_end;
+        let file = match dir.open(&name, false) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(corrupt("missing segment file".into())),
+            Err(e) => return Err(StoreError::io(FileKind::Segment, 0, "open", e)),
+        };
+        let segment = Segment::open(file)?;
+        let header = segment.header();
+        let summary = segment.summary();
+        if header.generation != reference.generation
+            || header.range_start != reference.range_start
+            || header.range_end != reference.range_end
+            || summary.file_len != reference.file_len
+            || summary.footer_crc != reference.footer_crc
+        {
+            return Err(corrupt(format!(
+                "the file (generation {}, range [{}, {}), {} bytes, footer CRC {:#010x}) is not the one the \
+                 control file names",
+                header.generation, header.range_start, header.range_end, summary.file_len, summary.footer_crc
+            )));
+        }
+        out.push(SegmentExtent { reference: *reference, segment: Arc::new(segment) });
+    }
+    Ok(out)
 }
 
 fn io_error(offset: u64, op: &'static str, e: io::Error) -> StoreError {
@@ -266,7 +350,7 @@ impl Layout {
         for seq in first..=head {
             chunks.push(open_chunk(&*dir, seq, writable && seq == head)?);
         }
-        if chunks.first().is_some_and(|chunk| chunk.start != PACK_HEADER_LEN) {
+        if chunks.first().is_some_and(|chunk| chunk.start != PACK_HEADER_LEN) && first == 0 {
             return Err(StoreError::corrupt(FileKind::Pack, 24, "the first chunk does not start at 16"));
         }
         if chunks.last().is_some_and(|chunk| chunk.start != head_start) {
@@ -277,12 +361,11 @@ impl Layout {
             ));
         }
         check_chunks(&chunks, end)?;
-        let from = chunks.len().saturating_sub(1);
         Ok(Layout {
             dir,
             writable,
             extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
-            pending: Mutex::new(Pending { from, dir: false }),
+            pending: Mutex::new(Pending { from: head, dir: false }),
         })
     }
 
@@ -320,17 +403,20 @@ impl Layout {
 
     /// Sequence number and start of the head chunk.
     pub fn head(&self) -> (u32, u64) {
-        self.extents().last().map_or((0, PACK_HEADER_LEN), |extent| (extent.chunk().seq, extent.start()))
+        self.extents()
+            .last()
+            .and_then(Extent::as_chunk)
+            .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
     }
 
     /// Sequence number of the first chunk.
     pub fn first_seq(&self) -> u32 {
-        self.extents().first().map_or(0, |extent| extent.chunk().seq)
+        self.extents().iter().find_map(Extent::as_chunk).map_or(0, |chunk| chunk.seq)
     }
 
     /// Whether the head is a format-2 `pack` (never written by format 3: the writer rolls first).
     pub fn head_is_legacy(&self) -> bool {
-        self.extents().last().is_some_and(|extent| extent.chunk().legacy)
+        self.extents().last().and_then(Extent::as_chunk).is_some_and(|chunk| chunk.legacy)
     }
 
     /// The chunk files: name, global start and global end (`end` for the head).
@@ -339,9 +425,9 @@ impl Layout {
         extents
             .iter()
             .enumerate()
-            .map(|(i, extent)| {
+            .filter_map(|(i, extent)| {
                 let range_end = extents.get(i + 1).map_or(end, Extent::start);
-                (extent.chunk().name(), extent.start(), range_end)
+                extent.as_chunk().map(|chunk| (chunk.name(), chunk.start, range_end))
             })
             .collect()
     }
@@ -351,12 +437,15 @@ impl Layout {
     pub fn chunk_before(&self, end: u64) -> (u32, u64) {
         let extents = self.extents();
         let index = extents.partition_point(|extent| extent.start() < end).saturating_sub(1);
-        extents.get(index).map_or((0, PACK_HEADER_LEN), |extent| (extent.chunk().seq, extent.start()))
+        extents
+            .get(index)
+            .and_then(Extent::as_chunk)
+            .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
     }
 
     /// Number of chunk files.
     pub fn chunk_count(&self) -> usize {
-        self.extents().len()
+        self.extents().iter().filter(|extent| extent.as_chunk().is_some()).count()
     }
 
     /// The file and position holding global offset `global`, with the global end of its extent
@@ -382,7 +471,26 @@ impl Layout {
             let Some(extent) = index.checked_sub(1).and_then(|i| extents.get(i)) else {
                 return Err(StoreError::Unmapped { offset: at });
             };
-            let limit = extents.get(index).map_or(u64::MAX, Extent::start);
+            let mut limit = extents.get(index).map_or(u64::MAX, Extent::start);
+            if let Extent::Segment(segment) = extent {
+                // Inside a segment, a read ends with its run. The first byte must be mapped; the
+                // bytes of a hole after it are never part of a record that starts in a run (records
+                // are copied whole): they read as zeros (a record running into them fails its
+                // checksum).
+                match segment.segment.locate(at) {
+                    Ok(slot) => limit = limit.min(at + slot.available),
+                    Err(e) if done == 0 => return Err(e),
+                    Err(_) => {
+                        let hole_end = segment.segment.next_run_after(at).unwrap_or(limit).min(limit);
+                        let take = usize::try_from((hole_end - at).min((buf.len() - done) as u64))
+                            .unwrap_or(buf.len() - done);
+                        buf.get_mut(done..done + take).unwrap_or_default().fill(0);
+                        done += take;
+                        at += take as u64;
+                        continue;
+                    }
+                }
+            }
             let take =
                 usize::try_from((limit - at).min((buf.len() - done) as u64)).unwrap_or(buf.len() - done);
             let (file, position) = extent.resolve(at)?;
@@ -455,7 +563,7 @@ impl Layout {
             chunks.push(open_chunk(&*self.dir, seq, false)?);
         }
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut all: Vec<ChunkExtent> = extents.iter().map(|extent| extent.chunk().clone()).collect();
+        let mut all: Vec<ChunkExtent> = extents.iter().filter_map(Extent::as_chunk).cloned().collect();
         all.extend(chunks.iter().cloned());
         if all.last().is_some_and(|chunk| chunk.start != head_start) {
             return Err(StoreError::corrupt(
@@ -489,8 +597,8 @@ impl Layout {
     /// Reads every chunk's header again and checks it and the file's length against the layout
     /// (fsck): returns `(file name, problem)` pairs.
     pub fn check_files(&self, end: u64) -> Vec<(String, String)> {
-        let chunks: Vec<ChunkExtent> = self.extents().iter().map(|extent| extent.chunk().clone()).collect();
-        let mut problems = Vec::new();
+        let chunks: Vec<ChunkExtent> = self.extents().iter().filter_map(Extent::as_chunk).cloned().collect();
+        let mut problems = self.check_segments();
         for chunk in &chunks {
             match open_chunk(&*self.dir, chunk.seq, false) {
                 Ok(found) if found.start == chunk.start && found.legacy == chunk.legacy => {}
@@ -502,6 +610,203 @@ impl Layout {
         }
         if let Err(e) = check_chunks(&chunks, end) {
             problems.push((chunks.last().map(ChunkExtent::name).unwrap_or_default(), e.to_string()));
+        }
+        problems
+    }
+
+    /// Opens the layout a published state names: its GC segments (each checked against the
+    /// slot: header, length, footer CRC), then its chunks `first_chunk..=head_chunk`, the first
+    /// of which starts where the last segment ends (16 without segments).
+    pub fn open_state(
+        dir: Arc<dyn Directory>,
+        state: &crate::control::ControlState,
+        writable: bool,
+    ) -> Result<Layout> {
+        let segments = open_segments(&*dir, &state.segments)?;
+        let layout = Layout::open(
+            dir,
+            (state.first_chunk, state.head_chunk),
+            state.head_start,
+            state.pack_end,
+            writable,
+        )?;
+        let expected_start = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
+        let first_start = layout.extents().first().map_or(PACK_HEADER_LEN, Extent::start);
+        if first_start != expected_start {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                72,
+                format!(
+                    "the first live chunk {} starts at {first_start}, not where the collected space ends \
+                     ({expected_start})",
+                    state.first_chunk
+                ),
+            ));
+        }
+        if !segments.is_empty() {
+            let mut extents = layout.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let chunks = std::mem::take(&mut *extents);
+            extents.extend(segments.into_iter().map(Extent::Segment));
+            extents.extend(chunks);
+        }
+        Ok(layout)
+    }
+
+    /// Takes the extents of `other` (a reader's reload across a GC: the same global offsets, new
+    /// files). Descriptors of files no longer named are closed when their last user drops them.
+    pub fn replace_with(&self, other: Layout) {
+        let new = other.extents.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *extents = new;
+    }
+
+    /// A read-only copy of this layout as it is now (the same open files): what a GC worker
+    /// reads while the writer appends and rolls.
+    pub fn snapshot(&self) -> Layout {
+        Layout {
+            dir: self.dir.clone(),
+            writable: false,
+            extents: RwLock::new(self.extents().clone()),
+            pending: Mutex::new(Pending::default()),
+        }
+    }
+
+    /// The directory holding the files.
+    pub fn directory(&self) -> &Arc<dyn Directory> {
+        &self.dir
+    }
+
+    /// The GC segments, by increasing range.
+    pub fn segments(&self) -> Vec<SegmentExtent> {
+        self.extents()
+            .iter()
+            .filter_map(|extent| match extent {
+                Extent::Segment(segment) => Some(segment.clone()),
+                Extent::Chunk(_) => None,
+            })
+            .collect()
+    }
+
+    /// Sequence number and start of the chunk holding global offset `global`.
+    pub fn chunk_holding(&self, global: u64) -> Option<(u32, u64)> {
+        let extents = self.extents();
+        let index = extents.partition_point(|extent| extent.start() <= global);
+        extents.get(index.checked_sub(1)?).and_then(Extent::as_chunk).map(|chunk| (chunk.seq, chunk.start))
+    }
+
+    /// The switch of a GC: the segment `new` replaces every segment whose range starts at or
+    /// above its start (merged into it) and every chunk below `first_chunk`. Returns the names of
+    /// the files no longer in the layout (to unlink once no published slot names them).
+    pub fn collect(&self, new: Option<SegmentExtent>, first_chunk: u32) -> Vec<String> {
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let merged_from = new.as_ref().map_or(u64::MAX, |segment| segment.reference.range_start);
+        let mut retired = Vec::new();
+        let mut kept = Vec::with_capacity(extents.len());
+        for extent in extents.drain(..) {
+            let drop = match &extent {
+                Extent::Chunk(chunk) => chunk.seq < first_chunk,
+                Extent::Segment(segment) => segment.reference.range_start >= merged_from,
+            };
+            if !drop {
+                kept.push(extent);
+                continue;
+            }
+            retired.push(match &extent {
+                Extent::Chunk(chunk) => chunk.name(),
+                Extent::Segment(segment) => segment.name(),
+            });
+        }
+        let split = kept.iter().position(|extent| extent.as_chunk().is_some()).unwrap_or(kept.len());
+        let chunks = kept.split_off(split);
+        kept.extend(new.map(Extent::Segment));
+        kept.extend(chunks);
+        *extents = kept;
+        retired
+    }
+
+    /// For a writer at open (after a crash): removes the files of the store directory the
+    /// published state does not name: chunks below the first live chunk (retired by a GC whose
+    /// deletion did not happen) and segments of other generations (written by a GC that never
+    /// switched, or merged away). Syncs the directory if it removed any. Returns their names.
+    pub fn remove_unnamed(&self) -> Result<Vec<String>> {
+        let first = self.first_seq();
+        let named: Vec<u64> = self.segments().iter().map(|segment| segment.reference.generation).collect();
+        let names = self.dir.list().map_err(|e| io_error(0, "list", e))?;
+        let unnamed: Vec<String> = names
+            .into_iter()
+            .filter(|name| {
+                parse_chunk_name(name).is_some_and(|seq| seq < first)
+                    || parse_segment_name(name).is_some_and(|generation| !named.contains(&generation))
+                    || (first > 0 && name == LEGACY_PACK)
+            })
+            .collect();
+        for name in &unnamed {
+            self.dir.remove(name).map_err(|e| io_error(0, "remove unnamed file", e))?;
+        }
+        if !unnamed.is_empty() {
+            self.dir.sync().map_err(|e| io_error(0, "sync directory", e))?;
+        }
+        Ok(unnamed)
+    }
+
+    /// Bytes of records the layout holds: the segments' runs and the chunks' ranges up to `end`.
+    pub fn stored_bytes(&self, end: u64) -> u64 {
+        let extents = self.extents();
+        let mut total = 0;
+        for (i, extent) in extents.iter().enumerate() {
+            total += match extent {
+                Extent::Segment(segment) => segment.segment.summary().record_bytes,
+                Extent::Chunk(chunk) => {
+                    extents.get(i + 1).map_or(end, Extent::start).saturating_sub(chunk.start)
+                }
+            };
+        }
+        total
+    }
+
+    /// The segment files: name, global range and bytes of records kept.
+    pub fn segment_files(&self) -> Vec<(String, u64, u64, u64)> {
+        self.segments()
+            .iter()
+            .map(|segment| {
+                let reference = segment.reference;
+                (segment.name(), reference.range_start, reference.range_end, segment.segment.summary().record_bytes)
+            })
+            .collect()
+    }
+
+    /// Opens every segment again and checks it against the layout (fsck).
+    fn check_segments(&self) -> Vec<(String, String)> {
+        let segments = self.segments();
+        let mut problems = Vec::new();
+        let references: Vec<SegmentRef> = segments.iter().map(|segment| segment.reference).collect();
+        if let Err(e) = open_segments(&*self.dir, &references) {
+            problems.push((segments.first().map(SegmentExtent::name).unwrap_or_default(), e.to_string()));
+        }
+        for segment in &segments {
+            // Each run must hold whole framed records.
+            for (global, position, len) in segment.segment.runs() {
+                let mut at = 0u64;
+                while at < len {
+                    let mut head = [0u8; 11];
+                    let take = usize::try_from((len - at).min(11)).unwrap_or(0);
+                    let piece = head.get_mut(..take).unwrap_or_default();
+                    if segment.segment.storage().read_at(position + at, piece).is_err() {
+                        problems.push((segment.name(), format!("run at {global} cannot be read")));
+                        break;
+                    }
+                    match crate::codec::record_len(piece, global + at) {
+                        Ok(total) if at + total <= len => at += total,
+                        _ => {
+                            problems.push((
+                                segment.name(),
+                                format!("run at {global}: no whole record at global offset {}", global + at),
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
         }
         problems
     }
@@ -560,20 +865,20 @@ impl Storage for Layout {
     fn sync(&self) -> io::Result<()> {
         let extents = self.extents();
         let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        for extent in extents.get(pending.from..).unwrap_or_default() {
-            extent.chunk().file.sync()?;
+        for chunk in extents.iter().filter_map(Extent::as_chunk).filter(|chunk| chunk.seq >= pending.from) {
+            chunk.file.sync()?;
         }
         if pending.dir {
             self.dir.sync()?;
             pending.dir = false;
         }
-        pending.from = extents.len().saturating_sub(1);
+        pending.from = extents.last().and_then(Extent::as_chunk).map_or(0, |chunk| chunk.seq);
         Ok(())
     }
 
     fn check_identity(&self) -> io::Result<()> {
-        match self.extents().last() {
-            Some(extent) => extent.chunk().file.check_identity(),
+        match self.extents().last().and_then(Extent::as_chunk) {
+            Some(chunk) => chunk.file.check_identity(),
             None => Ok(()),
         }
     }

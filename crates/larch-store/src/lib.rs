@@ -43,6 +43,7 @@ mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod fsck;
+mod gc;
 mod gc_mark;
 #[cfg(feature = "fault-injection")]
 pub mod index;
@@ -65,7 +66,6 @@ mod scan;
 #[cfg(feature = "fault-injection")]
 pub mod segment;
 #[cfg(not(feature = "fault-injection"))]
-#[allow(dead_code)] // read and written by the GC steps that follow (docs/gc-design.md §13)
 mod segment;
 #[cfg(feature = "fault-injection")]
 pub mod storage;
@@ -78,6 +78,7 @@ pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use gc::{GcPhase, GcProgress, GcReport};
 pub use gc_mark::{GcMark, MarkBounds};
 pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,

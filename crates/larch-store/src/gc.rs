@@ -1,0 +1,756 @@
+//! Garbage collection, the engine (docs/gc-design.md §4–§5, docs/store.md *Garbage collection*).
+//!
+//! [`Repo::gc_start`] takes the GC commit `K`, the published layout as a snapshot and the end of
+//! the pack, and spawns a worker thread (`larch-gc`) that marks the records of the *region* (the
+//! chunks wholly below the chunk holding `K`, plus the newest segment when the slot's segment list
+//! is full) that kept commits still need ([`crate::gc_mark`]), copies them in increasing order into
+//! a new segment `seg.<generation>`, and syncs it and the directory. Nothing the writer or the
+//! readers use is touched meanwhile.
+//!
+//! The **switch** rides on the writer's next publish (a commit, [`Repo::gc_finish`],
+//! [`Repo::gc_wait`], [`Repo::flush`], [`Repo::close`]): once the worker is done, the slot written
+//! gets the GC fields (`gc_generation`, `keep_from`, `index_keep_from`, `first_chunk`, the new
+//! segment list) and loses the branches naming commits below `K`; the in-memory layout and commit
+//! map change after the slot is durable. Before it, the *late roots* (targets below `K` of the
+//! pointers the writer wrote to existing records while the GC ran) are checked against the live
+//! set: one that is not live means the GC would lose an object a kept commit needs, and the GC is
+//! abandoned (its segment removed, the error returned by `gc_finish`/`gc_wait`, the store as
+//! before).
+//!
+//! **Deletion**: the files the switch retired (region chunks, merged segments) are unlinked once
+//! both control slots are post-GC, i.e. after one more publish (which `gc_finish`/`gc_wait` do at
+//! once). A crash anywhere leaves the store before the switch (the new segment is an orphan the
+//! next writer removes) or after it (retired files not yet unlinked are removed by the next
+//! writer's open).
+
+use crate::codec::PACK_HEADER_LEN;
+use crate::control::{ControlState, MAX_SEGMENTS, SegmentRef};
+use crate::error::{FileKind, Result, StoreError};
+use crate::gc_mark::{self, MarkBounds};
+use crate::index;
+use crate::layout::{Layout, SegmentExtent, segment_name};
+use crate::pack::PackReader;
+use crate::repo::Repo;
+use crate::segment::{Segment, SegmentHeader, SegmentWriter};
+use crate::storage::{Directory, Storage};
+use larch_core::Hash;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What one garbage collection did (returned once it has switched).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// The GC commit (kept, with every later commit).
+    pub commit: Hash,
+    /// `gc_generation` after it.
+    pub generation: u64,
+    /// Bytes of the store's files when it started.
+    pub disk_before: u64,
+    /// Bytes of the store's files after the switch and the deletions done so far.
+    pub disk_after: u64,
+    /// The largest sum of file sizes observed during it (sampled at its start, after the segment
+    /// was written, at the switch and after the deletions).
+    pub disk_peak: u64,
+    /// Bytes of the files it collected (region chunks, merged segments).
+    pub region_bytes: u64,
+    /// Live records copied into the new segment.
+    pub live_records: u64,
+    /// Bytes copied into the new segment.
+    pub copied_bytes: u64,
+    /// Of the live records, those kept only as patch bases.
+    pub base_only_records: u64,
+    /// Chunk files unlinked so far.
+    pub chunks_removed: usize,
+    /// Branches removed because they named a collected commit.
+    pub branches_removed: Vec<String>,
+    /// Time of the mark (window scan and traversal).
+    pub mark_time: Duration,
+    /// Time of the copy (segment written and synced).
+    pub copy_time: Duration,
+    /// Time the writer spent in the switch (late-root check, slot fields, layout swap).
+    pub switch_pause: Duration,
+    /// From the start to the switch.
+    pub total_time: Duration,
+    /// Bytes of retired files still waiting to be unlinked (0 once deleted).
+    pub bytes_waiting: u64,
+    /// The segment written (`None` when the region was empty).
+    pub segment: Option<String>,
+}
+
+/// The phase of a running GC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPhase {
+    /// Scanning the window for roots and traversing.
+    Mark,
+    /// Copying live records into the new segment.
+    Copy,
+    /// The worker is done; the switch waits for the writer's next publish.
+    WaitingForSwitch,
+}
+
+/// Phase and progress of a running GC (read by a progress bar).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcProgress {
+    /// The phase.
+    pub phase: GcPhase,
+    /// Bytes done in this phase.
+    pub done_bytes: u64,
+    /// Bytes this phase will do (an estimate for the mark: the window and the region).
+    pub total_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    phase: AtomicU8,
+    done: AtomicU64,
+    total: AtomicU64,
+}
+
+impl Counters {
+    fn set_phase(&self, phase: GcPhase, total: u64) {
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+        self.phase.store(phase as u8, Ordering::Release);
+    }
+}
+
+/// What the worker hands back.
+#[derive(Debug)]
+struct WorkerOutput {
+    /// Live records of the region, increasing.
+    live: Vec<(u64, u32)>,
+    /// Of these, the base-only ones, increasing.
+    base_only: Vec<u64>,
+    /// Records of `[region_end, K)` traversed as full, increasing.
+    boundary_full: Vec<u64>,
+    segment: Option<SegmentExtent>,
+    index_keep_from: u64,
+    copied_bytes: u64,
+    mark_time: Duration,
+    copy_time: Duration,
+    /// Disk bytes once the segment was written.
+    disk_after_copy: u64,
+}
+
+/// A GC started and not yet switched.
+#[derive(Debug)]
+pub(crate) struct GcRun {
+    commit: Hash,
+    keep_from: u64,
+    generation: u64,
+    region_start: u64,
+    region_end: u64,
+    /// The chunk holding `K`: the first live chunk after the switch.
+    first_chunk: u32,
+    region_bytes: u64,
+    handle: Option<JoinHandle<Result<WorkerOutput>>>,
+    counters: Arc<Counters>,
+    /// Targets below `K` of the pointers the writer wrote to existing records since the start.
+    late_roots: HashSet<u64>,
+    started: Instant,
+    disk_before: u64,
+    dir: Arc<dyn Directory>,
+}
+
+impl GcRun {
+    /// Offsets below which the writer's pointers are late roots.
+    pub(crate) fn late_below(&self) -> u64 {
+        self.keep_from
+    }
+
+    /// Adds the late roots of a commit written while the GC runs.
+    pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
+        self.late_roots.extend(roots.iter().copied().filter(|root| *root >= self.region_start));
+    }
+
+    fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+/// A finished GC ready to switch: its fields go into the slot being published.
+#[derive(Debug)]
+pub(crate) struct Switch {
+    run: GcRun,
+    output: WorkerOutput,
+    checked: Instant,
+    pause: Duration,
+    branches_removed: Vec<String>,
+}
+
+/// Files retired by a switch, unlinked once a later publish made both slots post-GC.
+#[derive(Debug)]
+struct Retired {
+    /// Control generation of the switch's publish.
+    published_at: u64,
+    files: Vec<String>,
+}
+
+/// The writer's GC state between runs.
+#[derive(Debug, Default)]
+pub(crate) struct GcAfter {
+    /// The oldest kept commit (the last GC's), for [`StoreError::Collected`].
+    pub oldest_kept: Option<Hash>,
+    retired: Vec<Retired>,
+    report: Option<GcReport>,
+    failed: Option<StoreError>,
+}
+
+impl GcAfter {
+    /// The state of a store opened with `oldest_kept` as its oldest kept commit.
+    pub(crate) fn with_oldest_kept(oldest_kept: Option<Hash>) -> GcAfter {
+        GcAfter { oldest_kept, ..GcAfter::default() }
+    }
+}
+
+/// Sum of the lengths of every file in `dir`.
+pub(crate) fn dir_bytes(dir: &dyn Directory) -> Result<u64> {
+    let names = dir.list().map_err(|e| StoreError::io(FileKind::Pack, 0, "list", e))?;
+    let mut total = 0;
+    for name in names {
+        match dir.open(&name, false) {
+            Ok(file) => total += file.len().unwrap_or(0),
+            // Unlinked between the listing and the open.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(FileKind::Pack, 0, "open", e)),
+        }
+    }
+    Ok(total)
+}
+
+/// The position in `commits` of the entry of the commit at `keep_from`, searched in `[from, to)`
+/// (entries are in increasing offset order).
+fn index_position(index: &dyn Storage, (from, to): (u64, u64), keep_from: u64) -> Result<u64> {
+    let entry_len = index::ENTRY_LEN as u64;
+    let (mut low, mut high) = (0u64, (to.saturating_sub(from)) / entry_len);
+    let mut buf = [0u8; index::ENTRY_LEN];
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let at = from + middle * entry_len;
+        index.read_at(at, &mut buf).map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
+        let entries = index::decode_entries(&buf, at)?;
+        let offset = entries.first().map_or(u64::MAX, |(_, offset)| *offset);
+        if offset == keep_from {
+            return Ok(at);
+        }
+        if offset < keep_from {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    Err(StoreError::corrupt(FileKind::Index, from, format!("no entry for the commit at {keep_from}")))
+}
+
+/// Everything the worker needs.
+struct Job {
+    layout: Arc<Layout>,
+    index: Arc<dyn Storage>,
+    index_range: (u64, u64),
+    bounds: MarkBounds,
+    region_start: u64,
+    generation: u64,
+    commit: Hash,
+    counters: Arc<Counters>,
+}
+
+/// Copy reads of at most this many bytes.
+const COPY_PIECE: u64 = 1 << 20;
+
+fn work(job: Job) -> Result<WorkerOutput> {
+    let Job { layout, index, index_range, bounds, region_start, generation, commit, counters } = job;
+    let dir = layout.directory().clone();
+    counters.set_phase(GcPhase::Mark, bounds.scan_end - region_start);
+    let started = Instant::now();
+    let reader = PackReader::new(layout.clone(), bounds.scan_end, 0);
+    let mark = gc_mark::mark_above(&reader, bounds, region_start)?;
+    let index_keep_from = index_position(&*index, index_range, bounds.keep_from)?;
+    let mark_time = started.elapsed();
+    counters.done.store(bounds.scan_end - region_start, Ordering::Relaxed);
+    let started = Instant::now();
+    let live: Vec<(u64, u32)> =
+        mark.live.iter().copied().filter(|(offset, _)| *offset >= region_start).collect();
+    let base_only: Vec<u64> = mark.base_only.iter().copied().filter(|offset| *offset >= region_start).collect();
+    let total: u64 = live.iter().map(|(_, len)| u64::from(*len)).sum();
+    counters.set_phase(GcPhase::Copy, total);
+    let mut segment = None;
+    let mut copied_bytes = 0;
+    if region_start < bounds.region_end {
+        let name = segment_name(generation);
+        let file = dir.create(&name).map_err(|e| StoreError::io(FileKind::Segment, 0, "create", e))?;
+        let header = SegmentHeader {
+            generation,
+            range_start: region_start,
+            range_end: bounds.region_end,
+            keep_from: bounds.keep_from,
+            index_keep_from,
+            commit,
+        };
+        let mut writer = SegmentWriter::new(file.clone(), header)?;
+        let mut buffer = Vec::new();
+        let mut i = 0;
+        while let Some(&(start, _)) = live.get(i) {
+            // A run of adjacent live records, at most COPY_PIECE bytes (a larger record alone).
+            let mut end = start;
+            let mut j = i;
+            while let Some(&(offset, len)) = live.get(j) {
+                if offset != end || (j > i && end + u64::from(len) - start > COPY_PIECE) {
+                    break;
+                }
+                end = offset + u64::from(len);
+                j += 1;
+            }
+            let len = usize::try_from(end - start)
+                .map_err(|_| StoreError::corrupt(FileKind::Pack, start, "huge run"))?;
+            buffer.resize(len, 0);
+            layout.read(start, &mut buffer)?;
+            // Every record is checked again (framing and checksum) before it is copied.
+            for &(offset, record_len) in live.get(i..j).unwrap_or_default() {
+                let at = usize::try_from(offset - start).unwrap_or(usize::MAX);
+                let record = buffer
+                    .get(at..at.saturating_add(record_len as usize))
+                    .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "live record past its run"))?;
+                let (data, crc) = record.split_at(record.len().saturating_sub(4));
+                if crate::codec::record_len(data, offset)? != u64::from(record_len)
+                    || crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default())
+                {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+                }
+            }
+            writer.push_run(start, &buffer)?;
+            copied_bytes += end - start;
+            counters.done.store(copied_bytes, Ordering::Relaxed);
+            i = j;
+        }
+        writer.finish()?;
+        file.sync().map_err(|e| StoreError::io(FileKind::Segment, 0, "sync", e))?;
+        dir.sync().map_err(|e| StoreError::io(FileKind::Segment, 0, "sync directory", e))?;
+        let opened = dir.open(&name, false).map_err(|e| StoreError::io(FileKind::Segment, 0, "open", e))?;
+        let opened = Segment::open(opened)?;
+        let summary = opened.summary();
+        segment = Some(SegmentExtent {
+            reference: SegmentRef {
+                generation,
+                range_start: region_start,
+                range_end: bounds.region_end,
+                file_len: summary.file_len,
+                footer_crc: summary.footer_crc,
+            },
+            segment: Arc::new(opened),
+        });
+    }
+    let copy_time = started.elapsed();
+    let disk_after_copy = dir_bytes(&*dir)?;
+    counters.set_phase(GcPhase::WaitingForSwitch, 0);
+    Ok(WorkerOutput {
+        live,
+        base_only,
+        boundary_full: mark.boundary_full,
+        segment,
+        index_keep_from,
+        copied_bytes,
+        mark_time,
+        copy_time,
+        disk_after_copy,
+    })
+}
+
+impl Repo {
+    /// Collects garbage: keeps `commit` and every commit written after it, with everything they
+    /// reach, and returns the rest of the disk (docs/store.md, *Garbage collection*). Blocks until
+    /// the GC has switched and its files are deleted ([`Repo::gc_start`] + [`Repo::gc_wait`]).
+    pub fn gc(&mut self, commit: &Hash) -> Result<GcReport> {
+        self.gc_start(commit)?;
+        self.gc_wait()?.ok_or_else(|| StoreError::GcAbandoned("the GC produced no report".into()))
+    }
+
+    /// Starts a garbage collection keeping `commit` and every later commit, on a worker thread;
+    /// the writer keeps committing. Refused ([`StoreError::GcRefused`]) on a read-only handle,
+    /// while another GC runs, for a commit not in the store, not yet published, or older than the
+    /// last GC's commit.
+    pub fn gc_start(&mut self, commit: &Hash) -> Result<()> {
+        if !self.writable {
+            return Err(StoreError::GcRefused("a read-only handle cannot collect garbage".into()));
+        }
+        self.check_writable()?;
+        if self.gc.is_some() {
+            return Err(StoreError::GcRefused("a garbage collection is already running".into()));
+        }
+        let keep_from = match self.commit_offset_of(commit) {
+            Some(offset) => offset,
+            None if self.is_collected(commit)? => {
+                return Err(StoreError::GcRefused(format!(
+                    "commit {commit} is older than the last garbage collection's commit (it was collected)"
+                )));
+            }
+            None => return Err(StoreError::GcRefused(format!("commit {commit} is not in the store"))),
+        };
+        if keep_from >= self.synced_pack_end {
+            return Err(StoreError::GcRefused(format!(
+                "commit {commit} is not published yet (flush first)"
+            )));
+        }
+        let state = self.state.clone();
+        if keep_from < state.keep_from {
+            return Err(StoreError::GcRefused(format!(
+                "commit {commit} is older than the last garbage collection's commit"
+            )));
+        }
+        let layout = self.source.reader.layout().clone();
+        let Some((first_chunk, holding_start)) = layout.chunk_holding(keep_from) else {
+            return Err(StoreError::GcRefused(format!("commit {commit} lies in no chunk of the store")));
+        };
+        let segments = layout.segments();
+        // One new segment per GC for the newly old chunks; when the slot's list is full, the
+        // newest segment is merged into it.
+        let region_start = match segments.last() {
+            Some(last) if segments.len() >= MAX_SEGMENTS => last.reference.range_start,
+            Some(last) => last.reference.range_end,
+            None => PACK_HEADER_LEN,
+        };
+        let region_end = holding_start.max(region_start);
+        if state.keep_from == 0 && keep_from > 0 {
+            // The commit index must hold an entry before the GC commit's (a slot with `keep_from`
+            // names an entry past the header).
+            let first_entry = self.commits.values().copied().min();
+            if first_entry == Some(keep_from) {
+                return Err(StoreError::GcRefused(format!(
+                    "commit {commit} is the oldest commit of the store: there is nothing to collect"
+                )));
+            }
+        }
+        let mut region_bytes = 0;
+        let dir = layout.directory().clone();
+        for (name, start, _) in layout.chunk_files(state.pack_end) {
+            if start < region_end && parse_seq(&name).is_some_and(|seq| seq < first_chunk) {
+                region_bytes += dir.open(&name, false).and_then(|file| file.len()).unwrap_or(0);
+            }
+        }
+        for segment in segments.iter().filter(|segment| segment.reference.range_start >= region_start) {
+            region_bytes += segment.reference.file_len;
+        }
+        let disk_before = self.disk_bytes()?;
+        let counters = Arc::new(Counters::default());
+        let job = Job {
+            layout: Arc::new(layout.snapshot()),
+            index: self.files.index.clone(),
+            index_range: (state.index_keep_from, state.index_end),
+            bounds: MarkBounds { keep_from, region_end, scan_end: state.pack_end },
+            region_start,
+            generation: state.gc_generation + 1,
+            commit: *commit,
+            counters: counters.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("larch-gc".into())
+            .spawn(move || work(job))
+            .map_err(|e| StoreError::io(FileKind::Pack, 0, "spawn the GC thread", e))?;
+        self.gc = Some(Box::new(GcRun {
+            commit: *commit,
+            keep_from,
+            generation: state.gc_generation + 1,
+            region_start,
+            region_end,
+            first_chunk,
+            region_bytes,
+            handle: Some(handle),
+            counters,
+            late_roots: HashSet::new(),
+            started: Instant::now(),
+            disk_before,
+            dir,
+        }));
+        Ok(())
+    }
+
+    /// Whether a GC started and has not switched (or been abandoned) yet.
+    pub fn gc_running(&self) -> bool {
+        self.gc.is_some()
+    }
+
+    /// Phase and progress of the running GC, if any.
+    pub fn gc_progress(&self) -> Option<GcProgress> {
+        let run = self.gc.as_ref()?;
+        let phase = match run.counters.phase.load(Ordering::Acquire) {
+            0 => GcPhase::Mark,
+            1 => GcPhase::Copy,
+            _ => GcPhase::WaitingForSwitch,
+        };
+        let phase = if run.is_finished() { GcPhase::WaitingForSwitch } else { phase };
+        Some(GcProgress {
+            phase,
+            done_bytes: run.counters.done.load(Ordering::Relaxed),
+            total_bytes: run.counters.total.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Switches a GC whose worker is done (publishing once more to delete its files) and returns
+    /// its report, once; `None` while it still runs or when none ran. Never blocks on the worker.
+    /// A GC that had to be abandoned returns its error here, once.
+    pub fn gc_finish(&mut self) -> Result<Option<GcReport>> {
+        if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
+            self.publish_switch()?;
+        }
+        self.gc_result()
+    }
+
+    /// Blocks until the running GC's worker is done, then as [`Repo::gc_finish`].
+    pub fn gc_wait(&mut self) -> Result<Option<GcReport>> {
+        self.gc_join();
+        self.gc_finish()
+    }
+
+    /// The sum of the sizes of the store's files.
+    pub fn disk_bytes(&self) -> Result<u64> {
+        dir_bytes(&**self.source.reader.layout().directory())
+    }
+
+    /// Waits for the running GC's worker (if any) without switching.
+    pub(crate) fn gc_join(&mut self) {
+        if let Some(run) = self.gc.as_mut()
+            && let Some(handle) = run.handle.as_ref()
+        {
+            while !handle.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Publishes the current state so that a finished GC switches.
+    fn publish_switch(&mut self) -> Result<()> {
+        let state = self.state.clone();
+        self.publish(state, 0, 0)
+    }
+
+    /// After a switch: a second publish so that both slots are post-GC, then the deletions; the
+    /// report (or the abandoned GC's error), once.
+    fn gc_result(&mut self) -> Result<Option<GcReport>> {
+        if let Some(e) = self.gc_after.failed.take() {
+            return Err(e);
+        }
+        if self.gc_after.report.is_none() {
+            return Ok(None);
+        }
+        if !self.gc_after.retired.is_empty() && self.writable && !self.poisoned {
+            let mut state = self.state.clone();
+            let outcome = (|| {
+                self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+                state.index_synced = state.index_end;
+                self.write_switch(&mut state)
+            })();
+            if outcome.is_err() {
+                self.poisoned = true;
+            }
+            outcome?;
+            self.state = state;
+        }
+        let disk_after = self.disk_bytes()?;
+        let waiting = self.gc_waiting_bytes();
+        let Some(mut report) = self.gc_after.report.take() else { return Ok(None) };
+        report.disk_after = disk_after;
+        report.disk_peak = report.disk_peak.max(disk_after);
+        report.bytes_waiting = waiting;
+        Ok(Some(report))
+    }
+
+    fn gc_waiting_bytes(&self) -> u64 {
+        let dir = self.source.reader.layout().directory().clone();
+        self.gc_after
+            .retired
+            .iter()
+            .flat_map(|retired| retired.files.iter())
+            .map(|name| dir.open(name, false).and_then(|file| file.len()).unwrap_or(0))
+            .sum()
+    }
+
+    /// Whether a GC's worker is done and waits for the switch.
+    pub(crate) fn gc_ready(&self) -> bool {
+        self.gc.as_ref().is_some_and(|run| run.is_finished())
+    }
+
+    /// Gives up a switch that cannot be published (the store stays as it is).
+    pub(crate) fn gc_abandon(&mut self, switch: &Switch, reason: &str) {
+        let _ = switch.run.dir.remove(&segment_name(switch.run.generation));
+        self.gc_after.failed = Some(StoreError::GcAbandoned(reason.to_string()));
+    }
+
+    /// At a publish: takes the GC if its worker is done and its late roots are live. An abandoned
+    /// GC (worker error, late root not live) is recorded for `gc_finish` and its segment removed.
+    pub(crate) fn gc_take_switch(&mut self) -> Option<Switch> {
+        if !self.gc.as_ref().is_some_and(|run| run.is_finished()) {
+            return None;
+        }
+        let mut run = *self.gc.take()?;
+        let checked = Instant::now();
+        let joined = match run.handle.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(StoreError::GcAbandoned("the GC thread panicked".into())),
+            None => Err(StoreError::GcAbandoned("the GC thread is gone".into())),
+        };
+        let abandon = |this: &mut Repo, run: &GcRun, e: StoreError| {
+            let _ = run.dir.remove(&segment_name(run.generation));
+            this.gc_after.failed = Some(match e {
+                e @ StoreError::GcAbandoned(_) => e,
+                other => StoreError::GcAbandoned(other.to_string()),
+            });
+        };
+        let output = match joined {
+            Ok(output) => output,
+            Err(e) => {
+                abandon(self, &run, e);
+                return None;
+            }
+        };
+        // Late roots: every existing record the writer pointed to during the GC must survive it.
+        for &root in &run.late_roots {
+            let safe = if root < run.region_end {
+                output.live.binary_search_by_key(&root, |(offset, _)| *offset).is_ok()
+                    && output.base_only.binary_search(&root).is_err()
+            } else {
+                root >= run.keep_from || output.boundary_full.binary_search(&root).is_ok()
+            };
+            if !safe {
+                let e = StoreError::GcAbandoned(format!(
+                    "a commit written during the GC points to the record at {root}, which the GC of commit {} \
+                     would remove; run the GC again",
+                    run.commit
+                ));
+                abandon(self, &run, e);
+                return None;
+            }
+        }
+        let pause = checked.elapsed();
+        Some(Switch { run, output, checked, pause, branches_removed: Vec::new() })
+    }
+
+    /// Puts a switch's fields into the state being published.
+    pub(crate) fn gc_apply(&self, switch: &mut Switch, state: &mut ControlState) {
+        let run = &switch.run;
+        state.gc_generation = run.generation;
+        state.keep_from = run.keep_from;
+        state.index_keep_from = switch.output.index_keep_from;
+        state.first_chunk = run.first_chunk;
+        state.segments.retain(|segment| segment.range_start < run.region_start);
+        if let Some(segment) = &switch.output.segment {
+            state.segments.push(segment.reference);
+        }
+        let removed: Vec<String> = state
+            .branches
+            .iter()
+            .filter(|(_, (_, offset))| *offset < run.keep_from)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &removed {
+            state.branches.remove(name);
+        }
+        switch.branches_removed = removed;
+    }
+
+    /// After the switch's slot is durable: the layout and the commit map change, the region's
+    /// files are retired, the report is kept for `gc_finish`.
+    pub(crate) fn gc_switched(&mut self, switch: Switch, generation: u64) {
+        let started = Instant::now();
+        let Switch { run, output, checked, pause, branches_removed } = switch;
+        let layout = self.source.reader.layout().clone();
+        let retired = layout.collect(output.segment.clone(), run.first_chunk);
+        self.commits.retain(|_, offset| *offset >= run.keep_from);
+        self.gc_after.oldest_kept = Some(run.commit);
+        if let Some(last) = self.last_commit
+            && last < run.keep_from
+        {
+            self.last_commit = None;
+        }
+        let disk_at_switch = self.disk_bytes().unwrap_or(0);
+        if !retired.is_empty() {
+            self.gc_after.retired.push(Retired { published_at: generation, files: retired });
+        }
+        let report = GcReport {
+            commit: run.commit,
+            generation: run.generation,
+            disk_before: run.disk_before,
+            disk_after: disk_at_switch,
+            disk_peak: run.disk_before.max(output.disk_after_copy).max(disk_at_switch),
+            region_bytes: run.region_bytes,
+            live_records: output.live.len() as u64,
+            copied_bytes: output.copied_bytes,
+            base_only_records: output.base_only.len() as u64,
+            chunks_removed: 0,
+            branches_removed,
+            mark_time: output.mark_time,
+            copy_time: output.copy_time,
+            switch_pause: pause + started.elapsed(),
+            total_time: checked.duration_since(run.started),
+            bytes_waiting: 0,
+            segment: output.segment.as_ref().map(SegmentExtent::name),
+        };
+        self.gc_after.report = Some(report);
+    }
+
+    /// After a publish of control generation `generation`: unlinks the files retired by switches
+    /// published before it (both slots are now post-GC). A failure leaves them for the next
+    /// publish (or the next writer's open).
+    pub(crate) fn gc_delete_retired(&mut self, generation: u64) {
+        let dir = self.source.reader.layout().directory().clone();
+        let mut removed_chunks = 0;
+        self.gc_after.retired.retain_mut(|retired| {
+            if retired.published_at >= generation {
+                return true;
+            }
+            retired.files.retain(|name| match dir.remove(name) {
+                Ok(()) => {
+                    removed_chunks += usize::from(parse_seq(name).is_some());
+                    false
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                Err(_) => true,
+            });
+            !retired.files.is_empty()
+        });
+        if let Some(report) = self.gc_after.report.as_mut() {
+            report.chunks_removed += removed_chunks;
+        }
+    }
+
+    /// Whether `hash` names a commit garbage collection removed (found in the commit index below
+    /// the oldest kept commit's entry).
+    pub(crate) fn is_collected(&self, hash: &Hash) -> Result<bool> {
+        let end = self.state.index_keep_from;
+        let mut at = index::INDEX_HEADER_LEN;
+        let entry_len = index::ENTRY_LEN as u64;
+        let mut buf = vec![0u8; 1024 * index::ENTRY_LEN];
+        while at < end {
+            let len = usize::try_from((end - at).min(buf.len() as u64)).unwrap_or(0);
+            let piece = buf.get_mut(..len).unwrap_or_default();
+            self.files.index.read_at(at, piece).map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
+            if piece.chunks_exact(index::ENTRY_LEN).any(|entry| entry.get(..32) == Some(&hash.as_bytes()[..])) {
+                return Ok(true);
+            }
+            at += len as u64 / entry_len * entry_len;
+            if len < index::ENTRY_LEN {
+                break;
+            }
+        }
+        Ok(false)
+    }
+
+    /// The error for a commit that is not in the commit map: [`StoreError::Collected`] when GC
+    /// removed it, else [`StoreError::UnknownCommit`].
+    pub(crate) fn missing_commit(&self, hash: &Hash) -> StoreError {
+        match (self.state.keep_from, self.is_collected(hash)) {
+            (keep_from, Ok(true)) if keep_from > 0 => StoreError::Collected {
+                commit: *hash,
+                gc_generation: self.state.gc_generation,
+                oldest_kept: self.gc_after.oldest_kept.unwrap_or(Hash([0; 32])),
+            },
+            (_, Err(e)) => e,
+            _ => StoreError::UnknownCommit(*hash),
+        }
+    }
+}
+
+fn parse_seq(name: &str) -> Option<u32> {
+    crate::layout::parse_chunk_name(name).or_else(|| (name == crate::layout::LEGACY_PACK).then_some(0))
+}
