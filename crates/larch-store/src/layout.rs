@@ -397,6 +397,35 @@ impl Layout {
         })
     }
 
+    /// [`Layout::discover`] for a collected store whose published state is `state` (recovery):
+    /// its segments (checked against the slot), then the chunks present from `state.first_chunk`
+    /// on without a gap, read-only.
+    pub fn discover_collected(dir: Arc<dyn Directory>, state: &crate::control::ControlState) -> Result<Layout> {
+        let segments = open_segments(&*dir, &state.segments)?;
+        let expected = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
+        let mut chunks = vec![open_chunk(&*dir, state.first_chunk, false)?];
+        if chunks.first().is_some_and(|chunk| chunk.start != expected) {
+            return Err(StoreError::corrupt(FileKind::Pack, 24, "the first live chunk does not join the segments"));
+        }
+        loop {
+            let Some(last) = chunks.last() else { break };
+            let Some(seq) = last.seq.checked_add(1) else { break };
+            let Ok(next) = open_chunk(&*dir, seq, false) else { break };
+            let last_len = last.file.len().map_err(|e| io_error(0, "stat", e))?;
+            if next.start < last.start || next.start > last.start + last_len.saturating_sub(last.data_at) {
+                break;
+            }
+            chunks.push(next);
+        }
+        let extents = segments.into_iter().map(Extent::Segment).chain(chunks.into_iter().map(Extent::Chunk));
+        Ok(Layout {
+            dir,
+            writable: false,
+            extents: RwLock::new(extents.collect()),
+            pending: Mutex::new(Pending::default()),
+        })
+    }
+
     fn extents(&self) -> std::sync::RwLockReadGuard<'_, Vec<Extent>> {
         self.extents.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

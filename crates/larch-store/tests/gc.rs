@@ -402,3 +402,34 @@ fn files_a_crash_left_are_removed_by_the_next_writer() {
     assert!(dir.path().join("seg.000001").exists());
     assert!(repo.fsck().is_clean());
 }
+
+#[test]
+fn recovery_rebuilds_the_commit_index_of_a_collected_store() {
+    let (mut rng, seed) = seeded_rng("recovery_rebuilds_the_commit_index_of_a_collected_store", 0x6763_0008);
+    let dir = tempfile::tempdir().unwrap();
+    let mut built = build(&mut rng, dir.path(), options());
+    built.grow(&mut rng, 30);
+    let keep = built.main[20].0;
+    built.repo.gc(&keep).unwrap();
+    built.grow(&mut rng, 6);
+    let Built { repo, .. } = built;
+    repo.close().unwrap();
+    // The commit index loses its last entries (below what the published state says is durable).
+    let index = dir.path().join("commits");
+    let len = std::fs::metadata(&index).unwrap().len();
+    let file = std::fs::OpenOptions::new().write(true).open(&index).unwrap();
+    file.set_len(len - 3 * 44).unwrap();
+    drop(file);
+    assert!(matches!(Repo::open_read_only(dir.path()), Err(StoreError::NeedsRecovery { .. })), "seed {seed}");
+    let plan = larch_store::plan_recovery(dir.path()).unwrap();
+    assert_eq!(plan.chosen.as_ref().map(|chosen| chosen.hash), Some(built.main.last().unwrap().0));
+    plan.apply().unwrap();
+    let repo = Repo::open_with(dir.path(), options()).unwrap();
+    built.repo = repo;
+    check_store(&built.repo, &built, &keep, seed);
+    // And a later GC works on the recovered store.
+    built.grow(&mut rng, 3);
+    let keep = built.main[built.main.len() - 4].0;
+    built.repo.gc(&keep).unwrap();
+    check_store(&built.repo, &built, &keep, seed);
+}
