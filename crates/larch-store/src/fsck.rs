@@ -118,7 +118,11 @@ impl fmt::Display for FsckReport {
             writeln!(f, "segment {name}: range [{start}, {end}), {kept} bytes of records kept")?;
         }
         if !self.collected_parents.is_empty() {
-            writeln!(f, "collected parents: {} (commits whose parent GC removed)", self.collected_parents.len())?;
+            writeln!(
+                f,
+                "collected parents: {} (commits whose parent GC removed)",
+                self.collected_parents.len()
+            )?;
         }
         for (kind, kind_stats) in &stats.by_kind {
             let mean = kind_stats.bytes.checked_div(kind_stats.count).unwrap_or(0);
@@ -176,8 +180,19 @@ enum Expect {
 enum Task {
     /// `full`: its children are followed; a patch base below the oldest kept commit of a
     /// collected store is checked as a base only (its children may have been collected).
-    Node { offset: u64, hash: Hash, parent: u64, expect: Expect, depth: u32, full: bool },
-    Contents { offset: u64, hash: Hash, parent: u64 },
+    Node {
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+        expect: Expect,
+        depth: u32,
+        full: bool,
+    },
+    Contents {
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+    },
 }
 
 struct Checker<'a> {

@@ -273,7 +273,8 @@ fn work(job: Job) -> Result<WorkerOutput> {
     let started = Instant::now();
     let live: Vec<(u64, u32)> =
         mark.live.iter().copied().filter(|(offset, _)| *offset >= region_start).collect();
-    let base_only: Vec<u64> = mark.base_only.iter().copied().filter(|offset| *offset >= region_start).collect();
+    let base_only: Vec<u64> =
+        mark.base_only.iter().copied().filter(|offset| *offset >= region_start).collect();
     let total: u64 = live.iter().map(|(_, len)| u64::from(*len)).sum();
     counters.set_phase(GcPhase::Copy, total);
     let mut segment = None;
@@ -389,9 +390,7 @@ impl Repo {
             None => return Err(StoreError::GcRefused(format!("commit {commit} is not in the store"))),
         };
         if keep_from >= self.synced_pack_end {
-            return Err(StoreError::GcRefused(format!(
-                "commit {commit} is not published yet (flush first)"
-            )));
+            return Err(StoreError::GcRefused(format!("commit {commit} is not published yet (flush first)")));
         }
         let state = self.state.clone();
         if keep_from < state.keep_from {
@@ -724,8 +723,12 @@ impl Repo {
         while at < end {
             let len = usize::try_from((end - at).min(buf.len() as u64)).unwrap_or(0);
             let piece = buf.get_mut(..len).unwrap_or_default();
-            self.files.index.read_at(at, piece).map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
-            if piece.chunks_exact(index::ENTRY_LEN).any(|entry| entry.get(..32) == Some(&hash.as_bytes()[..])) {
+            self.files
+                .index
+                .read_at(at, piece)
+                .map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
+            if piece.chunks_exact(index::ENTRY_LEN).any(|entry| entry.get(..32) == Some(&hash.as_bytes()[..]))
+            {
                 return Ok(true);
             }
             at += len as u64 / entry_len * entry_len;

@@ -247,7 +247,10 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
             return Err(StoreError::corrupt(
                 FileKind::Control,
                 96,
-                format!("{name} starts at {}, not where the previous range ends ({previous_end})", reference.range_start),
+                format!(
+                    "{name} starts at {}, not where the previous range ends ({previous_end})",
+                    reference.range_start
+                ),
             ));
         }
         previous_end = reference.range_end;
@@ -400,15 +403,21 @@ impl Layout {
     /// [`Layout::discover`] for a collected store whose published state is `state` (recovery):
     /// its segments (checked against the slot), then the chunks present from `state.first_chunk`
     /// on without a gap, read-only.
-    pub fn discover_collected(dir: Arc<dyn Directory>, state: &crate::control::ControlState) -> Result<Layout> {
+    pub fn discover_collected(
+        dir: Arc<dyn Directory>,
+        state: &crate::control::ControlState,
+    ) -> Result<Layout> {
         let segments = open_segments(&*dir, &state.segments)?;
         let expected = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
         let mut chunks = vec![open_chunk(&*dir, state.first_chunk, false)?];
         if chunks.first().is_some_and(|chunk| chunk.start != expected) {
-            return Err(StoreError::corrupt(FileKind::Pack, 24, "the first live chunk does not join the segments"));
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                24,
+                "the first live chunk does not join the segments",
+            ));
         }
-        loop {
-            let Some(last) = chunks.last() else { break };
+        while let Some(last) = chunks.last() {
             let Some(seq) = last.seq.checked_add(1) else { break };
             let Ok(next) = open_chunk(&*dir, seq, false) else { break };
             let last_len = last.file.len().map_err(|e| io_error(0, "stat", e))?;
@@ -799,7 +808,12 @@ impl Layout {
             .iter()
             .map(|segment| {
                 let reference = segment.reference;
-                (segment.name(), reference.range_start, reference.range_end, segment.segment.summary().record_bytes)
+                (
+                    segment.name(),
+                    reference.range_start,
+                    reference.range_end,
+                    segment.segment.summary().record_bytes,
+                )
             })
             .collect()
     }

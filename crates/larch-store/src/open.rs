@@ -164,7 +164,9 @@ fn reader_slot(control: &ControlFileState, path: Option<&Path>, storage: &dyn St
 /// Whether `e` says a file of the layout is missing (unlinked by a GC after `control` was read).
 fn is_missing_file(e: &StoreError) -> bool {
     match e {
-        StoreError::Corrupt { reason, .. } => reason.contains("missing chunk file") || reason.contains("missing segment file"),
+        StoreError::Corrupt { reason, .. } => {
+            reason.contains("missing chunk file") || reason.contains("missing segment file")
+        }
         StoreError::Io { source, .. } => source.kind() == ErrorKind::NotFound,
         _ => false,
     }
@@ -387,7 +389,10 @@ impl Repo {
                     return Err(StoreError::corrupt(
                         FileKind::Index,
                         state.index_keep_from,
-                        format!("the oldest kept commit is at {offset}, the control file says {}", state.keep_from),
+                        format!(
+                            "the oldest kept commit is at {offset}, the control file says {}",
+                            state.keep_from
+                        ),
                     ));
                 }
                 Some(*hash)
@@ -467,7 +472,11 @@ impl Repo {
         options: &RepoOptions,
         path: Option<&Path>,
         state: ControlState,
-        (commits, last_commit, oldest_kept): (HashMap<larch_core::Hash, u64>, Option<u64>, Option<larch_core::Hash>),
+        (commits, last_commit, oldest_kept): (
+            HashMap<larch_core::Hash, u64>,
+            Option<u64>,
+            Option<larch_core::Hash>,
+        ),
         slot: usize,
         max_generation: u64,
     ) -> Repo {
@@ -565,7 +574,8 @@ impl Repo {
             };
             layout.replace_with(fresh);
             self.commits.retain(|_, offset| *offset >= state.keep_from);
-            self.gc_after.oldest_kept = self.commits.iter().find(|(_, offset)| **offset == state.keep_from).map(|(hash, _)| *hash);
+            self.gc_after.oldest_kept =
+                self.commits.iter().find(|(_, offset)| **offset == state.keep_from).map(|(hash, _)| *hash);
         } else {
             // Open the chunks the writer rolled to since (their files were durable before the slot).
             layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
@@ -602,7 +612,6 @@ impl Repo {
         self.sync_confirmation()?;
         gc.map(|_| ())
     }
-
 
     /// Makes every commit of this writer durable and publishes it (the commit index included):
     /// under `SyncPolicy::Every` and `Never`, commits since the last sync are visible to this

@@ -77,7 +77,10 @@ impl Built {
                 let mut side_model = self.model.clone();
                 side.add(&["side", &format!("s{n}")], format!("side {n} {}", "y".repeat(80)).into_bytes())
                     .unwrap();
-                side_model.add(&[b"side".to_vec(), format!("s{n}").into_bytes()], format!("side {n} {}", "y".repeat(80)).into_bytes());
+                side_model.add(
+                    &[b"side".to_vec(), format!("s{n}").into_bytes()],
+                    format!("side {n} {}", "y".repeat(80)).into_bytes(),
+                );
                 let name = format!("side-{n}");
                 let hash = self.repo.commit_on(Some(&name), &side, &[commit], info(n)).unwrap();
                 self.sides.push((name, hash, side_model));
@@ -224,7 +227,10 @@ fn later_gcs_shrink_the_disk_and_merge_segments() {
     // bytes all commits wrote, and not much above its size after the first GC.
     let written = built.repo.stats().pack_bytes;
     let last = *sizes.last().unwrap();
-    assert!(last < written / 2, "seed {seed}: {last} bytes on disk for {written} bytes written; sizes {sizes:?}");
+    assert!(
+        last < written / 2,
+        "seed {seed}: {last} bytes on disk for {written} bytes written; sizes {sizes:?}"
+    );
     assert!(last < sizes[0] * 3 / 2, "seed {seed}: the store kept growing: sizes {sizes:?}");
     let reader = Repo::open_read_only(dir.path()).unwrap();
     assert!(reader.fsck().is_clean());
@@ -253,15 +259,11 @@ fn refusals() {
     assert!(matches!(built.repo.checkout(&built.main[3].0), Err(StoreError::Collected { .. })));
     assert!(matches!(built.repo.log(&built.main[3].0), Err(StoreError::Collected { .. })));
     let parents = [built.main[3].0];
-    assert!(matches!(
-        built.repo.commit(&built.tree, &parents, info(99)),
-        Err(StoreError::Collected { .. })
-    ));
+    assert!(matches!(built.repo.commit(&built.tree, &parents, info(99)), Err(StoreError::Collected { .. })));
     // A staged commit (sync never) is not published: refused until a flush.
     let Built { repo, .. } = built;
     repo.close().unwrap();
-    let mut repo =
-        Repo::open_with(dir.path(), RepoOptions { sync: SyncPolicy::Never, ..options() }).unwrap();
+    let mut repo = Repo::open_with(dir.path(), RepoOptions { sync: SyncPolicy::Never, ..options() }).unwrap();
     let head = repo.head().unwrap();
     let mut tree = repo.checkout(&head).unwrap();
     tree.add(&["staged"], b"not yet published".to_vec()).unwrap();
