@@ -4,7 +4,7 @@
 //! the head still reads (its whole tree is walked) and, with `--fsck`, the whole store.
 //!
 //! ```text
-//! cargo run --release -p larch-store --example gc_report -- STORE --block B [--fsck]
+//! cargo run --release -p larch-store --example gc_report -- STORE (--block B | --behind N) [--fsck]
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measuring tool: failing loudly is right
 
@@ -56,12 +56,18 @@ fn main() {
         }
     }
     chain.reverse();
-    let block = value("--block").expect("--block B");
-    let commit = chain[block.min(chain.len() - 1)];
+    // `--block B` on a store never collected (the chain starts at genesis); `--behind N`: N commits
+    // behind the head (also on a collected store, whose chain starts at its oldest kept commit).
+    let block = match (value("--block"), value("--behind")) {
+        (Some(block), _) => block.min(chain.len() - 1),
+        (None, Some(behind)) => chain.len() - 1 - behind.min(chain.len() - 1),
+        _ => panic!("give --block B or --behind N"),
+    };
+    let commit = chain[block];
     let start = Instant::now();
     let report = repo.gc(&commit).unwrap();
     let wall = start.elapsed();
-    println!("GC of block {block} (commit {commit}), generation {}", report.generation);
+    println!("GC of chain position {block} (commit {commit}), generation {}", report.generation);
     println!(
         "  wall {:.2} s: mark {:.2} s, copy {:.2} s, switch pause {:.2} ms, total to switch {:.2} s",
         wall.as_secs_f64(),
