@@ -447,6 +447,11 @@ impl Layout {
             .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
     }
 
+    /// Global start of the first chunk (16, or where the collected space ends).
+    pub fn first_chunk_start(&self) -> u64 {
+        self.extents().iter().find_map(Extent::as_chunk).map_or(PACK_HEADER_LEN, |chunk| chunk.start)
+    }
+
     /// Sequence number of the first chunk.
     pub fn first_seq(&self) -> u32 {
         self.extents().iter().find_map(Extent::as_chunk).map_or(0, |chunk| chunk.seq)

@@ -252,9 +252,24 @@ impl Repo {
             DirKind::Store => {}
             other => return Err(refusal(path, other)),
         }
-        let files = Self::disk_files(path, false, false, options.mmap)?;
         let options = RepoOptions { create: false, ..options };
-        Repo::open_files(files, false, options, Some(path))
+        let mut attempt = 0;
+        loop {
+            let files = Self::disk_files(path, false, false, options.mmap)?;
+            match Repo::open_files(files, false, options.clone(), Some(path)) {
+                // A GC's deletion unlinked a file between our reading `control` and opening it:
+                // `control` names newer files now.
+                Err(StoreError::NeedsRecovery { reason, .. })
+                    if attempt < 8
+                        && (reason.contains("missing chunk file")
+                            || reason.contains("missing segment file")) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {

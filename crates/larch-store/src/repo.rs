@@ -246,7 +246,7 @@ impl Repo {
             );
             // Pointers into collected space are refused; while a GC runs, pointers below its
             // commit are its late roots.
-            let mapped_from = layout.chunk_files(base).first().map_or(0, |(_, start, _)| *start);
+            let mapped_from = layout.first_chunk_start();
             let late_below = self.gc.as_ref().map_or(0, |run| run.late_below());
             encoder.guard_gc(&layout, mapped_from, late_below);
             let (root_hash, root_offset) = encoder.node(root, root_base)?;

@@ -320,6 +320,9 @@ fn a_reader_in_another_handle_reloads_across_gcs() {
     let mut built = build(&mut rng, dir.path(), options());
     built.grow(&mut rng, 30);
     let mut reader = Repo::open_read_only(dir.path()).unwrap();
+    // A reader that never reloads: it holds every file of its state open.
+    let frozen = Repo::open_read_only(dir.path()).unwrap();
+    let frozen_commits = built.main.len();
     let old = built.main[10].0;
     let old_tree = reader.checkout(&old).unwrap();
     let recent = built.main[25].0;
@@ -330,6 +333,12 @@ fn a_reader_in_another_handle_reloads_across_gcs() {
         built.repo.gc(&keep).unwrap();
         assert!(reader.reload().unwrap(), "seed {seed} round {round}");
         check_store(&reader, &built, &keep, seed);
+    }
+    // The frozen reader still reads every commit of its state, collected ones included: the
+    // files the GCs unlinked stay readable through its descriptors.
+    assert!(!dir.path().join("chunk.000000").exists(), "seed {seed}: the first chunk was unlinked");
+    for (hash, model) in &built.main[..frozen_commits] {
+        assert_eq!(&contents_of(&frozen.checkout(hash).unwrap()), &model.values, "seed {seed}");
     }
     // A tree obtained before the GCs: its kept parts read back (from the cache or the files the
     // reader still holds); the old one reads whatever was cached or fails with a typed error.
