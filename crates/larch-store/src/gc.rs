@@ -197,6 +197,8 @@ pub(crate) struct GcAfter {
     retired: Vec<Retired>,
     report: Option<GcReport>,
     failed: Option<StoreError>,
+    /// Unlink retired files on the writer's thread (`gc_wait`), not on a background one.
+    sync_delete: bool,
 }
 
 impl GcAfter {
@@ -486,20 +488,26 @@ impl Repo {
         })
     }
 
-    /// Switches a GC whose worker is done (publishing once more to delete its files) and returns
-    /// its report, once; `None` while it still runs or when none ran. Never blocks on the worker.
-    /// A GC that had to be abandoned returns its error here, once.
+    /// Switches a GC whose worker is done (if no commit did already) and returns its report,
+    /// once; `None` while it still runs or when none ran. Never blocks on the worker. The retired
+    /// files are unlinked, on a background thread, by the next publish (`bytes_waiting` until
+    /// then). A GC that had to be abandoned returns its error here, once.
     pub fn gc_finish(&mut self) -> Result<Option<GcReport>> {
         if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
             self.publish_switch()?;
         }
-        self.gc_result()
+        self.gc_result(false)
     }
 
-    /// Blocks until the running GC's worker is done, then as [`Repo::gc_finish`].
+    /// Blocks until the running GC's worker is done, switches, publishes once more so that both
+    /// control slots are post-GC, and unlinks the retired files before returning the report (the
+    /// report's `disk_after` is the disk returned).
     pub fn gc_wait(&mut self) -> Result<Option<GcReport>> {
         self.gc_join();
-        self.gc_finish()
+        if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
+            self.publish_switch()?;
+        }
+        self.gc_result(true)
     }
 
     /// The sum of the sizes of the store's files.
@@ -524,29 +532,36 @@ impl Repo {
         self.publish(state, 0, 0)
     }
 
-    /// After a switch: a second publish so that both slots are post-GC, then the deletions; the
-    /// report (or the abandoned GC's error), once.
-    fn gc_result(&mut self) -> Result<Option<GcReport>> {
+    /// After a switch: the report (or the abandoned GC's error), once; with `delete_now`, first a
+    /// second publish so that both slots are post-GC and the deletions, done at once.
+    fn gc_result(&mut self, delete_now: bool) -> Result<Option<GcReport>> {
         if let Some(e) = self.gc_after.failed.take() {
             return Err(e);
         }
         if self.gc_after.report.is_none() {
             return Ok(None);
         }
-        if !self.gc_after.retired.is_empty() && self.writable && !self.poisoned {
+        // The disk at the switch, before anything is unlinked (part of the peak).
+        let at_switch = self.disk_bytes()?;
+        if let Some(report) = self.gc_after.report.as_mut() {
+            report.disk_peak = report.disk_peak.max(at_switch);
+        }
+        if delete_now && !self.gc_after.retired.is_empty() && self.writable && !self.poisoned {
             let mut state = self.state.clone();
+            self.gc_after.sync_delete = true;
             let outcome = (|| {
                 self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                 state.index_synced = state.index_end;
                 self.write_switch(&mut state)
             })();
+            self.gc_after.sync_delete = false;
             if outcome.is_err() {
                 self.poisoned = true;
             }
             outcome?;
             self.state = state;
         }
-        let disk_after = self.disk_bytes()?;
+        let disk_after = if delete_now { self.disk_bytes()? } else { at_switch };
         let waiting = self.gc_waiting_bytes();
         let Some(mut report) = self.gc_after.report.take() else { return Ok(None) };
         report.disk_after = disk_after;
@@ -662,7 +677,6 @@ impl Repo {
         {
             self.last_commit = None;
         }
-        let disk_at_switch = self.disk_bytes().unwrap_or(0);
         if !retired.is_empty() {
             self.gc_after.retired.push(Retired { published_at: generation, files: retired });
         }
@@ -670,8 +684,8 @@ impl Repo {
             commit: run.commit,
             generation: run.generation,
             disk_before: run.disk_before,
-            disk_after: disk_at_switch,
-            disk_peak: run.disk_before.max(output.disk_after_copy).max(disk_at_switch),
+            disk_after: output.disk_after_copy,
+            disk_peak: run.disk_before.max(output.disk_after_copy),
             region_bytes: run.region_bytes,
             live_records: output.live.len() as u64,
             copied_bytes: output.copied_bytes,
@@ -692,22 +706,46 @@ impl Repo {
     /// published before it (both slots are now post-GC). A failure leaves them for the next
     /// publish (or the next writer's open).
     pub(crate) fn gc_delete_retired(&mut self, generation: u64) {
+        if !self.gc_after.retired.iter().any(|retired| retired.published_at < generation) {
+            return;
+        }
         let dir = self.source.reader.layout().directory().clone();
         let mut removed_chunks = 0;
-        self.gc_after.retired.retain_mut(|retired| {
-            if retired.published_at >= generation {
-                return true;
-            }
-            retired.files.retain(|name| match dir.remove(name) {
-                Ok(()) => {
-                    removed_chunks += usize::from(parse_seq(name).is_some());
-                    false
+        if self.gc_after.sync_delete {
+            self.gc_after.retired.retain_mut(|retired| {
+                if retired.published_at >= generation {
+                    return true;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-                Err(_) => true,
+                retired.files.retain(|name| match dir.remove(name) {
+                    Ok(()) => {
+                        removed_chunks += usize::from(parse_seq(name).is_some());
+                        false
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(_) => true,
+                });
+                !retired.files.is_empty()
             });
-            !retired.files.is_empty()
-        });
+        } else {
+            // Unlinking large files takes milliseconds: a background thread does it, so that the
+            // commit whose publish allowed it does not wait. A failed unlink leaves the file for
+            // the next writer's open (it is named by no slot).
+            let (due, waiting): (Vec<Retired>, Vec<Retired>) = std::mem::take(&mut self.gc_after.retired)
+                .into_iter()
+                .partition(|retired| retired.published_at < generation);
+            self.gc_after.retired = waiting;
+            let names: Vec<String> = due.into_iter().flat_map(|retired| retired.files).collect();
+            removed_chunks = names.iter().filter(|name| parse_seq(name).is_some()).count();
+            let spawned = std::thread::Builder::new().name("larch-gc-unlink".into()).spawn(move || {
+                for name in names {
+                    let _ = dir.remove(&name);
+                }
+            });
+            if spawned.is_err() {
+                // No thread: the next writer's open removes them.
+                removed_chunks = 0;
+            }
+        }
         if let Some(report) = self.gc_after.report.as_mut() {
             report.chunks_removed += removed_chunks;
         }

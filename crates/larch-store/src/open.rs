@@ -621,8 +621,7 @@ impl Repo {
     pub fn close(mut self) -> Result<()> {
         // A running GC is waited for and switched (its error, if it had to be abandoned, is
         // returned after the store is closed cleanly).
-        self.gc_join();
-        let gc = self.gc_finish();
+        let gc = self.gc_wait();
         self.flush()?;
         self.sync_confirmation()?;
         gc.map(|_| ())
@@ -660,6 +659,13 @@ impl Repo {
 
     /// Best effort of [`Repo::drop`]: publish what a `never`/`every N` writer staged.
     fn flush_on_drop(&mut self) {
+        // A running GC is waited for (its worker must not outlive the handle: a later writer
+        // could reuse its segment's name) and switches with the flush.
+        self.gc_join();
+        if self.gc_ready() && !self.poisoned {
+            let state = self.state.clone();
+            let _ = self.publish(state, 0, 0);
+        }
         if self.unsynced_commits > 0 {
             let _ = self.flush();
         }

@@ -9,9 +9,9 @@
 //! either reads back (before the GC) or is `Collected` (after it); fsck is clean; no file the state
 //! does not name is left; a new commit and a new GC succeed.
 //!
-//! The worker runs on its own thread: the script waits for it (`gc_start`, then `gc_wait`-like
-//! polling before the next commit) so that the order of operations, hence every cut, is the same
-//! in every run.
+//! The worker runs on its own thread: the script waits for it (`gc_start`, then polling its
+//! progress before the next commit) and deletes through `gc_wait` after the switching commit, so
+//! that the order of operations, hence every cut, is the same in every run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -70,6 +70,12 @@ fn run_script(files: StoreFiles) -> Run {
             Ok(hash) => {
                 // The tree stays in memory (after a cut, reads of the store fail).
                 run.acked.push((hash, model.clone()));
+                if block == BEFORE && repo.gc_wait().is_err() {
+                    // This commit switched; `gc_wait` publishes once more and unlinks the
+                    // retired files on this thread (a commit's publish would unlink them on a
+                    // background thread, whose operations would not come in a fixed order).
+                    return run;
+                }
             }
             Err(_) => return run,
         }
