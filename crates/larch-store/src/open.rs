@@ -595,14 +595,25 @@ impl Repo {
             // Open the chunks the writer rolled to since (their files were durable before the slot).
             layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
         }
+        // New entries from where this handle stopped; after a GC that collected commits this
+        // handle had not seen yet, from the oldest kept commit's entry (the ones before it name
+        // collected commits: neither loaded nor checked).
+        let (from, previous) = if state.index_keep_from > self.state.index_end {
+            (state.index_keep_from, None)
+        } else {
+            (self.state.index_end, self.last_commit.filter(|offset| *offset >= state.keep_from))
+        };
         let loaded = switch::load_entries(
             (&*self.files.index, &layout),
-            self.state.index_end,
+            from,
             state.index_end,
-            self.state.index_end,
-            (self.last_commit, state.keep_from),
+            from,
+            (previous, state.keep_from),
             state.pack_end,
         )?;
+        if self.last_commit.is_some_and(|offset| offset < state.keep_from) {
+            self.last_commit = None;
+        }
         if let Some((_, offset)) = loaded.entries.last() {
             self.last_commit = Some(*offset);
         }

@@ -444,3 +444,54 @@ fn recovery_rebuilds_the_commit_index_of_a_collected_store() {
     built.repo.gc(&keep).unwrap();
     check_store(&built.repo, &built, &keep, seed);
 }
+
+/// A format-2 store (the fixture `tests/data/format-v2`, its `pack` read as chunk 0) continued by
+/// a format-3 writer, then collected: the legacy `pack` is part of the region, its live records go
+/// to a segment and the file is removed; the kept commits read back.
+#[test]
+fn a_gc_collects_the_pack_of_a_format_2_store() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/format-v2");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["control", "pack", "commits"] {
+        std::fs::copy(fixture.join(name), dir.path().join(name)).unwrap();
+    }
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let old_head = repo.head().unwrap();
+    let mut tree = repo.checkout(&old_head).unwrap();
+    let mut kept = Vec::new();
+    let mut parent = old_head;
+    for i in 0..3u8 {
+        tree.add(&["data", "version"], vec![b'a' + i; 40]).unwrap();
+        parent = repo.commit(&tree, &[parent], info(10 + u64::from(i))).unwrap();
+        kept.push((parent, contents_of(&repo.checkout(&parent).unwrap())));
+    }
+    let report = repo.gc(&kept[0].0).unwrap();
+    assert!(report.copied_bytes > 0, "{report:?}");
+    assert!(!dir.path().join("pack").exists(), "the format-2 pack was collected");
+    assert!(report.branches_removed.contains(&"side".to_string()), "{report:?}");
+    repo.close().unwrap();
+    let repo = Repo::open_read_only(dir.path()).unwrap();
+    for (hash, contents) in &kept {
+        assert_eq!(&contents_of(&repo.checkout(hash).unwrap()), contents);
+    }
+    assert!(matches!(repo.checkout(&old_head), Err(StoreError::Collected { .. })));
+    assert_eq!(repo.history(&parent).unwrap().collected_parents, vec![(kept[0].0, old_head)]);
+    assert!(repo.fsck().is_clean());
+}
+
+/// A reader far behind: the GC commit is newer than anything it has seen, so the index entries
+/// between its end and the oldest kept commit name collected commits; its reload skips them.
+#[test]
+fn a_reader_behind_the_gc_commit_reloads() {
+    let (mut rng, seed) = seeded_rng("a_reader_behind_the_gc_commit_reloads", 0x6763_0009);
+    let dir = tempfile::tempdir().unwrap();
+    let mut built = build(&mut rng, dir.path(), options());
+    built.grow(&mut rng, 10);
+    let mut reader = Repo::open_read_only(dir.path()).unwrap();
+    built.grow(&mut rng, 25);
+    let keep = built.main[built.main.len() - 3].0;
+    built.repo.gc(&keep).unwrap();
+    assert!(reader.reload().unwrap(), "seed {seed}");
+    assert_eq!(reader.commit_count(), built.repo.commit_count());
+    check_store(&reader, &built, &keep, seed);
+}

@@ -106,7 +106,19 @@ fn sigkill_during_gcs_loses_nothing_acknowledged(kills: u32) {
                 Some(reader) => {
                     reader.reload().unwrap();
                     if let Some(head) = reader.head() {
-                        let level = reader.commit_details(&head).unwrap().info.date as u64;
+                        let details = reader.commit_details(&head);
+                        if let Err(e) = &details {
+                            let offset = reader.commits().find(|(hash, _)| **hash == head).map(|(_, o)| *o);
+                            let mut offsets: Vec<u64> = reader.commits().map(|(_, o)| *o).collect();
+                            offsets.sort();
+                            panic!(
+                                "round {round}: reader: head {head} at {offset:?}: {e}; chunks {:?}; segments {:?}; commits {:?}",
+                                reader.chunk_files(),
+                                reader.fsck().stats.segment_files,
+                                &offsets[..offsets.len().min(5)]
+                            );
+                        }
+                        let level = details.unwrap().info.date as u64;
                         let tree = reader.checkout(&head).unwrap();
                         let value = tree.find(&["k", &key(level)]).unwrap().unwrap();
                         assert_eq!(value.as_bytes(), &value_of(level)[..], "round {round}: reader");
