@@ -510,6 +510,17 @@ impl Repo {
         self.gc_result(true)
     }
 
+    /// The GC segments of this handle's state: name, global range start and end, bytes of records
+    /// kept.
+    pub fn segment_files(&self) -> Vec<(String, u64, u64, u64)> {
+        self.source.reader.layout().segment_files()
+    }
+
+    /// The GC generation of this handle's state (0: never collected).
+    pub fn gc_generation(&self) -> u64 {
+        self.state.gc_generation
+    }
+
     /// The sum of the sizes of the store's files.
     pub fn disk_bytes(&self) -> Result<u64> {
         dir_bytes(&**self.source.reader.layout().directory())

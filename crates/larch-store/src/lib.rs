@@ -7,7 +7,9 @@
 //! in `docs/store.md`.
 //!
 //! The public API is small: [`Repo`] (open, checkout, commit, branches, log, reload, stats, scan,
-//! fsck, and `gc_mark`: the mark phase of garbage collection, [`GcMark`]) with [`RepoOptions`] and
+//! fsck, garbage collection: `gc`, `gc_start`/`gc_finish`/`gc_wait` with [`GcReport`] and
+//! [`GcProgress`] (`docs/store.md`, *Garbage collection*), and `gc_mark`: the mark phase alone,
+//! [`GcMark`]) with [`RepoOptions`] and
 //! [`SyncPolicy`], [`StoreError`], [`fsck`] and its report. The codec, patches, GC segment files
 //! (`segment`), commit index, control file, cache and writer are private; the storage seam and the
 //! fault-injecting backend are public only with the `fault-injection` feature, for tests.
