@@ -224,14 +224,20 @@ fn later_gcs_shrink_the_disk_and_merge_segments() {
         assert!(matches!(built.repo.gc(&built.main[0].0), Err(StoreError::GcRefused(_))));
     }
     // The store stops growing with the history: its size after the last GC is far below the
-    // bytes all commits wrote, and not much above its size after the first GC.
+    // bytes all commits wrote. Segments are not recollected until the slot's list is full (8):
+    // the records that die after their GC stay (docs/gc-design.md §13), so the size creeps up
+    // at first; from then on the newest segment is merged at every GC and the size levels off.
     let written = built.repo.stats().pack_bytes;
     let last = *sizes.last().unwrap();
     assert!(
         last < written / 2,
         "seed {seed}: {last} bytes on disk for {written} bytes written; sizes {sizes:?}"
     );
-    assert!(last < sizes[0] * 3 / 2, "seed {seed}: the store kept growing: sizes {sizes:?}");
+    assert!(last < sizes[0] * 2, "seed {seed}: the store kept growing: sizes {sizes:?}");
+    assert!(
+        last < sizes[7] * 5 / 4,
+        "seed {seed}: the store kept growing once segments merge: sizes {sizes:?}"
+    );
     let reader = Repo::open_read_only(dir.path()).unwrap();
     assert!(reader.fsck().is_clean());
 }
