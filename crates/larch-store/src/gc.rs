@@ -405,10 +405,15 @@ impl Repo {
             return Err(StoreError::GcRefused(format!("commit {commit} lies in no chunk of the store")));
         };
         let segments = layout.segments();
-        // One new segment per GC for the newly old chunks; when the slot's list is full, the
-        // newest segment is merged into it.
+        // One new segment per GC for the newly old chunks. The newest segment is merged into it
+        // (its records marked again, the dead ones dropped) when it is no larger than those
+        // chunks (so the copy stays within about twice the region's live bytes, and a large cold
+        // segment, like the setup block's, is never recopied), or when the slot's list is full.
+        let newly_old = holding_start.saturating_sub(layout.first_chunk_start());
         let region_start = match segments.last() {
-            Some(last) if segments.len() >= MAX_SEGMENTS => last.reference.range_start,
+            Some(last) if segments.len() >= MAX_SEGMENTS || last.reference.file_len <= newly_old => {
+                last.reference.range_start
+            }
             Some(last) => last.reference.range_end,
             None => PACK_HEADER_LEN,
         };

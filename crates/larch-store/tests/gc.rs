@@ -210,6 +210,7 @@ fn later_gcs_shrink_the_disk_and_merge_segments() {
     built.churn_only = true;
     let mut last_generation = 0;
     let mut sizes = Vec::new();
+    let (mut merged, mut previous_segments) = (0, Vec::new());
     for round in 0..11 {
         built.grow(&mut rng, 12);
         let keep = built.main[built.main.len() - 10].0;
@@ -219,6 +220,10 @@ fn later_gcs_shrink_the_disk_and_merge_segments() {
         check_store(&built.repo, &built, &keep, seed);
         let segments = names(dir.path(), "seg.");
         assert!(segments.len() <= 8, "seed {seed} round {round}: {segments:?}");
+        // Every segment the GC did not merge is still there; the new one is named by the report.
+        assert_eq!(segments.last(), report.segment.as_ref(), "seed {seed} round {round}");
+        merged += previous_segments.iter().filter(|name| !segments.contains(name)).count();
+        previous_segments = segments;
         sizes.push(report.disk_after);
         // A collected commit cannot be the next GC's commit.
         assert!(matches!(built.repo.gc(&built.main[0].0), Err(StoreError::GcRefused(_))));
@@ -238,6 +243,7 @@ fn later_gcs_shrink_the_disk_and_merge_segments() {
         last < sizes[7] * 5 / 4,
         "seed {seed}: the store kept growing once segments merge: sizes {sizes:?}"
     );
+    assert!(merged > 0, "seed {seed}: no segment was ever merged");
     let reader = Repo::open_read_only(dir.path()).unwrap();
     assert!(reader.fsck().is_clean());
 }
