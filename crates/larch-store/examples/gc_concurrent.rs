@@ -1,7 +1,8 @@
 //! Commits while a garbage collection runs, on a real store: the writer commits small blocks
 //! (a few hundred rewritten values under the head's tree) without GC, then while a GC of the
-//! commit N behind the head runs on its thread, until the GC has switched; prints the block times
-//! of both phases (median, p90, max) and the GC's report (the switch pause is the writer's share).
+//! commit N behind the head runs on its thread, until the GC has switched, then as many again
+//! without GC; prints the block times of the three phases (median, p90, max) and the GC's report
+//! (the switch pause is the writer's share).
 //!
 //! ```text
 //! cargo run --release -p larch-store --example gc_concurrent -- STORE --behind N [--blocks B]
@@ -68,8 +69,13 @@ fn main() {
             break report;
         }
     };
-    println!("without GC: {}", summary(&mut without));
-    println!("during GC:  {}", summary(&mut during));
+    let mut after = Vec::new();
+    for _ in 0..blocks {
+        after.push(block(&mut repo, &mut tree, &mut head));
+    }
+    println!("before GC: {}", summary(&mut without));
+    println!("during GC: {}", summary(&mut during));
+    println!("after GC:  {}", summary(&mut after));
     println!(
         "GC: {:.2} s from start to report; mark {:.2} s, copy {:.2} s, switch pause {:.3} ms; copied {:.1} MiB; disk {:.1} → peak {:.1} → {:.1} MiB",
         started.elapsed().as_secs_f64(),

@@ -262,7 +262,23 @@ struct Job {
 /// Copy reads of at most this many bytes.
 const COPY_PIECE: u64 = 1 << 20;
 
+/// Lowers the calling thread's priority (nice +10 on Linux): the GC worker yields the CPU to the
+/// writer and readers when they compete for it (docs/gc-design.md §5).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` has no preconditions; `setpriority` on this thread's id only changes
+        // its scheduling weight and touches no memory of ours. A failure leaves the priority as
+        // it was (nothing to undo).
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+        }
+    }
+}
+
 fn work(job: Job) -> Result<WorkerOutput> {
+    lower_priority();
     let Job { layout, index, index_range, bounds, region_start, generation, commit, counters } = job;
     let dir = layout.directory().clone();
     counters.set_phase(GcPhase::Mark, bounds.scan_end - region_start);
