@@ -47,6 +47,7 @@ pub mod fault;
 mod fsck;
 mod gc;
 mod gc_mark;
+mod gc_worker;
 #[cfg(feature = "fault-injection")]
 pub mod index;
 #[cfg(not(feature = "fault-injection"))]
