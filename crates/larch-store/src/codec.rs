@@ -105,6 +105,22 @@ pub fn frame(out: &mut Vec<u8>, kind: RecordKind, body: &[u8]) {
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
+/// The total length (framing included) of the record whose first bytes (at least its kind byte
+/// and length) are `head`, at global offset `offset`; refuses an unknown kind or a body over
+/// [`MAX_BODY_LEN`].
+pub(crate) fn record_len(head: &[u8], offset: u64) -> Result<u64> {
+    let mut cursor = Cursor::new(head, FileKind::Pack, offset);
+    let kind = cursor.u8()?;
+    if RecordKind::from_byte(kind).is_none() {
+        return Err(cursor.error(format!("unknown record kind {kind}")));
+    }
+    let len = cursor.leb()?;
+    if len > MAX_BODY_LEN {
+        return Err(cursor.error(format!("record body of {len} bytes")));
+    }
+    Ok(cursor.position() as u64 + len + 4)
+}
+
 /// A bounds-checked cursor over a record body; errors name the pack offset of the record.
 pub struct Cursor<'a> {
     bytes: &'a [u8],

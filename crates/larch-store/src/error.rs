@@ -197,6 +197,24 @@ pub enum StoreError {
         /// The GC generation whose segment does not hold it.
         gc_generation: u64,
     },
+    /// A commit was asked for (checkout, details, history, a parent) that garbage collection
+    /// removed: it is older than the oldest kept commit.
+    #[error(
+        "commit {commit} was removed by garbage collection (generation {gc_generation}); the oldest kept \
+         commit is {oldest_kept}"
+    )]
+    Collected {
+        /// The collected commit.
+        commit: Hash,
+        /// The store's GC generation.
+        gc_generation: u64,
+        /// The oldest kept commit (the last GC's commit).
+        oldest_kept: Hash,
+    },
+    /// A garbage collection ran but could not switch; the store is unchanged (its segment was
+    /// removed). The reason says why (a late root into collected space, a worker failure).
+    #[error("garbage collection abandoned: {0}")]
+    GcAbandoned(String),
     /// A garbage collection (or its mark) was refused: the reason says why (an unknown commit,
     /// bounds out of order, ...).
     #[error("garbage collection refused: {0}")]

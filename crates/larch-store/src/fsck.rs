@@ -70,6 +70,8 @@ pub struct FsckStats {
     pub unreachable_bytes: u64,
     /// The pack's chunk files: name, global start, global end (`docs/format.md` §3).
     pub chunk_files: Vec<(String, u64, u64)>,
+    /// The GC segments: name, global range start and end, bytes of records kept.
+    pub segment_files: Vec<(String, u64, u64, u64)>,
 }
 
 /// A parent recorded as absent from the store (by hash only: the commit was imported without its
@@ -91,6 +93,8 @@ pub struct FsckReport {
     pub problems: Vec<Problem>,
     /// Parents recorded as absent (not problems), in commit offset order.
     pub absent_parents: Vec<AbsentParent>,
+    /// Parents that garbage collection removed (not problems), in commit offset order.
+    pub collected_parents: Vec<AbsentParent>,
     /// What was walked.
     pub stats: FsckStats,
 }
@@ -109,6 +113,16 @@ impl fmt::Display for FsckReport {
         writeln!(f, "pack: {} bytes ({} unreachable)", stats.pack_bytes, stats.unreachable_bytes)?;
         if let (Some(first), Some(last)) = (stats.chunk_files.first(), stats.chunk_files.last()) {
             writeln!(f, "chunks: {} files ({} to {})", stats.chunk_files.len(), first.0, last.0)?;
+        }
+        for (name, start, end, kept) in &stats.segment_files {
+            writeln!(f, "segment {name}: range [{start}, {end}), {kept} bytes of records kept")?;
+        }
+        if !self.collected_parents.is_empty() {
+            writeln!(
+                f,
+                "collected parents: {} (commits whose parent GC removed)",
+                self.collected_parents.len()
+            )?;
         }
         for (kind, kind_stats) in &stats.by_kind {
             let mean = kind_stats.bytes.checked_div(kind_stats.count).unwrap_or(0);
@@ -164,8 +178,21 @@ enum Expect {
 
 /// An object still to check, and how it was reached.
 enum Task {
-    Node { offset: u64, hash: Hash, parent: u64, expect: Expect, depth: u32 },
-    Contents { offset: u64, hash: Hash, parent: u64 },
+    /// `full`: its children are followed; a patch base below the oldest kept commit of a
+    /// collected store is checked as a base only (its children may have been collected).
+    Node {
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+        expect: Expect,
+        depth: u32,
+        full: bool,
+    },
+    Contents {
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+    },
 }
 
 struct Checker<'a> {
@@ -176,6 +203,10 @@ struct Checker<'a> {
     /// crafted store name one record by two hashes).
     visited: HashMap<u64, (Hash, u8), std::hash::BuildHasherDefault<crate::writer::AddressHasher>>,
     reachable_bytes: u64,
+    /// Records visited as bases only (children not followed) so far.
+    base_only: std::collections::HashSet<u64>,
+    /// The oldest kept record of a collected store (0: never collected).
+    keep_from: u64,
 }
 
 fn problem_of(error: StoreError, hash: Option<Hash>, parent: Option<u64>, fallback: u64) -> Problem {
@@ -254,8 +285,8 @@ impl Checker<'_> {
         let mut tasks = vec![start];
         while let Some(task) = tasks.pop() {
             match task {
-                Task::Node { offset, hash, parent, expect, depth } => {
-                    self.node(offset, hash, parent, expect, depth, &mut tasks)
+                Task::Node { offset, hash, parent, expect, depth, full } => {
+                    self.node(offset, hash, parent, (expect, depth, full), &mut tasks)
                 }
                 Task::Contents { offset, hash, parent } => self.contents(offset, hash, parent),
             }
@@ -267,16 +298,20 @@ impl Checker<'_> {
         offset: u64,
         hash: Hash,
         parent: u64,
-        expect: Expect,
-        depth: u32,
+        (expect, depth, full): (Expect, u32, bool),
         tasks: &mut Vec<Task>,
     ) {
         let role = match expect {
             Expect::Directory => 1,
             Expect::Inode(depth) => depth.saturating_add(2),
         };
-        if !self.first_visit(offset, hash, parent, role) {
+        // A record seen as a base only and now reached as a node: its children are followed now.
+        let revisit = full && self.base_only.remove(&offset);
+        if !revisit && !self.first_visit(offset, hash, parent, role) {
             return;
+        }
+        if !full {
+            self.base_only.insert(offset);
         }
         let mut counts = EntryCounts::default();
         let store = self.repo.reader().store();
@@ -298,7 +333,9 @@ impl Checker<'_> {
                 return;
             }
         };
-        self.count(kind, total);
+        if !revisit {
+            self.count(kind, total);
+        }
         let body = match decoded {
             Decoded::Full(body) => body,
             Decoded::Patch(patch) => {
@@ -311,6 +348,7 @@ impl Checker<'_> {
                     parent: offset,
                     expect,
                     depth,
+                    full: base_offset >= self.keep_from,
                 });
                 let chain = patch.chain();
                 let applied = self.repo.reader().node_chained(base_offset, &base_hash, chain - 1).and_then(
@@ -365,6 +403,14 @@ impl Checker<'_> {
             largest.sort_unstable_by(|a, b| b.cmp(a));
             largest.truncate(10);
         }
+        if !full {
+            // A base only: decoded, hashed below, its children not followed.
+            let actual = Node::new(body).hash();
+            if actual != hash {
+                self.problem(offset, Some(hash), Some(parent), format!("node hash is {actual}"));
+            }
+            return;
+        }
         if let NodeBody::Tree(tree) = &body {
             // The length an inode claims is the sum of its children's (read here through the
             // cache; each child is checked as an object of its own later).
@@ -400,6 +446,7 @@ impl Checker<'_> {
                             parent: offset,
                             expect: Expect::Directory,
                             depth: depth.saturating_add(1),
+                            full: true,
                         }),
                         Entry::Contents(ContentsRef::Stored { hash: child_hash, key }) => tasks
                             .push(Task::Contents { offset: key.offset(), hash: *child_hash, parent: offset }),
@@ -416,6 +463,7 @@ impl Checker<'_> {
                             parent: offset,
                             expect: Expect::Inode(tree.depth.saturating_add(1)),
                             depth,
+                            full: true,
                         });
                     }
                 }
@@ -449,6 +497,10 @@ impl Checker<'_> {
                 self.report.absent_parents.push(AbsentParent { commit: hash, offset, parent: *parent });
                 continue;
             };
+            if *parent_offset < self.keep_from {
+                self.report.collected_parents.push(AbsentParent { commit: hash, offset, parent: *parent });
+                continue;
+            }
             if self.repo.commit_offset_of(parent) != Some(*parent_offset) {
                 self.problem(
                     *parent_offset,
@@ -464,6 +516,7 @@ impl Checker<'_> {
             parent: offset,
             expect: Expect::Directory,
             depth: 1,
+            full: true,
         });
     }
 }
@@ -477,6 +530,8 @@ impl Repo {
             report: FsckReport::default(),
             visited: HashMap::default(),
             reachable_bytes: 0,
+            base_only: std::collections::HashSet::new(),
+            keep_from: self.control_state().keep_from,
         };
         let mut commits: Vec<(Hash, u64)> = self.commits().map(|(hash, offset)| (*hash, *offset)).collect();
         commits.sort_unstable_by_key(|(_, offset)| *offset);
@@ -504,12 +559,13 @@ impl Repo {
                 offset: 0,
                 hash: None,
                 parent: None,
-                what: format!("chunk file {name}: {what}"),
+                what: format!("file {name}: {what}"),
             });
         }
         checker.report.stats.chunk_files = layout.chunk_files(pack_bytes);
+        checker.report.stats.segment_files = layout.segment_files();
         checker.report.stats.unreachable_bytes =
-            pack_bytes.saturating_sub(codec::PACK_HEADER_LEN + checker.reachable_bytes);
+            layout.stored_bytes(pack_bytes).saturating_sub(checker.reachable_bytes);
         checker.report
     }
 }

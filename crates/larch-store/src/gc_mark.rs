@@ -107,6 +107,9 @@ pub struct GcMark {
     pub records_read: u64,
     /// The largest number of pending offsets (the traversal's frontier).
     pub max_pending: usize,
+    /// Records of `[region_end, keep_from)` traversed as *full* (their children were followed),
+    /// increasing: a late root there is safe only if it is one of them.
+    pub boundary_full: Vec<u64>,
     /// Time of the window scan.
     pub scan_time: Duration,
     /// Time of the traversal.
@@ -262,12 +265,14 @@ struct Marker<'a, S: RecordSource> {
     pending: BTreeMap<u64, Mark>,
     decoded: quick_cache::unsync::Cache<u64, (Arc<NodeBody>, u8)>,
     result: GcMark,
+    /// Offsets below this are not followed (older GC segments kept whole).
+    floor: u64,
 }
 
 impl<S: RecordSource> Marker<'_, S> {
     /// Adds `offset` to the pending set (records of the window are roots' sources, not targets).
     fn push(&mut self, offset: u64, mark: Mark) {
-        if offset >= self.bounds.keep_from {
+        if offset >= self.bounds.keep_from || offset < self.floor {
             return;
         }
         self.pending.entry(offset).and_modify(|old| *old = (*old).max(mark)).or_insert(mark);
@@ -455,6 +460,9 @@ impl<S: RecordSource> Marker<'_, S> {
                 }
             } else {
                 self.result.boundary_records += 1;
+                if mark == Mark::Full {
+                    self.result.boundary_full.push(offset);
+                }
             }
             if let Some(base) = pointers.base {
                 self.push(base, Mark::BaseOnly);
@@ -472,6 +480,7 @@ impl<S: RecordSource> Marker<'_, S> {
         }
         live.reverse();
         base_only.reverse();
+        self.result.boundary_full.reverse();
         self.result.live = live;
         self.result.base_only = base_only;
         Ok(())
@@ -481,6 +490,12 @@ impl<S: RecordSource> Marker<'_, S> {
 /// Computes the live records of the region `[16, region_end)` for a GC keeping every commit at or
 /// after `bounds.keep_from` (docs/gc-design.md §4).
 pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<GcMark> {
+    mark_above(source, bounds, 0)
+}
+
+/// [`mark`] ignoring every record below `floor` (older GC segments that this GC keeps whole: their
+/// records only point lower, so nothing of the region is reached through them).
+pub(crate) fn mark_above<S: RecordSource>(source: &S, bounds: MarkBounds, floor: u64) -> Result<GcMark> {
     let MarkBounds { keep_from, region_end, scan_end } = bounds;
     if region_end < PACK_HEADER_LEN
         || region_end > keep_from
@@ -500,6 +515,7 @@ pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<Gc
         pending: BTreeMap::new(),
         decoded: quick_cache::unsync::Cache::new(DECODED_CACHE_ITEMS),
         result: GcMark { bounds: Some(bounds), ..GcMark::default() },
+        floor,
     };
     let start = Instant::now();
     marker.scan_window()?;

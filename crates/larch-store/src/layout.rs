@@ -16,6 +16,11 @@ use crate::storage::{Directory, Storage};
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, RwLock};
 
+#[path = "layout_segments.rs"]
+mod segments;
+
+pub use segments::{SegmentExtent, segment_name};
+
 /// Magic of a chunk file.
 pub const CHUNK_MAGIC: &[u8; 8] = b"LARCHCHK";
 /// Format version of a chunk file.
@@ -26,7 +31,6 @@ pub const CHUNK_HEADER_LEN: u64 = 32;
 pub const LEGACY_PACK: &str = "pack";
 /// Prefix of chunk file names.
 pub const CHUNK_PREFIX: &str = "chunk.";
-
 /// The name of chunk `seq`: `chunk.` and at least 6 decimal digits.
 pub fn chunk_name(seq: u32) -> String {
     format!("{CHUNK_PREFIX}{seq:06}")
@@ -109,6 +113,9 @@ impl ChunkExtent {
 pub enum Extent {
     /// A chunk file: global `g` at file position `data_at + g - start`.
     Chunk(ChunkExtent),
+    /// A GC segment: global `g` through the segment's run mapping (a collected offset is
+    /// [`StoreError::CollectedObject`]).
+    Segment(SegmentExtent),
 }
 
 impl Extent {
@@ -116,6 +123,7 @@ impl Extent {
     pub fn start(&self) -> u64 {
         match self {
             Extent::Chunk(chunk) => chunk.start,
+            Extent::Segment(segment) => segment.reference.range_start,
         }
     }
 
@@ -123,12 +131,16 @@ impl Extent {
     pub fn resolve(&self, global: u64) -> Result<(&Arc<dyn Storage>, u64)> {
         match self {
             Extent::Chunk(chunk) => Ok((&chunk.file, chunk.data_at + (global - chunk.start))),
+            Extent::Segment(segment) => {
+                Ok((segment.segment.storage(), segment.segment.locate(global)?.position))
+            }
         }
     }
 
-    fn chunk(&self) -> &ChunkExtent {
+    fn as_chunk(&self) -> Option<&ChunkExtent> {
         match self {
-            Extent::Chunk(chunk) => chunk,
+            Extent::Chunk(chunk) => Some(chunk),
+            Extent::Segment(_) => None,
         }
     }
 }
@@ -136,8 +148,8 @@ impl Extent {
 /// What the next sync must cover.
 #[derive(Debug, Default)]
 struct Pending {
-    /// Index of the first extent that may hold unsynced writes.
-    from: usize,
+    /// Sequence number of the first chunk that may hold unsynced writes.
+    from: u32,
     /// A chunk file was created since the directory was last synced.
     dir: bool,
 }
@@ -269,7 +281,7 @@ impl Layout {
         for seq in first..=head {
             chunks.push(open_chunk(&*dir, seq, writable && seq == head)?);
         }
-        if chunks.first().is_some_and(|chunk| chunk.start != PACK_HEADER_LEN) {
+        if chunks.first().is_some_and(|chunk| chunk.start != PACK_HEADER_LEN) && first == 0 {
             return Err(StoreError::corrupt(FileKind::Pack, 24, "the first chunk does not start at 16"));
         }
         if chunks.last().is_some_and(|chunk| chunk.start != head_start) {
@@ -280,12 +292,11 @@ impl Layout {
             ));
         }
         check_chunks(&chunks, end)?;
-        let from = chunks.len().saturating_sub(1);
         Ok(Layout {
             dir,
             writable,
             extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
-            pending: Mutex::new(Pending { from, dir: false }),
+            pending: Mutex::new(Pending { from: head, dir: false }),
         })
     }
 
@@ -323,17 +334,25 @@ impl Layout {
 
     /// Sequence number and start of the head chunk.
     pub fn head(&self) -> (u32, u64) {
-        self.extents().last().map_or((0, PACK_HEADER_LEN), |extent| (extent.chunk().seq, extent.start()))
+        self.extents()
+            .last()
+            .and_then(Extent::as_chunk)
+            .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
+    }
+
+    /// Global start of the first chunk (16, or where the collected space ends).
+    pub fn first_chunk_start(&self) -> u64 {
+        self.extents().iter().find_map(Extent::as_chunk).map_or(PACK_HEADER_LEN, |chunk| chunk.start)
     }
 
     /// Sequence number of the first chunk.
     pub fn first_seq(&self) -> u32 {
-        self.extents().first().map_or(0, |extent| extent.chunk().seq)
+        self.extents().iter().find_map(Extent::as_chunk).map_or(0, |chunk| chunk.seq)
     }
 
     /// Whether the head is a format-2 `pack` (never written by format 3: the writer rolls first).
     pub fn head_is_legacy(&self) -> bool {
-        self.extents().last().is_some_and(|extent| extent.chunk().legacy)
+        self.extents().last().and_then(Extent::as_chunk).is_some_and(|chunk| chunk.legacy)
     }
 
     /// The chunk files: name, global start and global end (`end` for the head).
@@ -342,9 +361,9 @@ impl Layout {
         extents
             .iter()
             .enumerate()
-            .map(|(i, extent)| {
+            .filter_map(|(i, extent)| {
                 let range_end = extents.get(i + 1).map_or(end, Extent::start);
-                (extent.chunk().name(), extent.start(), range_end)
+                extent.as_chunk().map(|chunk| (chunk.name(), chunk.start, range_end))
             })
             .collect()
     }
@@ -354,12 +373,15 @@ impl Layout {
     pub fn chunk_before(&self, end: u64) -> (u32, u64) {
         let extents = self.extents();
         let index = extents.partition_point(|extent| extent.start() < end).saturating_sub(1);
-        extents.get(index).map_or((0, PACK_HEADER_LEN), |extent| (extent.chunk().seq, extent.start()))
+        extents
+            .get(index)
+            .and_then(Extent::as_chunk)
+            .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
     }
 
     /// Number of chunk files.
     pub fn chunk_count(&self) -> usize {
-        self.extents().len()
+        self.extents().iter().filter(|extent| extent.as_chunk().is_some()).count()
     }
 
     /// The file and position holding global offset `global`, with the global end of its extent
@@ -386,7 +408,26 @@ impl Layout {
             let Some(extent) = index.checked_sub(1).and_then(|i| extents.get(i)) else {
                 return Err(StoreError::Unmapped { offset: at });
             };
-            let limit = extents.get(index).map_or(u64::MAX, Extent::start);
+            let mut limit = extents.get(index).map_or(u64::MAX, Extent::start);
+            if let Extent::Segment(segment) = extent {
+                // Inside a segment, a read ends with its run. The first byte must be mapped; the
+                // bytes of a hole after it are never part of a record that starts in a run (records
+                // are copied whole): they read as zeros (a record running into them fails its
+                // checksum).
+                match segment.segment.locate(at) {
+                    Ok(slot) => limit = limit.min(at + slot.available),
+                    Err(e) if done == 0 => return Err(e),
+                    Err(_) => {
+                        let hole_end = segment.segment.next_run_after(at).unwrap_or(limit).min(limit);
+                        let take = usize::try_from((hole_end - at).min((buf.len() - done) as u64))
+                            .unwrap_or(buf.len() - done);
+                        buf.get_mut(done..done + take).unwrap_or_default().fill(0);
+                        done += take;
+                        at += take as u64;
+                        continue;
+                    }
+                }
+            }
             let take =
                 usize::try_from((limit - at).min((buf.len() - done) as u64)).unwrap_or(buf.len() - done);
             let (file, position) = extent.resolve(at)?;
@@ -459,7 +500,7 @@ impl Layout {
             chunks.push(open_chunk(&*self.dir, seq, false)?);
         }
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut all: Vec<ChunkExtent> = extents.iter().map(|extent| extent.chunk().clone()).collect();
+        let mut all: Vec<ChunkExtent> = extents.iter().filter_map(Extent::as_chunk).cloned().collect();
         all.extend(chunks.iter().cloned());
         if all.last().is_some_and(|chunk| chunk.start != head_start) {
             return Err(StoreError::corrupt(
@@ -569,8 +610,8 @@ impl Layout {
     /// Reads every chunk's header again and checks it and the file's length against the layout
     /// (fsck): returns `(file name, problem)` pairs.
     pub fn check_files(&self, end: u64) -> Vec<(String, String)> {
-        let chunks: Vec<ChunkExtent> = self.extents().iter().map(|extent| extent.chunk().clone()).collect();
-        let mut problems = Vec::new();
+        let chunks: Vec<ChunkExtent> = self.extents().iter().filter_map(Extent::as_chunk).cloned().collect();
+        let mut problems = self.check_segments();
         for chunk in &chunks {
             match open_chunk(&*self.dir, chunk.seq, false) {
                 Ok(found) if found.start == chunk.start && found.legacy == chunk.legacy => {}
@@ -640,20 +681,20 @@ impl Storage for Layout {
     fn sync(&self) -> io::Result<()> {
         let extents = self.extents();
         let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        for extent in extents.get(pending.from..).unwrap_or_default() {
-            extent.chunk().file.sync()?;
+        for chunk in extents.iter().filter_map(Extent::as_chunk).filter(|chunk| chunk.seq >= pending.from) {
+            chunk.file.sync()?;
         }
         if pending.dir {
             self.dir.sync()?;
             pending.dir = false;
         }
-        pending.from = extents.len().saturating_sub(1);
+        pending.from = extents.last().and_then(Extent::as_chunk).map_or(0, |chunk| chunk.seq);
         Ok(())
     }
 
     fn check_identity(&self) -> io::Result<()> {
-        match self.extents().last() {
-            Some(extent) => extent.chunk().file.check_identity(),
+        match self.extents().last().and_then(Extent::as_chunk) {
+            Some(chunk) => chunk.file.check_identity(),
             None => Ok(()),
         }
     }

@@ -7,8 +7,10 @@
 //! in `docs/store.md`.
 //!
 //! The public API is small: [`Repo`] (open, checkout, commit, branches, log, reload, stats, scan,
-//! fsck, `gc_mark`: the mark phase of garbage collection, [`GcMark`], and `archive`: archive mode,
-//! moving sealed chunk files to a lower directory, [`ArchiveReport`]) with [`RepoOptions`] and
+//! fsck, garbage collection: `gc`, `gc_start`/`gc_finish`/`gc_wait` with [`GcReport`] and
+//! [`GcProgress`] (`docs/store.md`, *Garbage collection*), `gc_mark`: the mark phase alone,
+//! [`GcMark`], and `archive`: archive mode, moving sealed chunk files to a lower directory,
+//! [`ArchiveReport`]) with [`RepoOptions`] and
 //! [`SyncPolicy`], [`StoreError`], [`fsck`] and its report. The codec, patches, GC segment files
 //! (`segment`), commit index, control file, cache and writer are private; the storage seam and the
 //! fault-injecting backend are public only with the `fault-injection` feature, for tests.
@@ -48,7 +50,9 @@ mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod fsck;
+mod gc;
 mod gc_mark;
+mod gc_worker;
 mod hashing;
 #[cfg(feature = "fault-injection")]
 pub mod index;
@@ -71,7 +75,6 @@ mod scan;
 #[cfg(feature = "fault-injection")]
 pub mod segment;
 #[cfg(not(feature = "fault-injection"))]
-#[allow(dead_code)] // read and written by the GC steps that follow (docs/gc-design.md §13)
 mod segment;
 #[cfg(feature = "fault-injection")]
 pub mod storage;
@@ -85,6 +88,7 @@ pub use bulk::{BulkTarget, BulkWriter};
 pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use gc::{GcPhase, GcProgress, GcReport};
 pub use gc_mark::{GcMark, MarkBounds};
 pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,

@@ -161,6 +161,17 @@ fn reader_slot(control: &ControlFileState, path: Option<&Path>, storage: &dyn St
     visible
 }
 
+/// Whether `e` says a file of the layout is missing (unlinked by a GC after `control` was read).
+fn is_missing_file(e: &StoreError) -> bool {
+    match e {
+        StoreError::Corrupt { reason, .. } => {
+            reason.contains("missing chunk file") || reason.contains("missing segment file")
+        }
+        StoreError::Io { source, .. } => source.kind() == ErrorKind::NotFound,
+        _ => false,
+    }
+}
+
 fn sync_directory(path: &Path) -> Result<()> {
     File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
         path: path.into(),
@@ -241,9 +252,24 @@ impl Repo {
             DirKind::Store => {}
             other => return Err(refusal(path, other)),
         }
-        let files = Self::disk_files(path, false, false, options.mmap)?;
         let options = RepoOptions { create: false, ..options };
-        Repo::open_files(files, false, options, Some(path))
+        let mut attempt = 0;
+        loop {
+            let files = Self::disk_files(path, false, false, options.mmap)?;
+            match Repo::open_files(files, false, options.clone(), Some(path)) {
+                // A GC's deletion unlinked a file between our reading `control` and opening it:
+                // `control` names newer files now.
+                Err(StoreError::NeedsRecovery { reason, .. })
+                    if attempt < 8
+                        && (reason.contains("missing chunk file")
+                            || reason.contains("missing segment file")) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {
@@ -375,32 +401,37 @@ impl Repo {
         slot: usize,
         mut state: ControlState,
     ) -> Result<Repo> {
-        if state.gc_generation != 0 || !state.segments.is_empty() {
-            return Err(StoreError::NotAStore {
-                path: path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf),
-                reason: "the store was garbage collected; this build cannot read collected stores yet".into(),
-            });
-        }
-        let layout = Arc::new(Layout::open(
-            files.dir.clone(),
-            (state.first_chunk, state.head_chunk),
-            state.head_start,
-            state.pack_end,
-            writable,
-        )?);
+        let layout = Arc::new(Layout::open_state(files.dir.clone(), &state, writable)?);
         switch::check_header(
             &*files.index,
             FileKind::Index,
             state.index_synced.max(index::INDEX_HEADER_LEN),
         )?;
+        // A collected store's commit map starts at the oldest kept commit (docs/gc-design.md §9).
         let loaded = switch::load_entries(
             (&*files.index, &layout),
-            index::INDEX_HEADER_LEN,
+            state.index_keep_from,
             state.index_end,
             state.index_synced,
-            None,
+            (None, state.keep_from),
             state.pack_end,
         )?;
+        let oldest_kept = match loaded.entries.first() {
+            Some((hash, offset)) if state.keep_from > 0 => {
+                if *offset != state.keep_from {
+                    return Err(StoreError::corrupt(
+                        FileKind::Index,
+                        state.index_keep_from,
+                        format!(
+                            "the oldest kept commit is at {offset}, the control file says {}",
+                            state.keep_from
+                        ),
+                    ));
+                }
+                Some(*hash)
+            }
+            _ => None,
+        };
         for (name, (hash, offset)) in &state.branches {
             if !loaded.entries.iter().any(|entry| entry == &(*hash, *offset)) {
                 return Err(StoreError::corrupt(
@@ -415,8 +446,10 @@ impl Repo {
         let confirmed = control.confirmed == Some(state.generation);
         let mut max_generation = control.max_generation();
         if writable {
-            // Chunks created by a roll that was never published.
+            // Chunks created by a roll that was never published; files a GC retired, or wrote
+            // without switching.
             layout.remove_orphans()?;
+            layout.remove_unnamed()?;
             let io = |op, e| StoreError::io(FileKind::Control, 0, op, e);
             // The state may have been written but not synced by a writer that died: make it durable
             // before the next publish overwrites the other slot.
@@ -445,8 +478,7 @@ impl Repo {
                     options,
                     path,
                     state,
-                    commits,
-                    last_commit,
+                    (commits, last_commit, oldest_kept),
                     target,
                     max_generation,
                 ));
@@ -459,8 +491,7 @@ impl Repo {
             options,
             path,
             state,
-            commits,
-            last_commit,
+            (commits, last_commit, oldest_kept),
             slot,
             max_generation,
         ))
@@ -474,8 +505,11 @@ impl Repo {
         options: &RepoOptions,
         path: Option<&Path>,
         state: ControlState,
-        commits: HashMap<larch_core::Hash, u64>,
-        last_commit: Option<u64>,
+        (commits, last_commit, oldest_kept): (
+            HashMap<larch_core::Hash, u64>,
+            Option<u64>,
+            Option<larch_core::Hash>,
+        ),
         slot: usize,
         max_generation: u64,
     ) -> Repo {
@@ -499,6 +533,8 @@ impl Repo {
             buffer: Vec::new(),
             stats: StoreStats::default(),
             last_write: WriteCounts::default(),
+            gc: None,
+            gc_after: crate::gc::GcAfter::with_oldest_kept(oldest_kept),
             _lock: None,
         }
     }
@@ -529,6 +565,10 @@ impl Repo {
     /// Sees the commits published (and durable) since this handle opened or last reloaded. Returns
     /// whether anything changed. A writer's handle is always up to date.
     pub fn reload(&mut self) -> Result<bool> {
+        self.reload_attempt(0)
+    }
+
+    fn reload_attempt(&mut self, attempt: u32) -> Result<bool> {
         if self.writable {
             return Ok(false);
         }
@@ -551,27 +591,55 @@ impl Repo {
                 "the published state went back to an older one (a writer recovered); reopen the store",
             ));
         }
-        if state.gc_generation != 0 || !state.segments.is_empty() {
-            return Err(StoreError::NotAStore {
-                path: self.path.clone().unwrap_or_default(),
-                reason: "the store was garbage collected; this build cannot read collected stores yet".into(),
-            });
-        }
-        // Open the chunks the writer rolled to since (their files were durable before the slot).
         let layout = self.source.reader.layout().clone();
-        layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
+        if state.gc_generation != self.state.gc_generation || state.segments != self.state.segments {
+            // A GC switched since: open the new layout (its segment, the chunks from the new first
+            // one). Files of the old one this handle holds stay readable (open descriptors); a file
+            // the writer unlinked between our reading `control` and opening it is not an error:
+            // `control` then names newer files, read it again.
+            let fresh = match Layout::open_state(self.files.dir.clone(), &state, false) {
+                Ok(fresh) => fresh,
+                Err(e) if attempt < 8 && is_missing_file(&e) => {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
+                    return self.reload_attempt(attempt + 1);
+                }
+                Err(e) => return Err(e),
+            };
+            layout.replace_with(fresh);
+            self.commits.retain(|_, offset| *offset >= state.keep_from);
+            self.gc_after.oldest_kept =
+                self.commits.iter().find(|(_, offset)| **offset == state.keep_from).map(|(hash, _)| *hash);
+        } else {
+            // Open the chunks the writer rolled to since (their files were durable before the slot).
+            layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
+        }
+        // New entries from where this handle stopped; after a GC that collected commits this
+        // handle had not seen yet, from the oldest kept commit's entry (the ones before it name
+        // collected commits: neither loaded nor checked).
+        let (from, previous) = if state.index_keep_from > self.state.index_end {
+            (state.index_keep_from, None)
+        } else {
+            (self.state.index_end, self.last_commit.filter(|offset| *offset >= state.keep_from))
+        };
         let loaded = switch::load_entries(
             (&*self.files.index, &layout),
-            self.state.index_end,
+            from,
             state.index_end,
-            self.state.index_end,
-            self.last_commit,
+            from,
+            (previous, state.keep_from),
             state.pack_end,
         )?;
+        if self.last_commit.is_some_and(|offset| offset < state.keep_from) {
+            self.last_commit = None;
+        }
         if let Some((_, offset)) = loaded.entries.last() {
             self.last_commit = Some(*offset);
         }
         self.commits.extend(loaded.entries);
+        if self.gc_after.oldest_kept.is_none() && state.keep_from > 0 {
+            self.gc_after.oldest_kept =
+                self.commits.iter().find(|(_, offset)| **offset == state.keep_from).map(|(hash, _)| *hash);
+        }
         self.source.reader.set_end(state.pack_end);
         self.state = state;
         if self.is_archived() {
@@ -584,8 +652,12 @@ impl Repo {
     /// Closes the handle, first making every commit durable and published (under
     /// `SyncPolicy::Every` or `Never`, a final sync and publish), and the commit index durable.
     pub fn close(mut self) -> Result<()> {
+        // A running GC is waited for and switched (its error, if it had to be abandoned, is
+        // returned after the store is closed cleanly).
+        let gc = self.gc_wait();
         self.flush()?;
-        self.sync_confirmation()
+        self.sync_confirmation()?;
+        gc.map(|_| ())
     }
 
     /// Makes every commit of this writer durable and publishes it (the commit index included):
@@ -594,6 +666,11 @@ impl Repo {
     pub fn flush(&mut self) -> Result<()> {
         if !self.writable || self.poisoned {
             return Ok(());
+        }
+        if self.gc_ready() {
+            // A finished GC switches here (the switch forces a publish).
+            let state = self.state.clone();
+            self.publish(state, 0, 0)?;
         }
         if self.unsynced_commits == 0 && self.state.index_synced == self.state.index_end {
             return Ok(());
@@ -615,6 +692,13 @@ impl Repo {
 
     /// Best effort of [`Repo::drop`]: publish what a `never`/`every N` writer staged.
     fn flush_on_drop(&mut self) {
+        // A running GC is waited for (its worker must not outlive the handle: a later writer
+        // could reuse its segment's name) and switches with the flush.
+        self.gc_join();
+        if self.gc_ready() && !self.poisoned {
+            let state = self.state.clone();
+            let _ = self.publish(state, 0, 0);
+        }
         if self.unsynced_commits > 0 {
             let _ = self.flush();
         }
@@ -661,6 +745,7 @@ impl Repo {
         self.max_generation = generation;
         self.synced_pack_end = state.pack_end;
         self.unsynced_commits = 0;
+        self.gc_delete_retired(generation);
         Ok(())
     }
 
@@ -673,20 +758,44 @@ impl Repo {
         let layout = self.source.reader.layout();
         (state.head_chunk, state.head_start) = layout.head();
         state.first_chunk = layout.first_seq();
+        // A finished GC switches with this publish (docs/gc-design.md §5).
+        let mut switch = self.gc_take_switch();
+        if let Some(switch) = switch.as_mut() {
+            let before = state.clone();
+            self.gc_apply(switch, &mut state);
+            if state.encode().is_err() {
+                // No room in the slot for the new segment: the GC cannot switch.
+                state = before;
+                self.gc_abandon(switch, "the control slot has no room for the segment list");
+            }
+        }
+        let switch = switch.filter(|_| state.gc_generation > self.state.gc_generation);
         // Refused before anything is synced: too many branches for a slot.
         state.encode()?;
-        let durable = match self.options.sync {
-            SyncPolicy::Never => false,
-            SyncPolicy::Commit => true,
-            SyncPolicy::Every(n) => self.unsynced_commits + 1 >= n.max(1),
-        };
+        let durable = switch.is_some()
+            || match self.options.sync {
+                SyncPolicy::Never => false,
+                SyncPolicy::Commit => true,
+                SyncPolicy::Every(n) => self.unsynced_commits + 1 >= n.max(1),
+            };
         if durable {
-            if let Err(e) = self.write_switch(&mut state) {
+            let outcome = (|| {
+                if switch.is_some() {
+                    // The slot names the GC commit's index entry: the index is durable up to it.
+                    self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+                    state.index_synced = state.index_end;
+                }
+                self.write_switch(&mut state)
+            })();
+            if let Err(e) = outcome {
                 self.poisoned = true;
                 return Err(e);
             }
         } else {
             self.unsynced_commits += 1;
+        }
+        if let Some(switch) = switch {
+            self.gc_switched(switch, state.generation);
         }
         self.source.reader.set_end(state.pack_end);
         self.state = state;

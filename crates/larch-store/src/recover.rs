@@ -188,7 +188,15 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
 pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
     let options = RepoOptions { create: false, cache_bytes: 1 << 20, ..RepoOptions::default() };
     let open_error = Repo::open_files(files.clone(), false, options, None).err().map(|e| e.to_string());
-    let pack_len = match Layout::discover(files.dir.clone()) {
+    let collected = switch::read_control(&*files.control)
+        .ok()
+        .and_then(|control| control.newest().and_then(|slot| control.state(slot)).cloned())
+        .filter(|state| state.gc_generation > 0);
+    let discovered = match &collected {
+        Some(state) => Layout::discover_collected(files.dir.clone(), state),
+        None => Layout::discover(files.dir.clone()),
+    };
+    let pack_len = match discovered {
         Ok(layout) => layout.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?,
         Err(_) => 0,
     };
@@ -202,14 +210,33 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
     let (control, dir, index_file) = (files.control, files.dir, files.index);
     let control_state: ControlFileState = switch::read_control(&*control)?;
     let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
-    // The chunks present from chunk 0 on, without a gap (a format-2 `pack` is chunk 0).
-    let layout = Arc::new(Layout::discover(dir.clone())?);
+    // A collected store: the layout of its newest slot's GC (segments, then the chunks from the
+    // first live one), the commit index below the oldest kept commit as it is (synced before the
+    // GC switched), and commits found only from the oldest kept one on.
+    let collected = published.clone().filter(|state| state.gc_generation > 0);
+    let (layout, scan_from, prefix) = match &collected {
+        Some(state) => {
+            let layout = Layout::discover_collected(dir.clone(), state)?;
+            let from = layout.chunk_files(u64::MAX).first().map_or(PACK_HEADER_LEN, |(_, start, _)| *start);
+            let len = state.index_keep_from.saturating_sub(index::INDEX_HEADER_LEN);
+            let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+            index_file
+                .read_at(index::INDEX_HEADER_LEN, &mut bytes)
+                .map_err(|e| StoreError::io(FileKind::Index, index::INDEX_HEADER_LEN, "read", e))?;
+            let prefix = index::decode_entries(&bytes, index::INDEX_HEADER_LEN)?;
+            (layout, from, prefix)
+        }
+        // The chunks present from chunk 0 on, without a gap (a format-2 `pack` is chunk 0).
+        None => (Layout::discover(dir.clone())?, PACK_HEADER_LEN, Vec::new()),
+    };
+    let keep_from = collected.as_ref().map_or(0, |state| state.keep_from);
+    let layout = Arc::new(layout);
     let pack_len = layout.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
 
     // Scan the records from the header until the first one that does not check out.
     let reader = PackReader::new(layout.clone(), pack_len, 0);
     let mut found = Vec::new();
-    let mut at = PACK_HEADER_LEN;
+    let mut at = scan_from;
     while at < pack_len {
         let Ok((hash, total)) = reader.with_record(at, |kind, body| match kind {
             RecordKind::Commit => Ok(Some(codec::decode_commit(body, at)?.hash())),
@@ -217,7 +244,9 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
         }) else {
             break;
         };
-        if let Some(hash) = hash {
+        if let Some(hash) = hash
+            && at >= keep_from
+        {
             found.push(FoundCommit { hash, offset: at, end: at + total });
         }
         at += total;
@@ -265,8 +294,11 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
     };
     for position in (0..found.len()).rev().take(MAX_CANDIDATES) {
         let Some(candidate) = found.get(position).cloned() else { continue };
-        let entries: Vec<(Hash, u64)> =
-            found.get(..=position).unwrap_or_default().iter().map(|c| (c.hash, c.offset)).collect();
+        let entries: Vec<(Hash, u64)> = prefix
+            .iter()
+            .copied()
+            .chain(found.get(..=position).unwrap_or_default().iter().map(|c| (c.hash, c.offset)))
+            .collect();
         let mut state = ControlState {
             generation: published
                 .as_ref()
@@ -281,6 +313,13 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
             ..ControlState::default()
         };
         state.index_synced = state.index_end;
+        if let Some(gc) = &collected {
+            state.gc_generation = gc.gc_generation;
+            state.keep_from = gc.keep_from;
+            state.index_keep_from = gc.index_keep_from;
+            state.first_chunk = gc.first_chunk;
+            state.segments = gc.segments.clone();
+        }
         (state.head_chunk, state.head_start) = layout.chunk_before(candidate.end);
         let mut dropped = Vec::new();
         if let Some(published) = &published {

@@ -58,6 +58,10 @@ pub struct Repo {
     pub(crate) buffer: Vec<u8>,
     pub(crate) stats: StoreStats,
     pub(crate) last_write: WriteCounts,
+    /// The running garbage collection, until it switches (`gc.rs`).
+    pub(crate) gc: Option<Box<crate::gc::GcRun>>,
+    /// What GC left: the oldest kept commit, files to unlink, the last report.
+    pub(crate) gc_after: crate::gc::GcAfter,
     /// The writer's lock: the store directory, `flock`ed.
     pub(crate) _lock: Option<File>,
 }
@@ -99,7 +103,10 @@ impl Repo {
     }
 
     fn commit_offset(&self, hash: &Hash) -> Result<u64> {
-        self.commits.get(hash).copied().ok_or(StoreError::UnknownCommit(*hash))
+        match self.commits.get(hash) {
+            Some(offset) => Ok(*offset),
+            None => Err(self.missing_commit(hash)),
+        }
     }
 
     /// What commit `hash` records.
@@ -196,7 +203,10 @@ impl Repo {
             .map(|parent| match self.commits.get(parent).copied() {
                 Some(offset) => Ok((*parent, Some(offset))),
                 None if allow_absent => Ok((*parent, None)),
-                None => Err(StoreError::UnknownParent(*parent)),
+                None => match self.missing_commit(parent) {
+                    collected @ StoreError::Collected { .. } => Err(collected),
+                    _ => Err(StoreError::UnknownParent(*parent)),
+                },
             })
             .collect::<Result<Vec<_>>>()?;
         let tree_hash = crate::hashing::tree_hash(tree);
@@ -234,6 +244,11 @@ impl Repo {
                 reader,
                 prime_budget,
             );
+            // Pointers into collected space are refused; while a GC runs, pointers below its
+            // commit are its late roots.
+            let mapped_from = layout.first_chunk_start();
+            let late_below = self.gc.as_ref().map_or(0, |run| run.late_below());
+            encoder.guard_gc(&layout, mapped_from, late_below);
             let (root_hash, root_offset) = encoder.node(root, root_base)?;
             let commit =
                 CommitData { tree_hash: root_hash, tree_offset: root_offset, parents: parent_offsets, info };
@@ -245,9 +260,10 @@ impl Repo {
                 encoder.marks,
                 encoder.records,
                 encoder.counts,
+                encoder.late_roots,
             ))
         })();
-        let (commit_offset, flushed, marks, records, counts) = match result {
+        let (commit_offset, flushed, marks, records, counts, late_roots) = match result {
             Ok(done) => done,
             Err(e) => {
                 self.buffer = buffer;
@@ -261,6 +277,9 @@ impl Repo {
             self.buffer = buffer;
         }
         let index_len = written?;
+        if let Some(run) = self.gc.as_mut() {
+            run.add_late_roots(&late_roots);
+        }
         let mut state = self.state.clone();
         if let Some(name) = branch {
             state.branches.insert(name.to_string(), (hash, commit_offset));
@@ -295,7 +314,7 @@ impl Repo {
         Ok(())
     }
 
-    fn check_writable(&self) -> Result<()> {
+    pub(crate) fn check_writable(&self) -> Result<()> {
         if !self.writable {
             return Err(StoreError::ReadOnly);
         }
@@ -361,7 +380,8 @@ impl Repo {
     }
 
     /// The ancestors of `hash` in this store, itself first, each once, in depth-first order of
-    /// parents. It stops at absent parents (see [`Repo::history`], which names them).
+    /// parents. It stops at absent parents and at parents garbage collection removed (see
+    /// [`Repo::history`], which names them).
     pub fn log(&self, hash: &Hash) -> Result<Vec<Hash>> {
         Ok(self.history(hash)?.commits)
     }
@@ -380,6 +400,11 @@ impl Repo {
             out.commits.push(next);
             for (parent, offset) in data.parents.iter().rev() {
                 match offset {
+                    Some(offset) if *offset < self.state.keep_from => {
+                        if !out.collected_parents.contains(&(next, *parent)) {
+                            out.collected_parents.push((next, *parent));
+                        }
+                    }
                     Some(_) => stack.push(*parent),
                     None => {
                         if !out.absent_parents.contains(&(next, *parent)) {
@@ -426,6 +451,13 @@ impl Repo {
     /// For a bulk writer (`bulk.rs`): the published pack end, where its records start, and the pack.
     pub(crate) fn bulk_start(&mut self) -> Result<(u64, Arc<dyn Storage>)> {
         self.check_writable()?;
+        // The bulk writer does not report late roots: a running GC finishes and switches first
+        // (its report or error stays for `gc_finish`).
+        if self.gc_running() {
+            self.gc_join();
+            let state = self.state.clone();
+            self.publish(state, 0, 0)?;
+        }
         self.roll_if_full()?;
         Ok((self.state.pack_end, self.source.reader.layout().clone() as Arc<dyn Storage>))
     }
@@ -482,6 +514,9 @@ pub struct History {
     pub commits: Vec<Hash>,
     /// Where the walk stopped: (commit, its parent absent from the store), in walk order.
     pub absent_parents: Vec<(Hash, Hash)>,
+    /// Where the walk stopped at garbage collection: (commit, its parent that GC removed), in
+    /// walk order.
+    pub collected_parents: Vec<(Hash, Hash)>,
 }
 
 fn check_branch_name(name: &str) -> Result<()> {

@@ -381,7 +381,19 @@ impl Segment {
         Ok(SegmentSlot { position: position + within, available: next - position - within })
     }
 
+    /// The file the segment is read from.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The global start of the first run starting after `global`, if any.
+    pub fn next_run_after(&self, global: u64) -> Option<u64> {
+        let index = self.mapping.partition_point(|&(start, _)| start <= global);
+        self.mapping.get(index).map(|&(start, _)| start)
+    }
+
     /// Reads `buf.len()` bytes at global offset `global`, which must lie inside one run.
+    #[allow(dead_code)] // tests and tools
     pub fn read_global(&self, global: u64, buf: &mut [u8]) -> Result<()> {
         let slot = self.locate(global)?;
         if buf.len() as u64 > slot.available {

@@ -56,13 +56,14 @@ pub(crate) struct LoadedIndex {
 /// are (checksums only); the others must name, in increasing order after `previous` (the offset of
 /// the commit before `from`), a commit record of the pack below `pack_end` with their hash. From
 /// the first one that does not (lost, torn, stale), the entries are rebuilt by scanning the pack's
-/// records after the last good commit up to `pack_end`.
+/// records after the last good commit (or from `first_record`, the oldest record kept, when there is
+/// none) up to `pack_end`.
 pub(crate) fn load_entries(
     (index_file, layout): (&dyn Storage, &Arc<Layout>),
     from: u64,
     to: u64,
     trusted: u64,
-    previous: Option<u64>,
+    (previous, first_record): (Option<u64>, u64),
     pack_end: u64,
 ) -> Result<LoadedIndex> {
     let entry_len = index::ENTRY_LEN as u64;
@@ -122,7 +123,7 @@ pub(crate) fn load_entries(
     let good = entries.len();
     let mut at = match last {
         Some(offset) => offset + checker.with_record(offset, |_, _| Ok(()))?.1,
-        None => PACK_HEADER_LEN,
+        None => first_record.max(PACK_HEADER_LEN),
     };
     while at < pack_end {
         let (found, total) = checker.with_record(at, |kind, body| match kind {

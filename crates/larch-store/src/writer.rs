@@ -123,6 +123,15 @@ pub(crate) struct Encoder<'a> {
     copied_contents: HashMap<ObjectKey, (Hash, u64)>,
     /// What was written.
     pub counts: WriteCounts,
+    /// While a GC runs: existing records this commit points to below this offset (the GC commit's)
+    /// are *late roots* (docs/gc-design.md §4), collected in `late_roots`; 0 when no GC runs.
+    late_below: u64,
+    /// The late roots found (with repetitions).
+    pub late_roots: Vec<u64>,
+    /// Keys below this offset (collected space: the GC segments) are checked to be mapped before
+    /// they are written: a pointer to a collected object is refused.
+    mapped_from: u64,
+    layout: Option<&'a crate::layout::Layout>,
 }
 
 impl<'a> Encoder<'a> {
@@ -157,7 +166,20 @@ impl<'a> Encoder<'a> {
             copied: HashMap::new(),
             copied_contents: HashMap::new(),
             counts: WriteCounts::default(),
+            late_below: 0,
+            late_roots: Vec::new(),
+            mapped_from: 0,
+            layout: None,
         }
+    }
+
+    /// Guards this commit's pointers to existing records against garbage collection: keys below
+    /// `mapped_from` must resolve in `layout` (else [`StoreError::CollectedObject`], nothing
+    /// written), and keys below `late_below` are recorded as late roots of a running GC.
+    pub fn guard_gc(&mut self, layout: &'a crate::layout::Layout, mapped_from: u64, late_below: u64) {
+        self.layout = Some(layout);
+        self.mapped_from = mapped_from;
+        self.late_below = late_below;
     }
 
     /// The pack offset of the next record.
@@ -254,11 +276,25 @@ impl<'a> Encoder<'a> {
 
     /// A position of this store that the tree refers to: it must point into the published pack
     /// (anything else is refused rather than written).
-    fn own_key(&self, hash: Hash, key: u64) -> Result<(Hash, u64)> {
+    fn own_key(&mut self, hash: Hash, key: u64) -> Result<(Hash, u64)> {
         if key < codec::PACK_HEADER_LEN || key >= self.base {
             return Err(StoreError::ForeignReference { key, hash });
         }
+        self.note_existing(key)?;
         Ok((hash, key))
+    }
+
+    /// A pointer to the existing record `key` is about to be written (a child or a patch base).
+    fn note_existing(&mut self, key: u64) -> Result<()> {
+        if key < self.mapped_from
+            && let Some(layout) = self.layout
+        {
+            layout.resolve(key)?;
+        }
+        if key < self.late_below {
+            self.late_roots.push(key);
+        }
+        Ok(())
     }
 
     fn contents_record(&mut self, bytes: &[u8]) -> Result<u64> {
@@ -399,6 +435,7 @@ impl<'a> Encoder<'a> {
                     (Some(base), Some(changes)) => {
                         self.counts.patches += 1;
                         let head = (base.hash, base.offset);
+                        self.note_existing(base.offset)?;
                         let chain = base.chain + 1;
                         let offset = self.record(RecordKind::PatchEntries, |out, offset| {
                             patch::encode_head(out, offset, head, chain);
@@ -486,6 +523,7 @@ impl<'a> Encoder<'a> {
                     (Some(base), Some(changes)) => {
                         self.counts.patches += 1;
                         let head = (base.hash, base.offset);
+                        self.note_existing(base.offset)?;
                         let chain = base.chain + 1;
                         let offset = self.record(RecordKind::PatchTree, |out, offset| {
                             patch::encode_head(out, offset, head, chain);

@@ -1,0 +1,641 @@
+//! Garbage collection, the engine (docs/gc-design.md §4–§5, docs/store.md *Garbage collection*).
+//!
+//! [`Repo::gc_start`] takes the GC commit `K`, the published layout as a snapshot and the end of
+//! the pack, and spawns a worker thread (`larch-gc`) that marks the records of the *region* (the
+//! chunks wholly below the chunk holding `K`, plus the newest segment when the slot's segment list
+//! is full) that kept commits still need ([`crate::gc_mark`]), copies them in increasing order into
+//! a new segment `seg.<generation>`, and syncs it and the directory. Nothing the writer or the
+//! readers use is touched meanwhile.
+//!
+//! The **switch** rides on the writer's next publish (a commit, [`Repo::gc_finish`],
+//! [`Repo::gc_wait`], [`Repo::flush`], [`Repo::close`]): once the worker is done, the slot written
+//! gets the GC fields (`gc_generation`, `keep_from`, `index_keep_from`, `first_chunk`, the new
+//! segment list) and loses the branches naming commits below `K`; the in-memory layout and commit
+//! map change after the slot is durable. Before it, the *late roots* (targets below `K` of the
+//! pointers the writer wrote to existing records while the GC ran) are checked against the live
+//! set: one that is not live means the GC would lose an object a kept commit needs, and the GC is
+//! abandoned (its segment removed, the error returned by `gc_finish`/`gc_wait`, the store as
+//! before).
+//!
+//! **Deletion**: the files the switch retired (region chunks, merged segments) are unlinked once
+//! both control slots are post-GC, i.e. after one more publish (which `gc_finish`/`gc_wait` do at
+//! once). A crash anywhere leaves the store before the switch (the new segment is an orphan the
+//! next writer removes) or after it (retired files not yet unlinked are removed by the next
+//! writer's open).
+
+use crate::codec::PACK_HEADER_LEN;
+use crate::control::{ControlState, MAX_SEGMENTS};
+use crate::error::{FileKind, Result, StoreError};
+use crate::gc_mark::MarkBounds;
+use crate::gc_worker::{Counters, Job, WorkerOutput, work};
+use crate::index;
+use crate::layout::{SegmentExtent, segment_name};
+use crate::repo::Repo;
+use crate::storage::Directory;
+use larch_core::Hash;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What one garbage collection did (returned once it has switched).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// The GC commit (kept, with every later commit).
+    pub commit: Hash,
+    /// `gc_generation` after it.
+    pub generation: u64,
+    /// Bytes of the store's files when it started.
+    pub disk_before: u64,
+    /// Bytes of the store's files after the switch and the deletions done so far.
+    pub disk_after: u64,
+    /// The largest sum of file sizes observed during it (sampled at its start, after the segment
+    /// was written, at the switch and after the deletions).
+    pub disk_peak: u64,
+    /// Bytes of the files it collected (region chunks, merged segments).
+    pub region_bytes: u64,
+    /// Live records copied into the new segment.
+    pub live_records: u64,
+    /// Bytes copied into the new segment.
+    pub copied_bytes: u64,
+    /// Of the live records, those kept only as patch bases.
+    pub base_only_records: u64,
+    /// Chunk files unlinked so far.
+    pub chunks_removed: usize,
+    /// Branches removed because they named a collected commit.
+    pub branches_removed: Vec<String>,
+    /// Time of the mark (window scan and traversal).
+    pub mark_time: Duration,
+    /// Time of the copy (segment written and synced).
+    pub copy_time: Duration,
+    /// Time the writer spent in the switch (late-root check, slot fields, layout swap).
+    pub switch_pause: Duration,
+    /// From the start to the switch.
+    pub total_time: Duration,
+    /// Bytes of retired files still waiting to be unlinked (0 once deleted).
+    pub bytes_waiting: u64,
+    /// The segment written (`None` when the region was empty).
+    pub segment: Option<String>,
+}
+
+/// The phase of a running GC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPhase {
+    /// Scanning the window for roots and traversing.
+    Mark,
+    /// Copying live records into the new segment.
+    Copy,
+    /// The worker is done; the switch waits for the writer's next publish.
+    WaitingForSwitch,
+}
+
+/// Phase and progress of a running GC (read by a progress bar).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcProgress {
+    /// The phase.
+    pub phase: GcPhase,
+    /// Bytes done in this phase.
+    pub done_bytes: u64,
+    /// Bytes this phase will do (an estimate for the mark: the window and the region).
+    pub total_bytes: u64,
+}
+
+/// A GC started and not yet switched.
+#[derive(Debug)]
+pub(crate) struct GcRun {
+    commit: Hash,
+    keep_from: u64,
+    generation: u64,
+    region_start: u64,
+    region_end: u64,
+    /// The chunk holding `K`: the first live chunk after the switch.
+    first_chunk: u32,
+    region_bytes: u64,
+    handle: Option<JoinHandle<Result<WorkerOutput>>>,
+    counters: Arc<Counters>,
+    /// Targets below `K` of the pointers the writer wrote to existing records since the start.
+    late_roots: HashSet<u64>,
+    started: Instant,
+    disk_before: u64,
+    dir: Arc<dyn Directory>,
+}
+
+impl GcRun {
+    /// Offsets below which the writer's pointers are late roots.
+    pub(crate) fn late_below(&self) -> u64 {
+        self.keep_from
+    }
+
+    /// Adds the late roots of a commit written while the GC runs.
+    pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
+        self.late_roots.extend(roots.iter().copied().filter(|root| *root >= self.region_start));
+    }
+
+    fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+/// A finished GC ready to switch: its fields go into the slot being published.
+#[derive(Debug)]
+pub(crate) struct Switch {
+    run: GcRun,
+    output: WorkerOutput,
+    checked: Instant,
+    pause: Duration,
+    branches_removed: Vec<String>,
+}
+
+/// Files retired by a switch, unlinked once a later publish made both slots post-GC.
+#[derive(Debug)]
+struct Retired {
+    /// Control generation of the switch's publish.
+    published_at: u64,
+    files: Vec<String>,
+}
+
+/// The writer's GC state between runs.
+#[derive(Debug, Default)]
+pub(crate) struct GcAfter {
+    /// The oldest kept commit (the last GC's), for [`StoreError::Collected`].
+    pub oldest_kept: Option<Hash>,
+    retired: Vec<Retired>,
+    report: Option<GcReport>,
+    failed: Option<StoreError>,
+    /// Unlink retired files on the writer's thread (`gc_wait`), not on a background one.
+    sync_delete: bool,
+}
+
+impl GcAfter {
+    /// The state of a store opened with `oldest_kept` as its oldest kept commit.
+    pub(crate) fn with_oldest_kept(oldest_kept: Option<Hash>) -> GcAfter {
+        GcAfter { oldest_kept, ..GcAfter::default() }
+    }
+}
+
+/// Sum of the lengths of every file in `dir`.
+pub(crate) fn dir_bytes(dir: &dyn Directory) -> Result<u64> {
+    let names = dir.list().map_err(|e| StoreError::io(FileKind::Pack, 0, "list", e))?;
+    let mut total = 0;
+    for name in names {
+        match dir.open(&name, false) {
+            Ok(file) => total += file.len().unwrap_or(0),
+            // Unlinked between the listing and the open.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(FileKind::Pack, 0, "open", e)),
+        }
+    }
+    Ok(total)
+}
+
+impl Repo {
+    /// Collects garbage: keeps `commit` and every commit written after it, with everything they
+    /// reach, and returns the rest of the disk (docs/store.md, *Garbage collection*). Blocks until
+    /// the GC has switched and its files are deleted ([`Repo::gc_start`] + [`Repo::gc_wait`]).
+    pub fn gc(&mut self, commit: &Hash) -> Result<GcReport> {
+        self.gc_start(commit)?;
+        self.gc_wait()?.ok_or_else(|| StoreError::GcAbandoned("the GC produced no report".into()))
+    }
+
+    /// Starts a garbage collection keeping `commit` and every later commit, on a worker thread;
+    /// the writer keeps committing. Refused ([`StoreError::GcRefused`]) on a read-only handle,
+    /// while another GC runs, for a commit not in the store, not yet published, or older than the
+    /// last GC's commit.
+    pub fn gc_start(&mut self, commit: &Hash) -> Result<()> {
+        if !self.writable {
+            return Err(StoreError::GcRefused("a read-only handle cannot collect garbage".into()));
+        }
+        self.check_writable()?;
+        if self.gc.is_some() {
+            return Err(StoreError::GcRefused("a garbage collection is already running".into()));
+        }
+        let keep_from = match self.commit_offset_of(commit) {
+            Some(offset) => offset,
+            None if self.is_collected(commit)? => {
+                return Err(StoreError::GcRefused(format!(
+                    "commit {commit} is older than the last garbage collection's commit (it was collected)"
+                )));
+            }
+            None => return Err(StoreError::GcRefused(format!("commit {commit} is not in the store"))),
+        };
+        if keep_from >= self.synced_pack_end {
+            return Err(StoreError::GcRefused(format!("commit {commit} is not published yet (flush first)")));
+        }
+        let state = self.state.clone();
+        if keep_from < state.keep_from {
+            return Err(StoreError::GcRefused(format!(
+                "commit {commit} is older than the last garbage collection's commit"
+            )));
+        }
+        let layout = self.source.reader.layout().clone();
+        let Some((first_chunk, holding_start)) = layout.chunk_holding(keep_from) else {
+            return Err(StoreError::GcRefused(format!("commit {commit} lies in no chunk of the store")));
+        };
+        let segments = layout.segments();
+        // One new segment per GC for the newly old chunks. The newest segment is merged into it
+        // (its records marked again, the dead ones dropped) when it is no larger than those
+        // chunks (so the copy stays within about twice the region's live bytes, and a large cold
+        // segment, like the setup block's, is never recopied), or when the slot's list is full.
+        let newly_old = holding_start.saturating_sub(layout.first_chunk_start());
+        let region_start = match segments.last() {
+            Some(last) if segments.len() >= MAX_SEGMENTS || last.reference.file_len <= newly_old => {
+                last.reference.range_start
+            }
+            Some(last) => last.reference.range_end,
+            None => PACK_HEADER_LEN,
+        };
+        let region_end = holding_start.max(region_start);
+        if state.keep_from == 0 && keep_from > 0 {
+            // The commit index must hold an entry before the GC commit's (a slot with `keep_from`
+            // names an entry past the header).
+            let first_entry = self.commits.values().copied().min();
+            if first_entry == Some(keep_from) {
+                return Err(StoreError::GcRefused(format!(
+                    "commit {commit} is the oldest commit of the store: there is nothing to collect"
+                )));
+            }
+        }
+        let mut region_bytes = 0;
+        let dir = layout.directory().clone();
+        for (name, start, _) in layout.chunk_files(state.pack_end) {
+            if start < region_end && parse_seq(&name).is_some_and(|seq| seq < first_chunk) {
+                region_bytes += dir.open(&name, false).and_then(|file| file.len()).unwrap_or(0);
+            }
+        }
+        for segment in segments.iter().filter(|segment| segment.reference.range_start >= region_start) {
+            region_bytes += segment.reference.file_len;
+        }
+        let disk_before = self.disk_bytes()?;
+        let counters = Arc::new(Counters::default());
+        let job = Job {
+            layout: Arc::new(layout.snapshot()),
+            index: self.files.index.clone(),
+            index_range: (state.index_keep_from, state.index_end),
+            bounds: MarkBounds { keep_from, region_end, scan_end: state.pack_end },
+            region_start,
+            generation: state.gc_generation + 1,
+            commit: *commit,
+            counters: counters.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("larch-gc".into())
+            .spawn(move || work(job))
+            .map_err(|e| StoreError::io(FileKind::Pack, 0, "spawn the GC thread", e))?;
+        self.gc = Some(Box::new(GcRun {
+            commit: *commit,
+            keep_from,
+            generation: state.gc_generation + 1,
+            region_start,
+            region_end,
+            first_chunk,
+            region_bytes,
+            handle: Some(handle),
+            counters,
+            late_roots: HashSet::new(),
+            started: Instant::now(),
+            disk_before,
+            dir,
+        }));
+        Ok(())
+    }
+
+    /// Whether a GC started and has not switched (or been abandoned) yet.
+    pub fn gc_running(&self) -> bool {
+        self.gc.is_some()
+    }
+
+    /// Phase and progress of the running GC, if any.
+    pub fn gc_progress(&self) -> Option<GcProgress> {
+        let run = self.gc.as_ref()?;
+        let phase = match run.counters.phase.load(Ordering::Acquire) {
+            0 => GcPhase::Mark,
+            1 => GcPhase::Copy,
+            _ => GcPhase::WaitingForSwitch,
+        };
+        let phase = if run.is_finished() { GcPhase::WaitingForSwitch } else { phase };
+        Some(GcProgress {
+            phase,
+            done_bytes: run.counters.done.load(Ordering::Relaxed),
+            total_bytes: run.counters.total.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Switches a GC whose worker is done (if no commit did already) and returns its report,
+    /// once; `None` while it still runs or when none ran. Never blocks on the worker. The retired
+    /// files are unlinked, on a background thread, by the next publish (`bytes_waiting` until
+    /// then). A GC that had to be abandoned returns its error here, once.
+    pub fn gc_finish(&mut self) -> Result<Option<GcReport>> {
+        if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
+            self.publish_switch()?;
+        }
+        self.gc_result(false)
+    }
+
+    /// Blocks until the running GC's worker is done, switches, publishes once more so that both
+    /// control slots are post-GC, and unlinks the retired files before returning the report (the
+    /// report's `disk_after` is the disk returned).
+    pub fn gc_wait(&mut self) -> Result<Option<GcReport>> {
+        self.gc_join();
+        if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
+            self.publish_switch()?;
+        }
+        self.gc_result(true)
+    }
+
+    /// The GC segments of this handle's state: name, global range start and end, bytes of records
+    /// kept.
+    pub fn segment_files(&self) -> Vec<(String, u64, u64, u64)> {
+        self.source.reader.layout().segment_files()
+    }
+
+    /// The GC generation of this handle's state (0: never collected).
+    pub fn gc_generation(&self) -> u64 {
+        self.state.gc_generation
+    }
+
+    /// The sum of the sizes of the store's files.
+    pub fn disk_bytes(&self) -> Result<u64> {
+        dir_bytes(&**self.source.reader.layout().directory())
+    }
+
+    /// Waits for the running GC's worker (if any) without switching.
+    pub(crate) fn gc_join(&mut self) {
+        if let Some(run) = self.gc.as_mut()
+            && let Some(handle) = run.handle.as_ref()
+        {
+            while !handle.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Publishes the current state so that a finished GC switches.
+    fn publish_switch(&mut self) -> Result<()> {
+        let state = self.state.clone();
+        self.publish(state, 0, 0)
+    }
+
+    /// After a switch: the report (or the abandoned GC's error), once; with `delete_now`, first a
+    /// second publish so that both slots are post-GC and the deletions, done at once.
+    fn gc_result(&mut self, delete_now: bool) -> Result<Option<GcReport>> {
+        if let Some(e) = self.gc_after.failed.take() {
+            return Err(e);
+        }
+        if self.gc_after.report.is_none() {
+            return Ok(None);
+        }
+        // The disk at the switch, before anything is unlinked (part of the peak).
+        let at_switch = self.disk_bytes()?;
+        if let Some(report) = self.gc_after.report.as_mut() {
+            report.disk_peak = report.disk_peak.max(at_switch);
+        }
+        if delete_now && !self.gc_after.retired.is_empty() && self.writable && !self.poisoned {
+            let mut state = self.state.clone();
+            self.gc_after.sync_delete = true;
+            let outcome = (|| {
+                self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+                state.index_synced = state.index_end;
+                self.write_switch(&mut state)
+            })();
+            self.gc_after.sync_delete = false;
+            if outcome.is_err() {
+                self.poisoned = true;
+            }
+            outcome?;
+            self.state = state;
+        }
+        let disk_after = if delete_now { self.disk_bytes()? } else { at_switch };
+        let waiting = self.gc_waiting_bytes();
+        let Some(mut report) = self.gc_after.report.take() else { return Ok(None) };
+        report.disk_after = disk_after;
+        report.disk_peak = report.disk_peak.max(disk_after);
+        report.bytes_waiting = waiting;
+        Ok(Some(report))
+    }
+
+    fn gc_waiting_bytes(&self) -> u64 {
+        let dir = self.source.reader.layout().directory().clone();
+        self.gc_after
+            .retired
+            .iter()
+            .flat_map(|retired| retired.files.iter())
+            .map(|name| dir.open(name, false).and_then(|file| file.len()).unwrap_or(0))
+            .sum()
+    }
+
+    /// Whether a GC's worker is done and waits for the switch.
+    pub(crate) fn gc_ready(&self) -> bool {
+        self.gc.as_ref().is_some_and(|run| run.is_finished())
+    }
+
+    /// Gives up a switch that cannot be published (the store stays as it is).
+    pub(crate) fn gc_abandon(&mut self, switch: &Switch, reason: &str) {
+        let _ = switch.run.dir.remove(&segment_name(switch.run.generation));
+        self.gc_after.failed = Some(StoreError::GcAbandoned(reason.to_string()));
+    }
+
+    /// At a publish: takes the GC if its worker is done and its late roots are live. An abandoned
+    /// GC (worker error, late root not live) is recorded for `gc_finish` and its segment removed.
+    pub(crate) fn gc_take_switch(&mut self) -> Option<Switch> {
+        if !self.gc.as_ref().is_some_and(|run| run.is_finished()) {
+            return None;
+        }
+        let mut run = *self.gc.take()?;
+        let checked = Instant::now();
+        let joined = match run.handle.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(StoreError::GcAbandoned("the GC thread panicked".into())),
+            None => Err(StoreError::GcAbandoned("the GC thread is gone".into())),
+        };
+        let abandon = |this: &mut Repo, run: &GcRun, e: StoreError| {
+            let _ = run.dir.remove(&segment_name(run.generation));
+            this.gc_after.failed = Some(match e {
+                e @ StoreError::GcAbandoned(_) => e,
+                other => StoreError::GcAbandoned(other.to_string()),
+            });
+        };
+        let output = match joined {
+            Ok(output) => output,
+            Err(e) => {
+                abandon(self, &run, e);
+                return None;
+            }
+        };
+        // Late roots: every existing record the writer pointed to during the GC must survive it.
+        for &root in &run.late_roots {
+            let safe = if root < run.region_end {
+                output.live.binary_search_by_key(&root, |(offset, _)| *offset).is_ok()
+                    && output.base_only.binary_search(&root).is_err()
+            } else {
+                root >= run.keep_from || output.boundary_full.binary_search(&root).is_ok()
+            };
+            if !safe {
+                let e = StoreError::GcAbandoned(format!(
+                    "a commit written during the GC points to the record at {root}, which the GC of commit {} \
+                     would remove; run the GC again",
+                    run.commit
+                ));
+                abandon(self, &run, e);
+                return None;
+            }
+        }
+        let pause = checked.elapsed();
+        Some(Switch { run, output, checked, pause, branches_removed: Vec::new() })
+    }
+
+    /// Puts a switch's fields into the state being published.
+    pub(crate) fn gc_apply(&self, switch: &mut Switch, state: &mut ControlState) {
+        let run = &switch.run;
+        state.gc_generation = run.generation;
+        state.keep_from = run.keep_from;
+        state.index_keep_from = switch.output.index_keep_from;
+        state.first_chunk = run.first_chunk;
+        state.segments.retain(|segment| segment.range_start < run.region_start);
+        if let Some(segment) = &switch.output.segment {
+            state.segments.push(segment.reference);
+        }
+        let removed: Vec<String> = state
+            .branches
+            .iter()
+            .filter(|(_, (_, offset))| *offset < run.keep_from)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &removed {
+            state.branches.remove(name);
+        }
+        switch.branches_removed = removed;
+    }
+
+    /// After the switch's slot is durable: the layout and the commit map change, the region's
+    /// files are retired, the report is kept for `gc_finish`.
+    pub(crate) fn gc_switched(&mut self, switch: Switch, generation: u64) {
+        let started = Instant::now();
+        let Switch { run, output, checked, pause, branches_removed } = switch;
+        let layout = self.source.reader.layout().clone();
+        let retired = layout.collect(output.segment.clone(), run.first_chunk);
+        self.commits.retain(|_, offset| *offset >= run.keep_from);
+        self.gc_after.oldest_kept = Some(run.commit);
+        if let Some(last) = self.last_commit
+            && last < run.keep_from
+        {
+            self.last_commit = None;
+        }
+        if !retired.is_empty() {
+            self.gc_after.retired.push(Retired { published_at: generation, files: retired });
+        }
+        let report = GcReport {
+            commit: run.commit,
+            generation: run.generation,
+            disk_before: run.disk_before,
+            disk_after: output.disk_after_copy,
+            disk_peak: run.disk_before.max(output.disk_after_copy),
+            region_bytes: run.region_bytes,
+            live_records: output.live.len() as u64,
+            copied_bytes: output.copied_bytes,
+            base_only_records: output.base_only.len() as u64,
+            chunks_removed: 0,
+            branches_removed,
+            mark_time: output.mark_time,
+            copy_time: output.copy_time,
+            switch_pause: pause + started.elapsed(),
+            total_time: checked.duration_since(run.started),
+            bytes_waiting: 0,
+            segment: output.segment.as_ref().map(SegmentExtent::name),
+        };
+        self.gc_after.report = Some(report);
+    }
+
+    /// After a publish of control generation `generation`: unlinks the files retired by switches
+    /// published before it (both slots are now post-GC). A failure leaves them for the next
+    /// publish (or the next writer's open).
+    pub(crate) fn gc_delete_retired(&mut self, generation: u64) {
+        if !self.gc_after.retired.iter().any(|retired| retired.published_at < generation) {
+            return;
+        }
+        let dir = self.source.reader.layout().directory().clone();
+        let mut removed_chunks = 0;
+        if self.gc_after.sync_delete {
+            self.gc_after.retired.retain_mut(|retired| {
+                if retired.published_at >= generation {
+                    return true;
+                }
+                retired.files.retain(|name| match dir.remove(name) {
+                    Ok(()) => {
+                        removed_chunks += usize::from(parse_seq(name).is_some());
+                        false
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(_) => true,
+                });
+                !retired.files.is_empty()
+            });
+        } else {
+            // Unlinking large files takes milliseconds: a background thread does it, so that the
+            // commit whose publish allowed it does not wait. A failed unlink leaves the file for
+            // the next writer's open (it is named by no slot).
+            let (due, waiting): (Vec<Retired>, Vec<Retired>) = std::mem::take(&mut self.gc_after.retired)
+                .into_iter()
+                .partition(|retired| retired.published_at < generation);
+            self.gc_after.retired = waiting;
+            let names: Vec<String> = due.into_iter().flat_map(|retired| retired.files).collect();
+            removed_chunks = names.iter().filter(|name| parse_seq(name).is_some()).count();
+            let spawned = std::thread::Builder::new().name("larch-gc-unlink".into()).spawn(move || {
+                for name in names {
+                    let _ = dir.remove(&name);
+                }
+            });
+            if spawned.is_err() {
+                // No thread: the next writer's open removes them.
+                removed_chunks = 0;
+            }
+        }
+        if let Some(report) = self.gc_after.report.as_mut() {
+            report.chunks_removed += removed_chunks;
+        }
+    }
+
+    /// Whether `hash` names a commit garbage collection removed (found in the commit index below
+    /// the oldest kept commit's entry).
+    pub(crate) fn is_collected(&self, hash: &Hash) -> Result<bool> {
+        let end = self.state.index_keep_from;
+        let mut at = index::INDEX_HEADER_LEN;
+        let entry_len = index::ENTRY_LEN as u64;
+        let mut buf = vec![0u8; 1024 * index::ENTRY_LEN];
+        while at < end {
+            let len = usize::try_from((end - at).min(buf.len() as u64)).unwrap_or(0);
+            let piece = buf.get_mut(..len).unwrap_or_default();
+            self.files
+                .index
+                .read_at(at, piece)
+                .map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
+            if piece.chunks_exact(index::ENTRY_LEN).any(|entry| entry.get(..32) == Some(&hash.as_bytes()[..]))
+            {
+                return Ok(true);
+            }
+            at += len as u64 / entry_len * entry_len;
+            if len < index::ENTRY_LEN {
+                break;
+            }
+        }
+        Ok(false)
+    }
+
+    /// The error for a commit that is not in the commit map: [`StoreError::Collected`] when GC
+    /// removed it, else [`StoreError::UnknownCommit`].
+    pub(crate) fn missing_commit(&self, hash: &Hash) -> StoreError {
+        match (self.state.keep_from, self.is_collected(hash)) {
+            (keep_from, Ok(true)) if keep_from > 0 => StoreError::Collected {
+                commit: *hash,
+                gc_generation: self.state.gc_generation,
+                oldest_kept: self.gc_after.oldest_kept.unwrap_or(Hash([0; 32])),
+            },
+            (_, Err(e)) => e,
+            _ => StoreError::UnknownCommit(*hash),
+        }
+    }
+}
+
+fn parse_seq(name: &str) -> Option<u32> {
+    crate::layout::parse_chunk_name(name).or_else(|| (name == crate::layout::LEGACY_PACK).then_some(0))
+}

@@ -1,0 +1,205 @@
+//! The GC worker thread (docs/gc-design.md §4–§5): marks the region's live records over a
+//! snapshot of the layout, finds the GC commit's entry in `commits`, and copies the live records in
+//! increasing order into the new segment, synced with the directory. It writes nothing the writer
+//! or the readers use; the switch is the writer's (`gc.rs`).
+
+use crate::control::SegmentRef;
+use crate::error::{FileKind, Result, StoreError};
+use crate::gc::{GcPhase, dir_bytes};
+use crate::gc_mark::{self, MarkBounds};
+use crate::index;
+use crate::layout::{Layout, SegmentExtent, segment_name};
+use crate::pack::PackReader;
+use crate::segment::{Segment, SegmentHeader, SegmentWriter};
+use crate::storage::Storage;
+use larch_core::Hash;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) phase: AtomicU8,
+    pub(crate) done: AtomicU64,
+    pub(crate) total: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn set_phase(&self, phase: GcPhase, total: u64) {
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+        self.phase.store(phase as u8, Ordering::Release);
+    }
+}
+
+/// What the worker hands back.
+#[derive(Debug)]
+pub(crate) struct WorkerOutput {
+    /// Live records of the region, increasing.
+    pub(crate) live: Vec<(u64, u32)>,
+    /// Of these, the base-only ones, increasing.
+    pub(crate) base_only: Vec<u64>,
+    /// Records of `[region_end, K)` traversed as full, increasing.
+    pub(crate) boundary_full: Vec<u64>,
+    pub(crate) segment: Option<SegmentExtent>,
+    pub(crate) index_keep_from: u64,
+    pub(crate) copied_bytes: u64,
+    pub(crate) mark_time: Duration,
+    pub(crate) copy_time: Duration,
+    /// Disk bytes once the segment was written.
+    pub(crate) disk_after_copy: u64,
+}
+
+/// The position in `commits` of the entry of the commit at `keep_from`, searched in `[from, to)`
+/// (entries are in increasing offset order).
+fn index_position(index: &dyn Storage, (from, to): (u64, u64), keep_from: u64) -> Result<u64> {
+    let entry_len = index::ENTRY_LEN as u64;
+    let (mut low, mut high) = (0u64, (to.saturating_sub(from)) / entry_len);
+    let mut buf = [0u8; index::ENTRY_LEN];
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let at = from + middle * entry_len;
+        index.read_at(at, &mut buf).map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
+        let entries = index::decode_entries(&buf, at)?;
+        let offset = entries.first().map_or(u64::MAX, |(_, offset)| *offset);
+        if offset == keep_from {
+            return Ok(at);
+        }
+        if offset < keep_from {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    Err(StoreError::corrupt(FileKind::Index, from, format!("no entry for the commit at {keep_from}")))
+}
+
+/// Everything the worker needs.
+pub(crate) struct Job {
+    pub(crate) layout: Arc<Layout>,
+    pub(crate) index: Arc<dyn Storage>,
+    pub(crate) index_range: (u64, u64),
+    pub(crate) bounds: MarkBounds,
+    pub(crate) region_start: u64,
+    pub(crate) generation: u64,
+    pub(crate) commit: Hash,
+    pub(crate) counters: Arc<Counters>,
+}
+
+/// Copy reads of at most this many bytes.
+const COPY_PIECE: u64 = 1 << 20;
+
+/// Lowers the calling thread's priority (nice +10 on Linux): the GC worker yields the CPU to the
+/// writer and readers when they compete for it (docs/gc-design.md §5).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` has no preconditions; `setpriority` on this thread's id only changes
+        // its scheduling weight and touches no memory of ours. A failure leaves the priority as
+        // it was (nothing to undo).
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+        }
+    }
+}
+
+pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
+    lower_priority();
+    let Job { layout, index, index_range, bounds, region_start, generation, commit, counters } = job;
+    let dir = layout.directory().clone();
+    counters.set_phase(GcPhase::Mark, bounds.scan_end - region_start);
+    let started = Instant::now();
+    let reader = PackReader::new(layout.clone(), bounds.scan_end, 0);
+    let mark = gc_mark::mark_above(&reader, bounds, region_start)?;
+    let index_keep_from = index_position(&*index, index_range, bounds.keep_from)?;
+    let mark_time = started.elapsed();
+    counters.done.store(bounds.scan_end - region_start, Ordering::Relaxed);
+    let started = Instant::now();
+    let live: Vec<(u64, u32)> =
+        mark.live.iter().copied().filter(|(offset, _)| *offset >= region_start).collect();
+    let base_only: Vec<u64> =
+        mark.base_only.iter().copied().filter(|offset| *offset >= region_start).collect();
+    let total: u64 = live.iter().map(|(_, len)| u64::from(*len)).sum();
+    counters.set_phase(GcPhase::Copy, total);
+    let mut segment = None;
+    let mut copied_bytes = 0;
+    if region_start < bounds.region_end {
+        let name = segment_name(generation);
+        let file = dir.create(&name).map_err(|e| StoreError::io(FileKind::Segment, 0, "create", e))?;
+        let header = SegmentHeader {
+            generation,
+            range_start: region_start,
+            range_end: bounds.region_end,
+            keep_from: bounds.keep_from,
+            index_keep_from,
+            commit,
+        };
+        let mut writer = SegmentWriter::new(file.clone(), header)?;
+        let mut buffer = Vec::new();
+        let mut i = 0;
+        while let Some(&(start, _)) = live.get(i) {
+            // A run of adjacent live records, at most COPY_PIECE bytes (a larger record alone).
+            let mut end = start;
+            let mut j = i;
+            while let Some(&(offset, len)) = live.get(j) {
+                if offset != end || (j > i && end + u64::from(len) - start > COPY_PIECE) {
+                    break;
+                }
+                end = offset + u64::from(len);
+                j += 1;
+            }
+            let len = usize::try_from(end - start)
+                .map_err(|_| StoreError::corrupt(FileKind::Pack, start, "huge run"))?;
+            buffer.resize(len, 0);
+            layout.read(start, &mut buffer)?;
+            // Every record is checked again (framing and checksum) before it is copied.
+            for &(offset, record_len) in live.get(i..j).unwrap_or_default() {
+                let at = usize::try_from(offset - start).unwrap_or(usize::MAX);
+                let record = buffer
+                    .get(at..at.saturating_add(record_len as usize))
+                    .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "live record past its run"))?;
+                let (data, crc) = record.split_at(record.len().saturating_sub(4));
+                if crate::codec::record_len(data, offset)? != u64::from(record_len)
+                    || crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default())
+                {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+                }
+            }
+            writer.push_run(start, &buffer)?;
+            copied_bytes += end - start;
+            counters.done.store(copied_bytes, Ordering::Relaxed);
+            i = j;
+        }
+        writer.finish()?;
+        file.sync().map_err(|e| StoreError::io(FileKind::Segment, 0, "sync", e))?;
+        dir.sync().map_err(|e| StoreError::io(FileKind::Segment, 0, "sync directory", e))?;
+        let opened = dir.open(&name, false).map_err(|e| StoreError::io(FileKind::Segment, 0, "open", e))?;
+        let opened = Segment::open(opened)?;
+        let summary = opened.summary();
+        segment = Some(SegmentExtent {
+            reference: SegmentRef {
+                generation,
+                range_start: region_start,
+                range_end: bounds.region_end,
+                file_len: summary.file_len,
+                footer_crc: summary.footer_crc,
+            },
+            segment: Arc::new(opened),
+        });
+    }
+    let copy_time = started.elapsed();
+    let disk_after_copy = dir_bytes(&*dir)?;
+    counters.set_phase(GcPhase::WaitingForSwitch, 0);
+    Ok(WorkerOutput {
+        live,
+        base_only,
+        boundary_full: mark.boundary_full,
+        segment,
+        index_keep_from,
+        copied_bytes,
+        mark_time,
+        copy_time,
+        disk_after_copy,
+    })
+}
