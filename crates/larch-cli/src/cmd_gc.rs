@@ -77,24 +77,24 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
     };
     repo.gc_start(&commit).with_context(|| format!("starting the garbage collection on {commit}"))?;
     let bar = progress_bar();
-    while repo.gc_running() {
-        if let Some(progress) = repo.gc_progress() {
-            bar.set_prefix(match progress.phase {
-                GcPhase::Mark => "marking",
-                GcPhase::Copy => "copying",
-                GcPhase::WaitingForSwitch => "switching",
-            });
-            bar.set_length(progress.total_bytes);
-            bar.set_position(progress.done_bytes);
-        }
-        if let Some(report) = repo.gc_finish()? {
-            bar.finish_and_clear();
-            return finish(repo, report, &args);
+    while let Some(progress) = repo.gc_progress() {
+        bar.set_prefix(match progress.phase {
+            GcPhase::Mark => "marking",
+            GcPhase::Copy => "copying",
+            GcPhase::WaitingForSwitch => "switching",
+        });
+        bar.set_length(progress.total_bytes);
+        bar.set_position(progress.done_bytes);
+        if progress.phase == GcPhase::WaitingForSwitch {
+            break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Switches, publishes once more and unlinks the collected files: `disk_after` is the disk
+    // given back.
+    let report = repo.gc_wait();
     bar.finish_and_clear();
-    let report = repo.gc_wait()?.context("the garbage collection ended without a report")?;
+    let report = report?.context("the garbage collection ended without a report")?;
     finish(repo, report, &args)
 }
 

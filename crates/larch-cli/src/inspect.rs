@@ -32,7 +32,11 @@ pub fn resolve_commit(repo: &Repo, name: Option<&str>) -> anyhow::Result<Hash> {
     }
     match name.parse::<Hash>() {
         Ok(hash) if repo.contains(&hash) => Ok(hash),
-        Ok(hash) => bail!("unknown commit {hash}: the store has no such commit"),
+        Ok(hash) => match repo.commit_details(&hash) {
+            // A commit removed by garbage collection says so.
+            Err(err @ larch_store::StoreError::Collected { .. }) => Err(err.into()),
+            _ => bail!("unknown commit {hash}: the store has no such commit"),
+        },
         Err(err) => {
             bail!(
                 "{name:?} is neither a branch of the store nor a commit hash (`Co…` or 64 hex digits): {err}"

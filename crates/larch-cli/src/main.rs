@@ -5,6 +5,7 @@ mod cmd_archive;
 mod cmd_cat;
 mod cmd_diff;
 mod cmd_fsck;
+mod cmd_gc;
 mod cmd_import;
 mod cmd_log;
 mod cmd_ls;
@@ -49,6 +50,9 @@ enum Command {
     /// Import commits from another store format into a new larch store.
     #[command(subcommand)]
     Import(cmd_import::ImportCommand),
+    /// Collect garbage: keep a commit, every later commit and what they reach; reclaim the rest
+    /// and give its disk space back.
+    Gc(cmd_gc::GcArgs),
     /// Find the newest complete commit of a damaged store, report what publishing it would drop,
     /// and publish it with `--apply`.
     Recover(cmd_recover::RecoverArgs),
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Import(command) => cmd_import::run(command),
+        Command::Gc(args) => cmd_gc::run(args),
         Command::Recover(args) => cmd_recover::run(args),
         Command::Report(command) => cmd_report::run(command),
         Command::Log(args) => cmd_log::run(args),

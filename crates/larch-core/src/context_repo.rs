@@ -59,6 +59,10 @@ pub struct GcSummary {
     pub disk_peak: u64,
     /// Live bytes copied out of the collected files.
     pub copied_bytes: u64,
+    /// Whether the GC was abandoned (the store unchanged; e.g. the writer reused an object the
+    /// GC was about to collect): its other fields are then zero.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub abandoned: bool,
 }
 
 /// Counters a store reports to the replayer's statistics. Every field is optional: `None` means

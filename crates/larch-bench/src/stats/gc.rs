@@ -15,6 +15,9 @@ pub struct GcRunSummary {
     pub started: u64,
     /// GCs that finished (switched) during the run.
     pub finished: u64,
+    /// GCs abandoned (the store left unchanged).
+    #[serde(default)]
+    pub abandoned: u64,
     /// Wall time of each finished GC, from its start to its switch.
     pub gc_time: Option<Distribution>,
     /// The longest time the writer spent in a switch, in seconds.
@@ -38,6 +41,7 @@ pub struct GcRunSummary {
 pub struct GcAccumulator {
     seen: bool,
     started: u64,
+    abandoned: u64,
     gc_times: Vec<(f64, u64)>,
     max_switch_pause_s: Option<f64>,
     waited_s: f64,
@@ -59,6 +63,10 @@ impl GcAccumulator {
         self.waited_s += gc.waited_s;
         let mut peak = disk;
         for done in &gc.finished {
+            if done.abandoned {
+                self.abandoned += 1;
+                continue;
+            }
             self.gc_times.push((done.total_s, block.block));
             self.max_switch_pause_s = Some(self.max_switch_pause_s.unwrap_or(0.0).max(done.switch_pause_s));
             self.copied_bytes += done.copied_bytes;
@@ -85,6 +93,7 @@ impl GcAccumulator {
         self.seen.then(|| GcRunSummary {
             started: self.started,
             finished: self.gc_times.len() as u64,
+            abandoned: self.abandoned,
             gc_time: Distribution::of(&self.gc_times),
             max_switch_pause_s: self.max_switch_pause_s,
             waited_s: self.waited_s,
@@ -121,10 +130,11 @@ impl sfmt::Display for GcRunSummary {
         );
         writeln!(
             f,
-            "  {:<16} {:>12}  ({} finished; time {times})",
+            "  {:<16} {:>12}  ({} finished, {} abandoned; time {times})",
             "GCs started",
             fmt::count(self.started),
-            fmt::count(self.finished)
+            fmt::count(self.finished),
+            fmt::count(self.abandoned)
         )?;
         writeln!(
             f,
@@ -176,18 +186,24 @@ mod tests {
             disk_after: 80,
             disk_peak: 130,
             copied_bytes: 7,
+            abandoned: false,
         };
         acc.push(&block(5, 0.05, 80, BlockGc { finished: vec![done], ..BlockGc::default() }));
-        acc.push(&block(6, 0.01, 85, BlockGc::default()));
+        let gave_up = GcSummary { abandoned: true, ..GcSummary::default() };
+        acc.push(&block(6, 0.01, 85, BlockGc { finished: vec![gave_up], ..BlockGc::default() }));
         let summary = acc.finish().unwrap();
-        assert_eq!((summary.started, summary.finished, summary.copied_bytes), (1, 1, 7));
+        assert_eq!(
+            (summary.started, summary.finished, summary.abandoned, summary.copied_bytes),
+            (1, 1, 1, 7)
+        );
         assert_eq!(summary.disk_peak_bytes, Some(130));
         assert_eq!(summary.max_switch_pause_s, Some(0.004));
         assert!((summary.max_peak_over_start.unwrap() - 130.0 / 110.0).abs() < 1e-12);
         let overlapped = summary.overlapped_block_time.clone().unwrap();
-        assert_eq!((overlapped.count, overlapped.max, overlapped.max_block), (3, 0.05, 5));
+        assert_eq!((overlapped.count, overlapped.max, overlapped.max_block), (4, 0.05, 5));
+        // Block 6 switched nothing but ended an abandoned GC: it counts as a block with GC activity.
         let other = summary.other_block_time.clone().unwrap();
-        assert_eq!(other.count, 2);
+        assert_eq!(other.count, 1);
         let text = summary.to_string();
         assert!(text.contains("GCs started") && text.contains("1.182x"), "{text}");
     }

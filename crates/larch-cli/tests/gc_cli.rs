@@ -1,0 +1,124 @@
+//! `larch replay --gc-every N --gc-keep M` and `larch gc`: a replay that collects garbage as it
+//! goes checks every hash, reports its GCs and leaves a fsck-clean store holding fewer bytes than
+//! the same replay without GC; `larch gc --keep-blocks` then collects down to the last blocks, and
+//! the collected commits are refused with a message that says so.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn larch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_larch")).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().metadata().unwrap().len()).sum()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn replays_collect_as_they_go_and_larch_gc_collects_down_to_the_last_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("small.larch");
+    let out = larch(&[
+        "trace",
+        "gen",
+        "--out",
+        path_str(&trace),
+        "--blocks",
+        "120",
+        "--accounts",
+        "300",
+        "--ops-per-block",
+        "80",
+        "--seed",
+        "5",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // The same replay without and with a GC every 20 blocks keeping 30.
+    let plain = dir.path().join("plain");
+    let out =
+        larch(&["replay", path_str(&trace), "--store", path_str(&plain), "--chunk-size", "16K", "--json"]);
+    let plain_summary = json(&out);
+    assert!(plain_summary.get("gc").is_none(), "no GC section without --gc-every");
+    let collected = dir.path().join("collected");
+    let out = larch(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&collected),
+        "--chunk-size",
+        "16K",
+        "--gc-every",
+        "20",
+        "--gc-keep",
+        "30",
+        "--json",
+    ]);
+    let summary = json(&out);
+    assert_eq!(summary["commits_checked"], plain_summary["commits_checked"], "every hash checked");
+    let gc = &summary["gc"];
+    // Blocks 0..=121; GCs start after blocks 40, 60, 80, 100 and 120.
+    assert_eq!(gc["started"], 5, "{gc}");
+    assert!(gc["finished"].as_u64().unwrap() >= 3, "{gc}");
+    assert!(gc["copied_bytes"].as_u64().unwrap() > 0, "{gc}");
+    assert!(
+        dir_bytes(&collected) < dir_bytes(&plain) * 9 / 10,
+        "collected {} bytes against {} without GC",
+        dir_bytes(&collected),
+        dir_bytes(&plain)
+    );
+    assert!(
+        std::fs::read_dir(&collected).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("seg."))
+    );
+    let out = larch(&["fsck", path_str(&collected)]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(summary["last_commit"], plain_summary["last_commit"]);
+
+    // `larch gc --keep-blocks 5` on the plain store: the head and the 4 commits before it stay.
+    let log = json(&larch(&["log", path_str(&plain), "--json"]));
+    let hashes: Vec<String> =
+        log.as_array().unwrap().iter().map(|c| c["hash"].as_str().unwrap().to_string()).collect();
+    assert_eq!(hashes.len(), 122);
+    let report = json(&larch(&["gc", path_str(&plain), "--keep-blocks", "5", "--json"]));
+    assert_eq!(report["commit"], hashes[4], "the 5th newest commit is the GC commit");
+    assert_eq!(report["generation"], 1);
+    let (before, after) = (report["disk_before"].as_u64().unwrap(), report["disk_after"].as_u64().unwrap());
+    assert!(after < before * 2 / 3, "disk {before} -> {after}");
+    assert_eq!(after, dir_bytes(&plain), "the report's disk after is the directory's size");
+    let log = json(&larch(&["log", path_str(&plain), "--json"]));
+    assert_eq!(log.as_array().unwrap().len(), 5);
+    let out = larch(&["ls", path_str(&plain), "--commit", &hashes[5], "/"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("garbage collection"), "{}", text(&out.stderr));
+    let out = larch(&["ls", path_str(&plain), "--commit", &hashes[4], "/"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = larch(&["fsck", path_str(&plain)]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+
+    // Refusals: a commit older than the last GC's, and nothing to keep.
+    let out = larch(&["gc", path_str(&plain), "--commit", &hashes[10]]);
+    assert!(!out.status.success());
+    let out = larch(&["gc", path_str(&plain)]);
+    assert!(!out.status.success(), "--keep-blocks or --commit is required");
+    let text_report = larch(&["gc", path_str(&plain), "--keep-blocks", "2"]);
+    assert!(text_report.status.success(), "{}", text(&text_report.stderr));
+    assert!(text(&text_report.stdout).contains("garbage collection 2 of"), "{}", text(&text_report.stdout));
+}
