@@ -254,8 +254,20 @@ fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
     }
 }
 
-/// Decoded node bodies kept for patch decoding: bases are shared by consecutive versions.
-const DECODED_CACHE_ITEMS: usize = 4096;
+/// Decoded node bodies kept for patch decoding (bases are shared by consecutive versions), up
+/// to this many bytes of estimated heap: the GC runs inside the writer's process, whose memory
+/// budget it shares.
+const DECODED_CACHE_BYTES: u64 = 4 << 20;
+
+/// The weight of a cached decoded body: its estimated heap bytes.
+#[derive(Clone, Copy, Debug, Default)]
+struct BodyWeight;
+
+impl quick_cache::Weighter<u64, (Arc<NodeBody>, u8)> for BodyWeight {
+    fn weight(&self, _offset: &u64, (body, _): &(Arc<NodeBody>, u8)) -> u64 {
+        u64::from(crate::pack::body_weight(body))
+    }
+}
 
 /// The traversal's state.
 struct Marker<'a, S: RecordSource> {
@@ -263,7 +275,7 @@ struct Marker<'a, S: RecordSource> {
     bounds: MarkBounds,
     store: StoreId,
     pending: BTreeMap<u64, Mark>,
-    decoded: quick_cache::unsync::Cache<u64, (Arc<NodeBody>, u8)>,
+    decoded: quick_cache::unsync::Cache<u64, (Arc<NodeBody>, u8), BodyWeight>,
     result: GcMark,
     /// Offsets below this are not followed (older GC segments kept whole).
     floor: u64,
@@ -513,7 +525,7 @@ pub(crate) fn mark_above<S: RecordSource>(source: &S, bounds: MarkBounds, floor:
         bounds,
         store: StoreId::fresh(),
         pending: BTreeMap::new(),
-        decoded: quick_cache::unsync::Cache::new(DECODED_CACHE_ITEMS),
+        decoded: quick_cache::unsync::Cache::with_weighter(1024, DECODED_CACHE_BYTES, BodyWeight),
         result: GcMark { bounds: Some(bounds), ..GcMark::default() },
         floor,
     };

@@ -62,7 +62,12 @@ impl Weighter<u64, CacheItem> for ItemWeight {
 
 /// An estimate of the heap bytes a decoded node holds.
 pub(crate) fn node_weight(node: &Node) -> u32 {
-    let bytes = match node.body() {
+    body_weight(node.body())
+}
+
+/// An estimate of the heap bytes a decoded node body holds.
+pub(crate) fn body_weight(body: &NodeBody) -> u32 {
+    let bytes = match body {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => entries
             .iter()
             .map(|(name, entry)| {
