@@ -52,6 +52,8 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let disk = disk_bytes(&args.store)?;
     let records = report.records();
     let chunks = repo.chunk_files();
+    let segments = repo.segment_files();
+    let live_bytes: u64 = report.by_kind.values().map(|stats| stats.bytes).sum();
     if args.json {
         let kinds: serde_json::Map<_, _> = report
             .by_kind
@@ -68,6 +70,9 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
             "pack_bytes": report.pack_bytes,
             "index_bytes": report.index_bytes,
             "chunk_files": chunks.iter().map(|(name, start, end)| json!({ "name": name, "start": start, "end": end })).collect::<Vec<_>>(),
+            "gc_generation": repo.gc_generation(),
+            "segment_files": segments.iter().map(|(name, start, end, kept)| json!({ "name": name, "range_start": start, "range_end": end, "record_bytes": kept })).collect::<Vec<_>>(),
+            "record_bytes": live_bytes,
             "commits": report.commits,
             "branches": report.branches.iter().map(|(name, hash)| json!({ "name": name, "commit": hash.to_string() })).collect::<Vec<_>>(),
             "records": records,
@@ -86,6 +91,16 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     if let (Some(first), Some(last)) = (chunks.first(), chunks.last()) {
         writeln!(text, "chunks       {} files ({} to {})", chunks.len(), first.0, last.0)?;
     }
+    if !segments.is_empty() {
+        let kept: u64 = segments.iter().map(|(_, _, _, kept)| kept).sum();
+        writeln!(
+            text,
+            "gc           generation {}; {} segment files ({} of records kept below the first chunk)",
+            repo.gc_generation(),
+            segments.len(),
+            human(kept)
+        )?;
+    }
     writeln!(text, "commit index {}", human(report.index_bytes))?;
     writeln!(text, "commits      {}", report.commits)?;
     for (name, hash) in &report.branches {
@@ -97,7 +112,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
         "record kind", "records", "bytes", "share", "mean"
     )?;
     for (kind, stats) in &report.by_kind {
-        let share = 100.0 * stats.bytes as f64 / report.pack_bytes.max(1) as f64;
+        let share = 100.0 * stats.bytes as f64 / live_bytes.max(1) as f64;
         let mean = stats.bytes as f64 / stats.count.max(1) as f64;
         writeln!(
             text,

@@ -91,6 +91,18 @@ fn replays_collect_as_they_go_and_larch_gc_collects_down_to_the_last_blocks() {
     let out = larch(&["fsck", path_str(&collected)]);
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(summary["last_commit"], plain_summary["last_commit"]);
+    // `larch stats` scans the segments' runs and the chunks, skipping collected space.
+    let stats = json(&larch(&["stats", path_str(&collected), "--json"]));
+    assert!(stats["gc_generation"].as_u64().unwrap() >= 3, "{stats}");
+    assert!(!stats["segment_files"].as_array().unwrap().is_empty(), "{stats}");
+    let (records, published) =
+        (stats["record_bytes"].as_u64().unwrap(), stats["pack_bytes"].as_u64().unwrap());
+    assert!(records < published * 9 / 10, "records {records} of {published} published");
+    let plain_stats = json(&larch(&["stats", path_str(&plain), "--json"]));
+    assert_eq!(
+        plain_stats["record_bytes"].as_u64().unwrap() + 16,
+        plain_stats["pack_bytes"].as_u64().unwrap()
+    );
 
     // `larch gc --keep-blocks 5` on the plain store: the head and the 4 commits before it stay.
     let log = json(&larch(&["log", path_str(&plain), "--json"]));

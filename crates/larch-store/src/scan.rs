@@ -93,8 +93,24 @@ impl Repo {
             branches: self.branches(),
             ..ScanReport::default()
         };
+        // The live ranges: the runs of the GC segments (collected space is skipped), then the
+        // chunks from the first one on.
+        let layout = self.reader().layout().clone();
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for segment in layout.segments() {
+            ranges.extend(segment.segment.runs().map(|(global, _, len)| (global, global + len)));
+        }
+        ranges.push((layout.first_chunk_start().max(PACK_HEADER_LEN), end));
+        for (start, range_end) in ranges {
+            self.scan_range(&mut report, start, range_end.min(end))?;
+        }
+        Ok(report)
+    }
+
+    /// Counts the records of `[start, end)`, a range of back-to-back records.
+    fn scan_range(&self, report: &mut ScanReport, start: u64, end: u64) -> Result<()> {
         let mut window = Window { repo: self, end, start: 0, bytes: Vec::new() };
-        let mut offset = PACK_HEADER_LEN;
+        let mut offset = start;
         while offset < end {
             let prefix = window.at(offset, MAX_PREFIX)?;
             let mut cursor = Cursor::new(prefix, FileKind::Pack, offset);
@@ -129,6 +145,6 @@ impl Repo {
             }
             offset += total;
         }
-        Ok(report)
+        Ok(())
     }
 }
