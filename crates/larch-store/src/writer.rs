@@ -514,7 +514,9 @@ impl<'a> Encoder<'a> {
                     .iter()
                     .map(|(bucket, child)| {
                         let base = match child {
-                            NodeRef::Mem(node) if node.stored_offset_in(store).is_none() => child_base(*bucket),
+                            NodeRef::Mem(node) if node.stored_offset_in(store).is_none() => {
+                                child_base(*bucket)
+                            }
                             _ => None,
                         };
                         Ok((*bucket, self.node_at(child, base, Some(tree.depth))?))
@@ -581,7 +583,6 @@ impl<'a> Encoder<'a> {
 #[cfg(test)]
 #[path = "writer_tests.rs"]
 mod tests;
-
 
 /// Refuses a node that cannot stand where it is: a directory must be flat or an inode root (depth
 /// 0), an inner inode below a `Tree` at depth `d` a `Values` leaf or a `Tree` at `d + 1`. (The

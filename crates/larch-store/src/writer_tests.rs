@@ -97,7 +97,11 @@ fn check_primed(repo: &Repo, reader: &Repo, tree: &Tree) -> Seen {
         };
         match node.body() {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-                entries.iter().for_each(|(_, entry)| if let Entry::Node(child) = entry { push(child) });
+                entries.iter().for_each(|(_, entry)| {
+                    if let Entry::Node(child) = entry {
+                        push(child)
+                    }
+                });
             }
             NodeBody::Tree(inode) => inode.children.iter().for_each(|(_, child)| push(child)),
         }
@@ -131,7 +135,6 @@ fn the_primed_cache_holds_what_the_records_decode_to() {
     let first = repo.commit(&tree, &[], CommitInfo::tezos(1, "first")).unwrap();
     let reader = Repo::open_read_only(dir.path()).unwrap();
     let seen = check_primed(&repo, &reader, &tree);
-    eprintln!("{seen:?}");
     assert!(seen.nodes >= 20, "{seen:?}");
     assert!(seen.shared > 0 && seen.shared < seen.nodes, "{seen:?}");
 
