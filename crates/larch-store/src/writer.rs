@@ -349,12 +349,48 @@ impl<'a> Encoder<'a> {
         })
     }
 
+    /// Keeps a decoded copy of a record just written (`body`, its children as stored references),
+    /// to prime the cache with.
     fn remember(&mut self, offset: u64, body: NodeBody, hash: Hash, chain: u8) {
         let node = Node::with_hash(body, hash);
         node.set_stored_key(ObjectKey::new(self.store, offset));
+        self.remember_node(offset, Arc::new(node), chain);
+    }
+
+    /// Whether `node`, about to be written as a new record of this store, can prime the cache as it
+    /// is, instead of a decoded copy: it is what decoding its record would give. It must not have
+    /// a stored key yet (it gets this store's key once the commit is published), and each of its
+    /// children must be a stored reference into this store or an inline contents value. An
+    /// in-memory child node would keep an in-memory subtree alive, out of the cache's weight
+    /// (each tree checked out of the cache would then chain to the previous commits' written
+    /// nodes); a contents value written as its own record would be written again by the next
+    /// commit that rewrites the node, since contents carry no stored key.
+    fn primes_as_is(&self, node: &Node) -> bool {
+        let store = self.store;
+        let own = |key: &ObjectKey| key.offset_in(store).is_some();
+        node.stored_key().is_none()
+            && match node.body() {
+                NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                    entries.iter().all(|(_, entry)| match entry {
+                        Entry::Node(NodeRef::Stored { key, .. })
+                        | Entry::Contents(ContentsRef::Stored { key, .. }) => own(key),
+                        Entry::Node(NodeRef::Mem(_)) => false,
+                        Entry::Contents(ContentsRef::Mem(contents)) => contents.len() <= INLINE_MAX,
+                    })
+                }
+                NodeBody::Tree(tree) => tree.children.iter().all(|(_, child)| match child {
+                    NodeRef::Stored { key, .. } => own(key),
+                    NodeRef::Mem(_) => false,
+                }),
+            }
+    }
+
+    /// Keeps `node`, written at `offset` as a record of patch chain length `chain`, to prime the
+    /// cache with; only the last ones within the priming budget are kept.
+    fn remember_node(&mut self, offset: u64, node: Arc<Node>, chain: u8) {
         let weight = node_weight(&node);
         self.records_weight += u64::from(weight);
-        self.records.push_back(PrimedRecord { offset, node: Arc::new(node), chain, weight });
+        self.records.push_back(PrimedRecord { offset, node, chain, weight });
         while self.records_weight > self.prime_budget {
             let Some(dropped) = self.records.pop_front() else { break };
             self.records_weight = self.records_weight.saturating_sub(u64::from(dropped.weight));
@@ -464,6 +500,10 @@ impl<'a> Encoder<'a> {
                         (offset, 0)
                     }
                 };
+                if self.primes_as_is(node) {
+                    self.remember_node(written.0, node.clone(), written.1);
+                    return self.written(node, id, hash, written.0);
+                }
                 let stored: Vec<(Name, Entry)> = entries
                     .iter()
                     .zip(locs)
@@ -504,11 +544,19 @@ impl<'a> Encoder<'a> {
                         _ => None,
                     }
                 };
+                // As for entries: only a dirty child needs its base (a binary search of the base's
+                // children, cold in memory, per child was ~5% of a flat-key benchmark's CPU).
                 let children = tree
                     .children
                     .iter()
                     .map(|(bucket, child)| {
-                        Ok((*bucket, self.node_at(child, child_base(*bucket), Some(tree.depth))?))
+                        let base = match child {
+                            NodeRef::Mem(node) if node.stored_offset_in(store).is_none() => {
+                                child_base(*bucket)
+                            }
+                            _ => None,
+                        };
+                        Ok((*bucket, self.node_at(child, base, Some(tree.depth))?))
                     })
                     .collect::<Result<Vec<_>>>()?;
                 self.counts.tree += 1;
@@ -541,6 +589,10 @@ impl<'a> Encoder<'a> {
                         (offset, 0)
                     }
                 };
+                if self.primes_as_is(node) {
+                    self.remember_node(written.0, node.clone(), written.1);
+                    return self.written(node, id, hash, written.0);
+                }
                 let stored = InodeTree {
                     depth: tree.depth,
                     length: tree.length,
@@ -555,11 +607,20 @@ impl<'a> Encoder<'a> {
                 written
             }
         };
+        self.written(node, id, hash, offset)
+    }
+
+    /// Records that `node` (at address `id`, of hash `hash`) was written at `offset`.
+    fn written(&mut self, node: &Arc<Node>, id: usize, hash: Hash, offset: u64) -> Result<(Hash, u64)> {
         self.pending_nodes.insert(id, offset);
         self.marks.push((node.clone(), offset));
         Ok((hash, offset))
     }
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
 
 /// Refuses a node that cannot stand where it is: a directory must be flat or an inode root (depth
 /// 0), an inner inode below a `Tree` at depth `d` a `Values` leaf or a `Tree` at `d + 1`. (The

@@ -1,0 +1,151 @@
+//! The cache primed by a commit holds what decoding the records just written gives: the same
+//! entries, children as stored references into this store, the same patch chain lengths. Nodes
+//! that can enter the cache as they are (no in-memory child, no contents record of their own)
+//! are the tree's own in-memory nodes, not copies.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code
+
+use crate::Repo;
+use crate::codec::INLINE_MAX;
+use larch_core::{CommitInfo, ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, StoreId, Tree};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// Adds `count` values below `prefix`: a directory of `count` entries (an inode trie past 256),
+/// short values (inline) and, every seventh, a long one (a contents record of its own).
+fn fill(tree: &mut Tree, prefix: &[&str], count: usize, salt: u8) {
+    for i in 0..count {
+        let name = format!("k{i:05}");
+        let value = if i % 7 == 0 { vec![salt ^ i as u8; INLINE_MAX + 8] } else { vec![salt, i as u8, 1] };
+        let mut path: Vec<&str> = prefix.to_vec();
+        path.push(&name);
+        tree.add(&path, value).unwrap();
+    }
+}
+
+/// Asserts that `primed` (from the writer's cache) and `decoded` (read back by another handle)
+/// are the same record: `ours`/`theirs` are the two handles' store identities.
+fn assert_same_record(primed: &Node, decoded: &Node, ours: StoreId, theirs: StoreId, at: u64) {
+    let same_ref = |a: &NodeRef, b: &NodeRef| match (a, b) {
+        (NodeRef::Stored { hash: ha, key: ka }, NodeRef::Stored { hash: hb, key: kb }) => {
+            assert_eq!(ha, hb, "child hash at {at}");
+            assert!(ka.offset_in(ours).is_some(), "a primed child key of another store at {at}");
+            assert_eq!(ka.offset_in(ours), kb.offset_in(theirs), "child offset at {at}");
+        }
+        _ => panic!("a primed node at {at} holds an in-memory child node"),
+    };
+    assert_eq!(primed.hash(), decoded.hash());
+    match (primed.body(), decoded.body()) {
+        (NodeBody::Flat(a), NodeBody::Flat(b)) | (NodeBody::Values(a), NodeBody::Values(b)) => {
+            assert_eq!(a.len(), b.len(), "entries at {at}");
+            for ((name_a, entry_a), (name_b, entry_b)) in a.iter().zip(b) {
+                assert_eq!(name_a.as_bytes(), name_b.as_bytes(), "names at {at}");
+                match (entry_a, entry_b) {
+                    (Entry::Node(a), Entry::Node(b)) => same_ref(a, b),
+                    (Entry::Contents(ContentsRef::Mem(a)), Entry::Contents(ContentsRef::Mem(b))) => {
+                        assert!(a.len() <= INLINE_MAX, "a primed contents value not inline at {at}");
+                        assert_eq!(a.as_bytes(), b.as_bytes(), "inline value at {at}");
+                    }
+                    (
+                        Entry::Contents(ContentsRef::Stored { hash: ha, key: ka }),
+                        Entry::Contents(ContentsRef::Stored { hash: hb, key: kb }),
+                    ) => {
+                        assert_eq!(ha, hb, "contents hash at {at}");
+                        assert_eq!(ka.offset_in(ours), kb.offset_in(theirs), "contents offset at {at}");
+                    }
+                    _ => panic!("entries of different kinds at {at}"),
+                }
+            }
+        }
+        (NodeBody::Tree(a), NodeBody::Tree(b)) => {
+            assert_eq!((a.depth, a.length, a.children.len()), (b.depth, b.length, b.children.len()));
+            for ((bucket_a, child_a), (bucket_b, child_b)) in a.children.iter().zip(&b.children) {
+                assert_eq!(bucket_a, bucket_b, "buckets at {at}");
+                same_ref(child_a, child_b);
+            }
+        }
+        _ => panic!("records of different kinds at {at}"),
+    }
+}
+
+/// What [`check_primed`] saw.
+#[derive(Default, Debug)]
+struct Seen {
+    /// Written nodes checked.
+    nodes: usize,
+    /// Of them, primed as the tree's own node.
+    shared: usize,
+    /// Of them, written as patches.
+    patches: usize,
+}
+
+/// Walks the in-memory part of `tree` just committed to `repo`; every node written (with a key of
+/// `repo`'s store) must be a cache hit in `repo` and the same record as `reader` decodes.
+fn check_primed(repo: &Repo, reader: &Repo, tree: &Tree) -> Seen {
+    let ours = repo.source.reader.store();
+    let theirs = reader.source.reader.store();
+    let mut seen = Seen::default();
+    let mut stack: Vec<Arc<Node>> = match tree.root() {
+        Entry::Node(NodeRef::Mem(root)) => vec![root.clone()],
+        _ => Vec::new(),
+    };
+    while let Some(node) = stack.pop() {
+        let mut push = |child: &NodeRef| {
+            if let NodeRef::Mem(child) = child {
+                stack.push(child.clone());
+            }
+        };
+        match node.body() {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                entries.iter().for_each(|(_, entry)| {
+                    if let Entry::Node(child) = entry {
+                        push(child)
+                    }
+                });
+            }
+            NodeBody::Tree(inode) => inode.children.iter().for_each(|(_, child)| push(child)),
+        }
+        let Some(offset) = node.stored_offset_in(ours) else { continue };
+        let hash: Hash = node.hash();
+        let misses = repo.source.reader.counters.misses.load(Ordering::Relaxed);
+        let (primed, chain) = repo.source.reader.node_chained(offset, &hash, u8::MAX).unwrap();
+        assert_eq!(
+            repo.source.reader.counters.misses.load(Ordering::Relaxed),
+            misses,
+            "the node written at {offset} was not primed"
+        );
+        let (decoded, decoded_chain) = reader.source.reader.node_chained(offset, &hash, u8::MAX).unwrap();
+        assert_eq!(chain, decoded_chain, "patch chain length at {offset}");
+        assert_same_record(&primed, &decoded, ours, theirs, offset);
+        seen.nodes += 1;
+        seen.shared += usize::from(Arc::ptr_eq(&primed, &node));
+        seen.patches += usize::from(chain > 0);
+    }
+    seen
+}
+
+#[test]
+fn the_primed_cache_holds_what_the_records_decode_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    fill(&mut tree, &["big"], 600, 1);
+    fill(&mut tree, &["small", "a"], 40, 2);
+    fill(&mut tree, &["small", "b"], 5, 3);
+    let first = repo.commit(&tree, &[], CommitInfo::tezos(1, "first")).unwrap();
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let seen = check_primed(&repo, &reader, &tree);
+    assert!(seen.nodes >= 20, "{seen:?}");
+    assert!(seen.shared > 0 && seen.shared < seen.nodes, "{seen:?}");
+
+    // A second commit on a checkout: rewritten nodes are patches of the first commit's.
+    let mut tree = repo.checkout(&first).unwrap();
+    tree.add(&["big", "k00003"], b"changed".to_vec()).unwrap();
+    tree.add(&["big", "k00014"], vec![9; INLINE_MAX + 1]).unwrap();
+    tree.add(&["small", "a", "k00010"], b"changed".to_vec()).unwrap();
+    tree.remove(&["small", "b", "k00001"]).unwrap();
+    repo.commit(&tree, &[first], CommitInfo::tezos(2, "second")).unwrap();
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let seen = check_primed(&repo, &reader, &tree);
+    assert!(seen.nodes >= 5 && seen.patches > 0 && seen.shared > 0, "{seen:?}");
+}
