@@ -116,10 +116,13 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     let mark_time = started.elapsed();
     counters.done.store(bounds.scan_end - region_start, Ordering::Relaxed);
     let started = Instant::now();
-    let live: Vec<(u64, u32)> =
-        mark.live.iter().copied().filter(|(offset, _)| *offset >= region_start).collect();
-    let base_only: Vec<u64> =
-        mark.base_only.iter().copied().filter(|offset| *offset >= region_start).collect();
+    // Filtered in place: no second copy of the live set at the GC's memory peak.
+    let mut mark = mark;
+    mark.live.retain(|(offset, _)| *offset >= region_start);
+    mark.live.shrink_to_fit();
+    mark.base_only.retain(|offset| *offset >= region_start);
+    let live = std::mem::take(&mut mark.live);
+    let base_only = std::mem::take(&mut mark.base_only);
     let total: u64 = live.iter().map(|(_, len)| u64::from(*len)).sum();
     counters.set_phase(GcPhase::Copy, total);
     let mut segment = None;
