@@ -33,7 +33,6 @@ use crate::layout::{SegmentExtent, segment_name};
 use crate::repo::Repo;
 use crate::storage::Directory;
 use larch_core::Hash;
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -115,7 +114,9 @@ pub(crate) struct GcRun {
     handle: Option<JoinHandle<Result<WorkerOutput>>>,
     counters: Arc<Counters>,
     /// Targets below `K` of the pointers the writer wrote to existing records since the start.
-    late_roots: HashSet<u64>,
+    /// Late roots: sorted and deduplicated up to `late_sorted`, appended after it.
+    late_roots: Vec<u64>,
+    late_sorted: usize,
     started: Instant,
     disk_before: u64,
     dir: Arc<dyn Directory>,
@@ -130,6 +131,16 @@ impl GcRun {
     /// Adds the late roots of a commit written while the GC runs.
     pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
         self.late_roots.extend(roots.iter().copied().filter(|root| *root >= self.region_start));
+        // 8 bytes per distinct root: sorted and deduplicated whenever the list doubles.
+        if self.late_roots.len() >= 2 * self.late_sorted.max(4096) {
+            self.sort_late_roots();
+        }
+    }
+
+    fn sort_late_roots(&mut self) {
+        self.late_roots.sort_unstable();
+        self.late_roots.dedup();
+        self.late_sorted = self.late_roots.len();
     }
 
     fn is_finished(&self) -> bool {
@@ -292,7 +303,8 @@ impl Repo {
             region_bytes,
             handle: Some(handle),
             counters,
-            late_roots: HashSet::new(),
+            late_roots: Vec::new(),
+            late_sorted: 0,
             started: Instant::now(),
             disk_before,
             dir,
@@ -463,22 +475,39 @@ impl Repo {
             }
         };
         // Late roots: every existing record the writer pointed to during the GC must survive it.
+        // The roots and the worker's lists are sorted: one merge pass over them.
+        run.sort_late_roots();
+        let (mut live_at, mut base_at, mut boundary_at) = (0, 0, 0);
+        let mut unsafe_root = None;
         for &root in &run.late_roots {
             let safe = if root < run.region_end {
-                output.live.binary_search_by_key(&root, |(offset, _)| *offset).is_ok()
-                    && output.base_only.binary_search(&root).is_err()
+                while output.live.get(live_at).is_some_and(|(offset, _)| *offset < root) {
+                    live_at += 1;
+                }
+                while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
+                    base_at += 1;
+                }
+                output.live.get(live_at).is_some_and(|(offset, _)| *offset == root)
+                    && output.base_only.get(base_at) != Some(&root)
             } else {
-                root >= run.keep_from || output.boundary_full.binary_search(&root).is_ok()
+                while output.boundary_full.get(boundary_at).is_some_and(|offset| *offset < root) {
+                    boundary_at += 1;
+                }
+                root >= run.keep_from || output.boundary_full.get(boundary_at) == Some(&root)
             };
             if !safe {
-                let e = StoreError::GcAbandoned(format!(
-                    "a commit written during the GC points to the record at {root}, which the GC of commit {} \
-                     would remove; run the GC again",
-                    run.commit
-                ));
-                abandon(self, &run, e);
-                return None;
+                unsafe_root = Some(root);
+                break;
             }
+        }
+        if let Some(root) = unsafe_root {
+            let e = StoreError::GcAbandoned(format!(
+                "a commit written during the GC points to the record at {root}, which the GC of commit {} \
+                 would remove; run the GC again",
+                run.commit
+            ));
+            abandon(self, &run, e);
+            return None;
         }
         let pause = checked.elapsed();
         Some(Switch { run, output, checked, pause, branches_removed: Vec::new() })
