@@ -33,8 +33,8 @@ use crate::layout::{SegmentExtent, segment_name};
 use crate::repo::Repo;
 use crate::storage::Directory;
 use larch_core::Hash;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -100,6 +100,12 @@ pub struct GcProgress {
     pub total_bytes: u64,
 }
 
+/// The late roots' lock; a poisoned lock (a thread panicked while appending) still holds valid
+/// offsets.
+pub(crate) fn lock_roots(roots: &Mutex<Vec<u64>>) -> MutexGuard<'_, Vec<u64>> {
+    roots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A GC started and not yet switched.
 #[derive(Debug)]
 pub(crate) struct GcRun {
@@ -113,10 +119,10 @@ pub(crate) struct GcRun {
     region_bytes: u64,
     handle: Option<JoinHandle<Result<WorkerOutput>>>,
     counters: Arc<Counters>,
-    /// Targets below `K` of the pointers the writer wrote to existing records since the start.
-    /// Late roots: sorted and deduplicated up to `late_sorted`, appended after it.
-    late_roots: Vec<u64>,
-    late_sorted: usize,
+    /// Targets below `K` of the pointers the writer wrote to existing records since the start
+    /// (late roots), not yet checked: the worker drains and checks them once its mark is done;
+    /// the writer checks what is left at the switch.
+    late_roots: Arc<Mutex<Vec<u64>>>,
     started: Instant,
     disk_before: u64,
     dir: Arc<dyn Directory>,
@@ -130,17 +136,10 @@ impl GcRun {
 
     /// Adds the late roots of a commit written while the GC runs.
     pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
-        self.late_roots.extend(roots.iter().copied().filter(|root| *root >= self.region_start));
-        // 8 bytes per distinct root: sorted and deduplicated whenever the list doubles.
-        if self.late_roots.len() >= 2 * self.late_sorted.max(4096) {
-            self.sort_late_roots();
-        }
-    }
-
-    fn sort_late_roots(&mut self) {
-        self.late_roots.sort_unstable();
-        self.late_roots.dedup();
-        self.late_sorted = self.late_roots.len();
+        let mut batch: Vec<u64> = roots.iter().copied().filter(|root| *root >= self.region_start).collect();
+        batch.sort_unstable();
+        batch.dedup();
+        lock_roots(&self.late_roots).extend(batch);
     }
 
     fn is_finished(&self) -> bool {
@@ -279,7 +278,9 @@ impl Repo {
         }
         let disk_before = self.disk_bytes()?;
         let counters = Arc::new(Counters::default());
+        let late_roots = Arc::new(Mutex::new(Vec::new()));
         let job = Job {
+            late_roots: late_roots.clone(),
             layout: Arc::new(layout.snapshot()),
             index: self.files.index.clone(),
             index_range: (state.index_keep_from, state.index_end),
@@ -303,8 +304,7 @@ impl Repo {
             region_bytes,
             handle: Some(handle),
             counters,
-            late_roots: Vec::new(),
-            late_sorted: 0,
+            late_roots,
             started: Instant::now(),
             disk_before,
             dir,
@@ -475,31 +475,11 @@ impl Repo {
             }
         };
         // Late roots: every existing record the writer pointed to during the GC must survive it.
-        // The roots and the worker's lists are sorted: one merge pass over them.
-        run.sort_late_roots();
-        let (mut live_at, mut base_at, mut boundary_at) = (0, 0, 0);
-        let mut unsafe_root = None;
-        for &root in &run.late_roots {
-            let safe = if root < run.region_end {
-                while output.live.get(live_at).is_some_and(|(offset, _)| *offset < root) {
-                    live_at += 1;
-                }
-                while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
-                    base_at += 1;
-                }
-                output.live.get(live_at).is_some_and(|(offset, _)| *offset == root)
-                    && output.base_only.get(base_at) != Some(&root)
-            } else {
-                while output.boundary_full.get(boundary_at).is_some_and(|offset| *offset < root) {
-                    boundary_at += 1;
-                }
-                root >= run.keep_from || output.boundary_full.get(boundary_at) == Some(&root)
-            };
-            if !safe {
-                unsafe_root = Some(root);
-                break;
-            }
-        }
+        // The worker checked those written before it finished; the rest (about one commit's) here.
+        let mut rest = std::mem::take(&mut *lock_roots(&run.late_roots));
+        rest.sort_unstable();
+        rest.dedup();
+        let unsafe_root = crate::gc_worker::first_unsafe_root(&rest, &output, run.region_end, run.keep_from);
         if let Some(root) = unsafe_root {
             let e = StoreError::GcAbandoned(format!(
                 "a commit written during the GC points to the record at {root}, which the GC of commit {} \

@@ -13,8 +13,8 @@ use crate::pack::PackReader;
 use crate::segment::{Segment, SegmentHeader, SegmentWriter};
 use crate::storage::Storage;
 use larch_core::Hash;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Default)]
@@ -84,6 +84,8 @@ pub(crate) struct Job {
     pub(crate) generation: u64,
     pub(crate) commit: Hash,
     pub(crate) counters: Arc<Counters>,
+    /// The writer's late roots, appended per commit; drained and checked once the copy is done.
+    pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
 }
 
 /// Copy reads of at most this many bytes.
@@ -106,7 +108,8 @@ fn lower_priority() {
 
 pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     lower_priority();
-    let Job { layout, index, index_range, bounds, region_start, generation, commit, counters } = job;
+    let Job { layout, index, index_range, bounds, region_start, generation, commit, counters, late_roots } =
+        job;
     let dir = layout.directory().clone();
     counters.set_phase(GcPhase::Mark, bounds.scan_end - region_start);
     let started = Instant::now();
@@ -193,8 +196,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     }
     let copy_time = started.elapsed();
     let disk_after_copy = dir_bytes(&*dir)?;
-    counters.set_phase(GcPhase::WaitingForSwitch, 0);
-    Ok(WorkerOutput {
+    let output = WorkerOutput {
         live,
         base_only,
         boundary_full: mark.boundary_full,
@@ -204,5 +206,48 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         mark_time,
         copy_time,
         disk_after_copy,
+    };
+    // The late roots written so far are checked here, off the writer's thread; the writer checks
+    // the few written after this drain at the switch.
+    let mut drained = std::mem::take(&mut *crate::gc::lock_roots(&late_roots));
+    drained.sort_unstable();
+    drained.dedup();
+    if let Some(root) = first_unsafe_root(&drained, &output, bounds.region_end, bounds.keep_from) {
+        return Err(StoreError::GcAbandoned(format!(
+            "a commit written during the GC points to the record at {root}, which the GC of commit {commit} \
+             would remove; run the GC again"
+        )));
+    }
+    counters.set_phase(GcPhase::WaitingForSwitch, 0);
+    Ok(output)
+}
+
+/// The first of `roots` (sorted, deduplicated) that the GC would not keep as a full record: below
+/// `region_end` it must be live and not base-only; in `[region_end, keep_from)` (the boundary
+/// chunk) it must have been traversed as a full record. One merge pass over the sorted lists.
+pub(crate) fn first_unsafe_root(
+    roots: &[u64],
+    output: &WorkerOutput,
+    region_end: u64,
+    keep_from: u64,
+) -> Option<u64> {
+    let (mut live_at, mut base_at, mut boundary_at) = (0, 0, 0);
+    roots.iter().copied().find(|&root| {
+        let safe = if root < region_end {
+            while output.live.get(live_at).is_some_and(|(offset, _)| *offset < root) {
+                live_at += 1;
+            }
+            while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
+                base_at += 1;
+            }
+            output.live.get(live_at).is_some_and(|(offset, _)| *offset == root)
+                && output.base_only.get(base_at) != Some(&root)
+        } else {
+            while output.boundary_full.get(boundary_at).is_some_and(|offset| *offset < root) {
+                boundary_at += 1;
+            }
+            root >= keep_from || output.boundary_full.get(boundary_at) == Some(&root)
+        };
+        !safe
     })
 }

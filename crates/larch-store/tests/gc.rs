@@ -369,12 +369,25 @@ fn a_reader_in_another_handle_reloads_across_gcs() {
 
 #[test]
 fn a_late_root_into_collected_space_abandons_the_gc() {
+    // The late root is checked by the worker (a commit while it marks) or by the writer at the
+    // switch (a commit after the worker is done): both must abandon.
+    for after_worker in [false, true] {
+        late_root_abandons(after_worker);
+    }
+}
+
+fn late_root_abandons(after_worker: bool) {
     let (mut rng, seed) = seeded_rng("a_late_root_into_collected_space_abandons_the_gc", 0x6763_0006);
     let dir = tempfile::tempdir().unwrap();
     let mut built = build(&mut rng, dir.path(), options());
     built.grow(&mut rng, 40);
     let keep = built.main[30].0;
     built.repo.gc_start(&keep).unwrap();
+    while after_worker
+        && built.repo.gc_progress().is_some_and(|p| p.phase != larch_store::GcPhase::WaitingForSwitch)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     // While the GC runs, a commit reuses the tree of a commit it will collect (a branch off an
     // old block): its records are reachable from no kept commit the GC saw.
     let (old, old_model) = built.main[8].clone();
@@ -384,7 +397,10 @@ fn a_late_root_into_collected_space_abandons_the_gc() {
     revived_model.add(&[b"revived".to_vec()], b"a branch off block 8 committed during the GC".to_vec());
     let hash = built.repo.commit_on(Some("revived"), &revived, &[old], info(1000)).unwrap();
     let outcome = built.repo.gc_wait();
-    assert!(matches!(outcome, Err(StoreError::GcAbandoned(_))), "seed {seed}: {outcome:?}");
+    assert!(
+        matches!(outcome, Err(StoreError::GcAbandoned(_))),
+        "seed {seed}, after worker {after_worker}: {outcome:?}"
+    );
     // Nothing was collected: every commit still reads, the segment is gone.
     assert!(names(dir.path(), "seg.").is_empty());
     for (hash, model) in &built.main {
