@@ -4,21 +4,10 @@
 //! passes fsck with it; a second call with `--commit head` moves the rest of the sealed chunks.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+use common::{larch, path_str, text};
 use larch_store::{Repo, RepoOptions};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn larch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_larch")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 fn chunks(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)

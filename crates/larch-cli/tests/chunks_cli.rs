@@ -3,20 +3,10 @@
 //! `recover` scans every chunk.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+use common::{larch, path_str, text};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn larch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_larch")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+use std::process::Output;
 
 fn chunk_count(store: &Path) -> usize {
     std::fs::read_dir(store)

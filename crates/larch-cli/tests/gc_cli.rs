@@ -4,20 +4,10 @@
 //! the collected commits are refused with a message that says so.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+use common::{larch, path_str, text};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn larch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_larch")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+use std::process::Output;
 
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().metadata().unwrap().len()).sum()
