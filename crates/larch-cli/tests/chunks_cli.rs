@@ -6,7 +6,6 @@
 mod common;
 use common::{larch, path_str, text};
 use std::path::Path;
-use std::process::Output;
 
 fn chunk_count(store: &Path) -> usize {
     std::fs::read_dir(store)
