@@ -18,9 +18,6 @@ use std::process::ExitCode;
 pub struct ArchiveArgs {
     /// The store directory.
     store: PathBuf,
-    /// The lower directory the sealed chunks move to (created if absent; one per store).
-    #[arg(long, value_name = "DIR")]
-    lower: PathBuf,
     /// Keep in the store directory the chunks of the last N blocks: move the chunks below the one
     /// holding the commit N first-parent steps behind the head.
     #[arg(long, value_name = "N", conflicts_with = "commit", required_unless_present = "commit")]
@@ -64,7 +61,13 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     if !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
-    let options = RepoOptions { create: false, lower: Some(args.lower.clone()), ..RepoOptions::default() };
+    // `--lower DIR` is the global option: the lower directory the sealed chunks move to.
+    let Some(lower) = crate::inspect::lower() else {
+        bail!(
+            "larch archive needs --lower DIR: the lower directory the sealed chunks move to (created if absent; one per store)"
+        );
+    };
+    let options = RepoOptions { create: false, lower: Some(lower.clone()), ..RepoOptions::default() };
     let mut repo = Repo::open_with(&args.store, options)
         .with_context(|| format!("opening store {} for writing", args.store.display()))?;
     let target = match (&args.commit, args.keep_blocks) {
@@ -79,20 +82,20 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => bail!("give --keep-blocks N or --commit HASH"),
     };
-    let (upper_before, lower_before) = (disk_bytes(&args.store)?, disk_bytes(&args.lower)?);
-    let report =
-        match target {
-            Some(target) => Some(repo.archive(&target).with_context(|| {
-                format!("archiving {} into {}", args.store.display(), args.lower.display())
-            })?),
-            None => None,
-        };
+    let (upper_before, lower_before) = (disk_bytes(&args.store)?, disk_bytes(&lower)?);
+    let report = match target {
+        Some(target) => Some(
+            repo.archive(&target)
+                .with_context(|| format!("archiving {} into {}", args.store.display(), lower.display()))?,
+        ),
+        None => None,
+    };
     repo.close().with_context(|| format!("closing store {}", args.store.display()))?;
-    let (upper_after, lower_after) = (disk_bytes(&args.store)?, disk_bytes(&args.lower)?);
+    let (upper_after, lower_after) = (disk_bytes(&args.store)?, disk_bytes(&lower)?);
     if args.json {
         let out = json!({
             "store": args.store.display().to_string(),
-            "lower": args.lower.display().to_string(),
+            "lower": lower.display().to_string(),
             "commit": target.map(|hash| hash.to_string()),
             "commit_chunk": report.as_ref().map(|r| r.commit_chunk),
             "chunks_moved": report.as_ref().map_or(0, |r| r.chunks_moved),
@@ -121,7 +124,7 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         "moved {} chunk files ({} bytes) to {} in {:.3} s; {} were already there{}",
         report.chunks_moved,
         report.bytes_moved,
-        args.lower.display(),
+        lower.display(),
         report.elapsed.as_secs_f64(),
         report.chunks_already_lower,
         if report.flag_published { " (the store is now in archive mode: open it with --lower)" } else { "" }

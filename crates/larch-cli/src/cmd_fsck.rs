@@ -15,8 +15,14 @@ pub struct FsckArgs {
 
 /// Checks the store; exits with 1 when it has problems (all are printed).
 pub fn run(args: FsckArgs) -> anyhow::Result<ExitCode> {
-    let report =
-        larch_store::fsck(&args.store).with_context(|| format!("opening store {}", args.store.display()))?;
+    let options = larch_store::RepoOptions {
+        create: false,
+        lower: crate::inspect::lower(),
+        ..larch_store::RepoOptions::default()
+    };
+    let report = larch_store::Repo::open_read_only_options(&args.store, options)
+        .with_context(|| format!("opening store {}", args.store.display()))?
+        .fsck();
     emit(&report)?;
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

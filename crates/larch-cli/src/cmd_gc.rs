@@ -67,7 +67,7 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
     if !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
-    let options = RepoOptions { create: false, ..RepoOptions::default() };
+    let options = RepoOptions { create: false, lower: crate::inspect::lower(), ..RepoOptions::default() };
     let mut repo = Repo::open_with(&args.store, options)
         .with_context(|| format!("opening store {} as its writer", args.store.display()))?;
     let commit = match (&args.commit, args.keep_blocks) {

@@ -149,7 +149,12 @@ fn decode(bytes: &[u8], encoding: Encoding) -> anyhow::Result<Proof> {
 
 fn produce(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     let ops = parse_ops(&args.ops)?;
-    let repo = larch_store::Repo::open_read_only(&args.store)
+    let options = larch_store::RepoOptions {
+        create: false,
+        lower: crate::inspect::lower(),
+        ..larch_store::RepoOptions::default()
+    };
+    let repo = larch_store::Repo::open_read_only_options(&args.store, options)
         .with_context(|| format!("opening store {}", args.store.display()))?;
     let commit = match &args.commit {
         Some(text) => text.parse::<Hash>().with_context(|| format!("commit {text:?}"))?,

@@ -12,8 +12,21 @@ pub fn open_store(store: &Path) -> anyhow::Result<Repo> {
     if !store.exists() {
         bail!("store {} does not exist", store.display());
     }
-    let options = RepoOptions { cache_bytes: 32 << 20, create: false, ..RepoOptions::default() };
+    let options =
+        RepoOptions { cache_bytes: 32 << 20, create: false, lower: lower(), ..RepoOptions::default() };
     Repo::open_read_only_options(store, options).with_context(|| format!("opening store {}", store.display()))
+}
+
+static LOWER: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+
+/// Records the global `--lower DIR` option (once, at start).
+pub fn set_lower(lower: Option<std::path::PathBuf>) {
+    let _ = LOWER.set(lower);
+}
+
+/// The global `--lower DIR` option: the lower directory of a store in archive mode.
+pub fn lower() -> Option<std::path::PathBuf> {
+    LOWER.get().cloned().flatten()
 }
 
 /// The commit that `name` designates: a commit hash (`Co…` or 64 hex digits), a branch name, or

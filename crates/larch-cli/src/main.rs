@@ -35,6 +35,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The lower directory of a store in archive mode (`larch archive`): the chunk files moved
+    /// there are read from it. Needed by every command on such a store.
+    #[arg(long, global = true, value_name = "DIR")]
+    lower: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -84,6 +88,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse_from(join_sync_every(std::env::args_os()));
+    inspect::set_lower(cli.lower);
     let result = match cli.command {
         Command::Replay(args) => cmd_replay::run(args),
         Command::Trace(command) => cmd_trace::run(command),

@@ -88,6 +88,24 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     let fsck = repo.fsck();
     assert!(fsck.is_clean(), "{fsck}");
     drop(repo);
+    // The read commands take the global `--lower DIR` and read through it.
+    let out = larch(&["fsck", path_str(&store), "--lower", path_str(&lower)]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let out = larch(&["--lower", path_str(&lower), "log", path_str(&store), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(log.as_array().unwrap().len(), history.len());
+    let oldest = log.as_array().unwrap().last().unwrap()["hash"].as_str().unwrap().to_string();
+    let out = larch(&["ls", path_str(&store), "--lower", path_str(&lower), "--commit", &oldest, "/"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = larch(&["ls", path_str(&store), "--commit", &oldest, "/"]);
+    assert!(!out.status.success(), "without --lower the moved chunks are not found");
+    let out = larch(&["stats", path_str(&store), "--lower", path_str(&lower)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // `larch archive` without `--lower` says it needs it.
+    let out = larch(&["archive", path_str(&store), "--keep-blocks", "3"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--lower"), "{}", text(&out.stderr));
 
     // At the head: the rest of the sealed chunks; the ones moved before are counted, not copied.
     let report = archive_json(&[
