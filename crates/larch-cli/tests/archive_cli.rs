@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
-use common::{larch, path_str, text};
+use common::{larch, larch_json, path_str, small_trace, text};
 use larch_store::{Repo, RepoOptions};
 use std::path::Path;
 
@@ -19,31 +19,10 @@ fn chunks(dir: &Path) -> Vec<String> {
     names
 }
 
-fn archive_json(args: &[&str]) -> serde_json::Value {
-    let out = larch(args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("small.larch");
-    let out = larch(&[
-        "trace",
-        "gen",
-        "--out",
-        path_str(&trace),
-        "--blocks",
-        "20",
-        "--accounts",
-        "300",
-        "--ops-per-block",
-        "80",
-        "--seed",
-        "11",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (trace, _) = small_trace(dir.path(), 20, 11);
     let store = dir.path().join("store");
     let lower = dir.path().join("lower");
     let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--chunk-size", "8K"]);
@@ -51,7 +30,7 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     let before = chunks(&store);
     assert!(before.len() >= 5, "{before:?}");
 
-    let report = archive_json(&[
+    let report = larch_json(&[
         "archive",
         path_str(&store),
         "--lower",
@@ -108,15 +87,8 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     assert!(text(&out.stderr).contains("--lower"), "{}", text(&out.stderr));
 
     // At the head: the rest of the sealed chunks; the ones moved before are counted, not copied.
-    let report = archive_json(&[
-        "archive",
-        path_str(&store),
-        "--lower",
-        path_str(&lower),
-        "--commit",
-        "head",
-        "--json",
-    ]);
+    let report =
+        larch_json(&["archive", path_str(&store), "--lower", path_str(&lower), "--commit", "head", "--json"]);
     assert_eq!(report["chunks_already_lower"].as_u64().unwrap(), moved, "{report}");
     assert_eq!(report["flag_published"], false, "{report}");
     let head_chunk = report["commit_chunk"].as_u64().unwrap() as usize;

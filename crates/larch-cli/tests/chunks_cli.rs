@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
-use common::{larch, path_str, text};
+use common::{larch, path_str, small_trace, text};
 use std::path::Path;
 
 fn chunk_count(store: &Path) -> usize {
@@ -17,26 +17,7 @@ fn chunk_count(store: &Path) -> usize {
 #[test]
 fn a_replay_with_small_chunks_is_listed_checked_exported_and_recovered() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("small.larch");
-    let out = larch(&[
-        "trace",
-        "gen",
-        "--out",
-        path_str(&trace),
-        "--blocks",
-        "20",
-        "--accounts",
-        "300",
-        "--ops-per-block",
-        "80",
-        "--seed",
-        "7",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let head = text(&out.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix("final commit: ").map(str::to_string))
-        .expect("trace gen prints its final commit");
+    let (trace, head) = small_trace(dir.path(), 20, 7);
     let store = dir.path().join("store");
     let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--chunk-size", "8K"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

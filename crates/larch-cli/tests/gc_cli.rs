@@ -5,47 +5,32 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
-use common::{larch, path_str, text};
+use common::{larch, larch_json, path_str, small_trace, text};
 use std::path::Path;
-use std::process::Output;
 
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().metadata().unwrap().len()).sum()
 }
 
-fn json(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn replays_collect_as_they_go_and_larch_gc_collects_down_to_the_last_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("small.larch");
-    let out = larch(&[
-        "trace",
-        "gen",
-        "--out",
-        path_str(&trace),
-        "--blocks",
-        "120",
-        "--accounts",
-        "300",
-        "--ops-per-block",
-        "80",
-        "--seed",
-        "5",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (trace, _) = small_trace(dir.path(), 120, 5);
 
     // The same replay without and with a GC every 20 blocks keeping 30.
     let plain = dir.path().join("plain");
-    let out =
-        larch(&["replay", path_str(&trace), "--store", path_str(&plain), "--chunk-size", "16K", "--json"]);
-    let plain_summary = json(&out);
+    let plain_summary = larch_json(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&plain),
+        "--chunk-size",
+        "16K",
+        "--json",
+    ]);
     assert!(plain_summary.get("gc").is_none(), "no GC section without --gc-every");
     let collected = dir.path().join("collected");
-    let out = larch(&[
+    let summary = larch_json(&[
         "replay",
         path_str(&trace),
         "--store",
@@ -58,7 +43,6 @@ fn replays_collect_as_they_go_and_larch_gc_collects_down_to_the_last_blocks() {
         "30",
         "--json",
     ]);
-    let summary = json(&out);
     assert_eq!(summary["commits_checked"], plain_summary["commits_checked"], "every hash checked");
     let gc = &summary["gc"];
     // Blocks 0..=121; GCs start after blocks 40, 60, 80, 100 and 120.
@@ -82,30 +66,30 @@ fn replays_collect_as_they_go_and_larch_gc_collects_down_to_the_last_blocks() {
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(summary["last_commit"], plain_summary["last_commit"]);
     // `larch stats` scans the segments' runs and the chunks, skipping collected space.
-    let stats = json(&larch(&["stats", path_str(&collected), "--json"]));
+    let stats = larch_json(&["stats", path_str(&collected), "--json"]);
     assert!(stats["gc_generation"].as_u64().unwrap() >= 3, "{stats}");
     assert!(!stats["segment_files"].as_array().unwrap().is_empty(), "{stats}");
     let (records, published) =
         (stats["record_bytes"].as_u64().unwrap(), stats["pack_bytes"].as_u64().unwrap());
     assert!(records < published * 9 / 10, "records {records} of {published} published");
-    let plain_stats = json(&larch(&["stats", path_str(&plain), "--json"]));
+    let plain_stats = larch_json(&["stats", path_str(&plain), "--json"]);
     assert_eq!(
         plain_stats["record_bytes"].as_u64().unwrap() + 16,
         plain_stats["pack_bytes"].as_u64().unwrap()
     );
 
     // `larch gc --keep-blocks 5` on the plain store: the head and the 4 commits before it stay.
-    let log = json(&larch(&["log", path_str(&plain), "--json"]));
+    let log = larch_json(&["log", path_str(&plain), "--json"]);
     let hashes: Vec<String> =
         log.as_array().unwrap().iter().map(|c| c["hash"].as_str().unwrap().to_string()).collect();
     assert_eq!(hashes.len(), 122);
-    let report = json(&larch(&["gc", path_str(&plain), "--keep-blocks", "5", "--json"]));
+    let report = larch_json(&["gc", path_str(&plain), "--keep-blocks", "5", "--json"]);
     assert_eq!(report["commit"], hashes[4], "the 5th newest commit is the GC commit");
     assert_eq!(report["generation"], 1);
     let (before, after) = (report["disk_before"].as_u64().unwrap(), report["disk_after"].as_u64().unwrap());
     assert!(after < before * 2 / 3, "disk {before} -> {after}");
     assert_eq!(after, dir_bytes(&plain), "the report's disk after is the directory's size");
-    let log = json(&larch(&["log", path_str(&plain), "--json"]));
+    let log = larch_json(&["log", path_str(&plain), "--json"]);
     assert_eq!(log.as_array().unwrap().len(), 5);
     let out = larch(&["ls", path_str(&plain), "--commit", &hashes[5], "/"]);
     assert!(!out.status.success());

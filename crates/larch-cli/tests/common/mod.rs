@@ -18,3 +18,37 @@ pub fn text(bytes: &[u8]) -> String {
 pub fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
+
+/// Runs `larch` with `args`, asserts it succeeded, and parses its standard output as JSON.
+pub fn larch_json(args: &[&str]) -> serde_json::Value {
+    let out = larch(args);
+    assert!(out.status.success(), "larch {args:?}: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Generates a small Tezos-like trace (300 accounts, 80 operations per block) of `blocks`
+/// regular blocks into `dir/small.larch`; returns its path and the final commit `trace gen` printed.
+pub fn small_trace(dir: &Path, blocks: u32, seed: u64) -> (std::path::PathBuf, String) {
+    let trace = dir.join("small.larch");
+    let (blocks, seed) = (blocks.to_string(), seed.to_string());
+    let out = larch(&[
+        "trace",
+        "gen",
+        "--out",
+        path_str(&trace),
+        "--blocks",
+        &blocks,
+        "--accounts",
+        "300",
+        "--ops-per-block",
+        "80",
+        "--seed",
+        &seed,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let head = text(&out.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("final commit: ").map(str::to_string))
+        .expect("trace gen prints its final commit");
+    (trace, head)
+}
