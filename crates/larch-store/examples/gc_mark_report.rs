@@ -4,11 +4,12 @@
 //! the chunk size of the design), with the time and the peak heap of the mark.
 //!
 //! ```text
-//! cargo run --release -p larch-store --example gc_mark_report -- STORE (--block B | --behind N) [--keep M] [--dump FILE]
+//! cargo run --release -p larch-store --example gc_mark_report -- STORE (--block B | --behind N) [--exact] [--keep M] [--dump FILE]
 //! ```
 //!
 //! `--block B`: the B-th commit of the chain (genesis = 0); `--behind N`: N commits behind the head.
-//! `--keep M`: the roots end at the commit M blocks after it (the store as it was when a GC every
+//! `--exact`: the region ends at the commit's own offset instead (with the floor: the smallest store
+//! a GC keeping the commit can leave). `--keep M`: the roots end at the commit M blocks after it (the store as it was when a GC every
 //! so often keeping M blocks would have started); without it, at the head. `--dump FILE`: write the
 //! live offsets (little-endian `u64`s).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a measuring tool: failing loudly is right
@@ -94,7 +95,10 @@ fn main() {
     let until = value("--keep").map(|keep| chain[(index + keep).min(chain.len() - 1)]);
     let offsets: std::collections::HashMap<_, _> = repo.commits().map(|(h, o)| (*h, *o)).collect();
     let keep_from = offsets[&commit];
-    let region_end = (keep_from / CHUNK * CHUNK).max(16);
+    // `--exact`: the region ends at the commit itself, so the live bytes are everything a GC could
+    // keep below it (with the window, the floor of the store's size under the GC rule).
+    let exact = args.iter().any(|arg| arg == "--exact");
+    let region_end = if exact { keep_from } else { (keep_from / CHUNK * CHUNK).max(16) };
     let pack_end = repo.stats().pack_bytes;
     let hwm_before = vm_hwm_kib();
     let heap_before = IN_USE.load(Ordering::Relaxed);
@@ -144,6 +148,25 @@ fn main() {
     let percents: Vec<String> =
         per_chunk.iter().map(|live| format!("{:.0}", 100.0 * *live as f64 / CHUNK as f64)).collect();
     println!("live % per 16 MiB chunk: {}", percents.join(" "));
+    // The smallest store a GC keeping this commit can leave: the live records below the region, the
+    // region end to the pack end, and the other files (commit index, control).
+    let other_files: u64 = std::fs::read_dir(store)
+        .unwrap()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            !name.starts_with("chunk.") && !name.starts_with("seg.") && name != "pack"
+        })
+        .filter_map(|entry| entry.metadata().ok().map(|meta| meta.len()))
+        .sum();
+    let floor = mark.live_bytes + (pack_end - region_end) + other_files;
+    println!(
+        "floor: {:.2} MiB = live below the region {:.2} MiB + region end to pack end {:.2} MiB + other files {:.2} MiB",
+        floor as f64 / MIB,
+        mark.live_bytes as f64 / MIB,
+        (pack_end - region_end) as f64 / MIB,
+        other_files as f64 / MIB
+    );
     println!(
         "window: {} records, {:.1} MiB; roots {}; boundary records traversed {}; patches decoded {}",
         mark.window_records,
