@@ -117,7 +117,7 @@ fn destroy_control(dir: &Path, damage: Damage) {
         }
         Damage::Truncated => {
             let file = std::fs::OpenOptions::new().write(true).open(&control).unwrap();
-            file.set_len(100).unwrap();
+            file.set_len(40).unwrap();
         }
         Damage::Deleted => std::fs::remove_file(&control).unwrap(),
     }
