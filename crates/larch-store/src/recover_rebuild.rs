@@ -2,10 +2,11 @@
 //! the layouts the pack's files allow, rebuilt from the chunk headers and the GC segments' headers
 //! (docs/gc-design.md §8, *`larch recover`*). Nothing is written or unlinked here.
 //!
-//! The chunks considered are the *top run*: the chunk files whose headers check out, from the
-//! highest sequence number down while each joins the next one (consecutive numbers, the next
-//! one starting inside the previous one's data). A candidate layout is one of them as the first
-//! live chunk, tried from the lowest up (the lowest keeps the most):
+//! The chunks are taken in *runs*: chunk files whose headers check out, each continuing the one
+//! below it (consecutive numbers, starting inside the previous one's data). The run holding the
+//! newest chunk comes first, then the older runs (below a chunk missing or damaged). A candidate
+//! layout is a run from one of its chunks on, that chunk being the first live one, tried from the
+//! lowest up (the lowest keeps the most):
 //!
 //! - a chunk starting at 16 (chunk 0, or a format-2 `pack`): the pre-GC layout, every segment
 //!   ignored (nothing is lost; collected commits become readable again until the next GC);
@@ -13,8 +14,7 @@
 //!   step the newest segment ending where the chain stands), with `keep_from`,
 //!   `index_keep_from` and `gc_generation` from the newest segment's header.
 //!
-//! When chunk 0 exists but is not in the top run (a chunk missing above it), the chunks from 0
-//! up are the last candidate, as for a store never collected.
+//! An older run gives the commits below the gap (chunk 0's run: as for a store never collected).
 
 use crate::codec::PACK_HEADER_LEN;
 use crate::control::{ControlState, MAX_SEGMENTS, SegmentRef};
@@ -118,6 +118,14 @@ fn segment_info(dir: &dyn Directory, name: &str, generation: u64) -> Result<Segm
     })
 }
 
+/// Whether chunk `above` continues chunk `below`: the next sequence number, starting within
+/// `below`'s records.
+fn joins(below: &ChunkInfo, above: &ChunkInfo) -> bool {
+    below.seq.checked_add(1) == Some(above.seq)
+        && below.start <= above.start
+        && above.start <= below.start.saturating_add(below.data)
+}
+
 /// The segments that join global offset `end` down to 16: at each step the newest segment
 /// ending where the chain stands. `None` when no chain reaches 16 (or it is longer than a control
 /// slot holds). The result is by increasing range.
@@ -170,75 +178,66 @@ pub(super) fn candidates(dir: &dyn Directory) -> Result<Vec<Candidate>, String> 
             Err(problem) => problems.push(problem),
         }
     }
-    // The top run: from the highest valid chunk down while each joins the next.
-    let mut run: Vec<ChunkInfo> = Vec::new();
-    for chunk in chunks.iter().rev() {
-        match run.last() {
-            None => run.push(*chunk),
-            Some(above)
-                if chunk.seq.checked_add(1) == Some(above.seq)
-                    && chunk.start <= above.start
-                    && above.start <= chunk.start.saturating_add(chunk.data) =>
-            {
-                run.push(*chunk);
-            }
-            Some(_) => break,
+    // Runs of chunks, each chunk continuing the one below it; the newest run first.
+    let mut runs: Vec<Vec<ChunkInfo>> = Vec::new();
+    for chunk in &chunks {
+        match runs.last_mut() {
+            Some(run) if run.last().is_some_and(|below| joins(below, chunk)) => run.push(*chunk),
+            _ => runs.push(vec![*chunk]),
         }
     }
-    run.reverse();
+    runs.reverse();
     let mut out = Vec::new();
-    let head = run.last().map_or(0, |chunk| chunk.seq);
-    for chunk in &run {
-        if chunk.start == PACK_HEADER_LEN {
+    for run in &runs {
+        let head = run.last().map_or(0, |chunk| chunk.seq);
+        for chunk in run {
+            if chunk.start == PACK_HEADER_LEN {
+                out.push(Candidate {
+                    gc: None,
+                    gc_commit: None,
+                    description: format!(
+                        "the pre-GC layout (chunks {}..={head}, segments ignored)",
+                        chunk.seq
+                    ),
+                });
+                continue;
+            }
+            let Some(chain) = chain_to(&segments, chunk.start) else { continue };
+            let Some(newest) = chain.iter().max_by_key(|segment| segment.reference.generation) else {
+                continue;
+            };
+            if newest.keep_from < chunk.start {
+                problems.push(format!(
+                    "seg.{:06} says the GC commit is at {}, below chunk {} (start {})",
+                    newest.reference.generation, newest.keep_from, chunk.seq, chunk.start
+                ));
+                continue;
+            }
+            let gc = ControlState {
+                gc_generation: newest.reference.generation,
+                keep_from: newest.keep_from,
+                index_keep_from: newest.index_keep_from,
+                first_chunk: chunk.seq,
+                segments: chain.iter().map(|segment| segment.reference).collect(),
+                ..ControlState::default()
+            };
+            let generations: Vec<String> =
+                chain.iter().map(|segment| format!("seg.{:06}", segment.reference.generation)).collect();
             out.push(Candidate {
-                gc: None,
-                gc_commit: None,
-                description: format!("the pre-GC layout (chunks {}..={head}, segments ignored)", chunk.seq),
+                gc: Some(gc),
+                gc_commit: Some(newest.commit),
+                description: format!(
+                    "the collected layout {} then chunks {}..={head} (GC generation {})",
+                    generations.join(", "),
+                    chunk.seq,
+                    newest.reference.generation
+                ),
             });
-            continue;
         }
-        let Some(chain) = chain_to(&segments, chunk.start) else { continue };
-        let Some(newest) = chain.iter().max_by_key(|segment| segment.reference.generation) else { continue };
-        if newest.keep_from < chunk.start {
-            problems.push(format!(
-                "seg.{:06} says the GC commit is at {}, below chunk {} (start {})",
-                newest.reference.generation, newest.keep_from, chunk.seq, chunk.start
-            ));
-            continue;
-        }
-        let gc = ControlState {
-            gc_generation: newest.reference.generation,
-            keep_from: newest.keep_from,
-            index_keep_from: newest.index_keep_from,
-            first_chunk: chunk.seq,
-            segments: chain.iter().map(|segment| segment.reference).collect(),
-            ..ControlState::default()
-        };
-        let generations: Vec<String> =
-            chain.iter().map(|segment| format!("seg.{:06}", segment.reference.generation)).collect();
-        out.push(Candidate {
-            gc: Some(gc),
-            gc_commit: Some(newest.commit),
-            description: format!(
-                "the collected layout {} then chunks {}..={head} (GC generation {})",
-                generations.join(", "),
-                chunk.seq,
-                newest.reference.generation
-            ),
-        });
     }
-    // Chunk 0 present but cut from the top run by a missing or damaged chunk: the chunks from 0 up.
-    if chunks.first().is_some_and(|chunk| chunk.start == PACK_HEADER_LEN)
-        && run.first().is_none_or(|chunk| chunk.start != PACK_HEADER_LEN)
-    {
-        out.push(Candidate {
-            gc: None,
-            gc_commit: None,
-            description: "the chunks from chunk 0 up to the first missing one".into(),
-        });
-    }
+    let run = runs.first().map(Vec::as_slice).unwrap_or_default();
     if out.is_empty() {
-        return Err(missing_report(&chunks, &run, &segments, &problems, dir.layers().is_some()));
+        return Err(missing_report(&chunks, run, &segments, &problems, dir.layers().is_some()));
     }
     Ok(out)
 }
@@ -256,8 +255,8 @@ fn missing_report(
         (Some(first), Some(last)) => {
             let _ = write!(
                 out,
-                "the newest chunks are chunk.{:06} to chunk.{:06} (from global offset {}), but no chunk file \
-                 starts at 16 and no chain of GC segments from 16 joins one of them",
+                "no chunk file starts at 16 and no chain of GC segments from 16 joins a chunk present (the \
+                 newest chunks: chunk.{:06} to chunk.{:06}, from global offset {})",
                 first.seq, last.seq, first.start
             );
         }
@@ -269,7 +268,7 @@ fn missing_report(
             .filter(|chunk| !run.iter().any(|kept| kept.seq == chunk.seq))
             .map(|chunk| format!("chunk.{:06}", chunk.seq))
             .collect();
-        let _ = write!(out, "; chunks not joined to them: {}", others.join(", "));
+        let _ = write!(out, "; older chunks, not joined to them: {}", others.join(", "));
     }
     if segments.is_empty() {
         out.push_str("; no valid segment file");

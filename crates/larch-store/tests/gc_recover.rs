@@ -282,6 +282,39 @@ fn retired_files_of_a_later_gc_give_the_earlier_collected_layout() {
     check(&repo, &commits, 8, Some(commits[8].0));
 }
 
+/// A live chunk above the first one lost: the run below the gap is recovered, up to the newest
+/// commit whose records lie wholly below it.
+#[test]
+fn a_lost_chunk_leaves_the_commits_below_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (commits, keep) = collected_store(dir.path(), "a_lost_chunk_leaves_the_commits_below_it");
+    let chunks = names(dir.path(), "chunk.");
+    assert!(chunks.len() >= 4, "{chunks:?}");
+    let lost = &chunks[chunks.len() - 2];
+    let header = std::fs::read(dir.path().join(lost)).unwrap();
+    let lost_start = u64::from_le_bytes(header[24..32].try_into().unwrap());
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let offsets: Vec<u64> =
+        commits[keep..].iter().map(|(hash, _)| reader.commit_details(hash).unwrap().offset).collect();
+    drop(reader);
+    let below = offsets.iter().filter(|offset| **offset < lost_start).count();
+    assert!(below >= 2, "kept commits below {lost}: {below}");
+    let newest = keep + below - 1;
+    std::fs::remove_file(dir.path().join(lost)).unwrap();
+    destroy_control(dir.path(), Damage::Deleted);
+
+    let plan = plan_recovery(dir.path()).unwrap();
+    let layout = plan.rebuilt_layout.clone().unwrap();
+    assert!(layout.contains("GC generation 3"), "{layout}");
+    assert_eq!(plan.chosen.as_ref().map(|chosen| chosen.hash), Some(commits[newest].0), "{layout}");
+    plan.apply().unwrap();
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    check(&reader, &commits[..=newest], keep, Some(commits[keep].0));
+    for (hash, _) in &commits[newest + 1..] {
+        assert!(reader.checkout(hash).is_err(), "a commit above the lost chunk");
+    }
+}
+
 /// Segments missing or damaged, the commit index cut short: a typed error saying what is missing,
 /// or a plan with nothing to publish; never a panic, and nothing written.
 #[test]
