@@ -35,10 +35,9 @@ fn options() -> RepoOptions {
 
 /// The script's acknowledged commits with their models.
 fn run_script(files: StoreFiles) -> Vec<(Hash, Model)> {
-    let (mut rng, seed) = seeded_rng("gc_recover_sim_script", 11);
+    let (mut rng, _) = seeded_rng("gc_recover_sim_script", 11);
     let mut acked = Vec::new();
     let Ok(mut repo) = Repo::open_files(files, true, options(), None) else { return acked };
-    eprintln!("script seed {seed}");
     let mut tree = repo.empty_tree();
     let mut model = Model::new();
     for block in 0..BEFORE + AFTER {
