@@ -1,5 +1,7 @@
 //! `larch recover STORE [--apply]`: finds the newest complete commit of a damaged store from its
 //! pack and commit index, reports what publishing it would drop, and publishes it with `--apply`.
+//! A store in archive mode needs the global `--lower DIR`; a collected store whose control file
+//! has no valid slot is rebuilt from its chunk and segment files (docs/store.md, *Recovery*).
 
 use anyhow::Context;
 use clap::Args;
@@ -18,7 +20,9 @@ pub struct RecoverArgs {
 
 /// Plans (and with `--apply` performs) the recovery; exits with 1 when no complete commit exists.
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
-    let plan = larch_store::plan_recovery(&args.store)
+    // Archive mode: the global `--lower DIR` (chunk files moved there are looked up in it).
+    let lower = crate::inspect::lower();
+    let plan = larch_store::plan_recovery_with(&args.store, lower.as_deref())
         .with_context(|| format!("examining store {}", args.store.display()))?;
     let short = |hash: &larch_core::Hash| hash.to_hex().chars().take(16).collect::<String>();
     match &plan.open_error {
@@ -34,6 +38,9 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
             state.branches.get("main").map_or_else(|| "none".to_string(), |(hash, _)| short(hash))
         ),
         None => println!("published state: none (no valid control slot)"),
+    }
+    if let Some(layout) = &plan.rebuilt_layout {
+        println!("layout rebuilt from the files: {layout}");
     }
     println!(
         "pack: {} bytes; records check out up to {}; {} commit records found",

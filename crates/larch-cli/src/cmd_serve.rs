@@ -60,6 +60,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         reload_interval: Duration::from_millis(args.reload_ms.max(1)),
         cache_bytes: args.cache,
         blocking_reads: args.blocking_reads,
+        // Archive mode: the global `--lower DIR`.
+        lower: crate::inspect::lower(),
         ..ServerConfig::default()
     };
     let state = ServerState::open(&args.store, config)?;

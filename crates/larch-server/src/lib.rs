@@ -91,6 +91,9 @@ pub struct ServerConfig {
     /// How long a connection may take to send a request's headers (an idle keep-alive connection
     /// included) before it is closed.
     pub header_read_timeout: Duration,
+    /// The lower directory of a store in archive mode (`--lower DIR`): chunk files moved there
+    /// are read from it.
+    pub lower: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -102,6 +105,7 @@ impl Default for ServerConfig {
             blocking_reads: false,
             shutdown_grace: Duration::from_secs(5),
             header_read_timeout: Duration::from_secs(10),
+            lower: None,
         }
     }
 }

@@ -54,7 +54,11 @@ impl ServerState {
     /// configured `max_depth` is clamped to [`MAX_DEPTH_CAP`].
     pub fn open(path: impl AsRef<Path>, config: ServerConfig) -> Result<Arc<ServerState>, ServerError> {
         let path = path.as_ref().to_path_buf();
-        let options = RepoOptions { cache_bytes: config.cache_bytes, ..RepoOptions::default() };
+        let options = RepoOptions {
+            cache_bytes: config.cache_bytes,
+            lower: config.lower.clone(),
+            ..RepoOptions::default()
+        };
         let repo = Repo::open_read_only_options(&path, options)
             .map_err(|source| ServerError::Open { path: path.clone(), source })?;
         let head = snapshot(&repo).map_err(|source| ServerError::Head { path: path.clone(), source })?;

@@ -151,6 +151,16 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// `larch recover` found no layout of the store's files to recover from (no valid control
+    /// slot, and the chunk and segment files present do not form one): the reason says what is
+    /// missing.
+    #[error("the store {} cannot be recovered: {reason}", path.display())]
+    Unrecoverable {
+        /// The store directory.
+        path: PathBuf,
+        /// What is missing or damaged.
+        reason: String,
+    },
     /// A file is shorter than the published state says.
     #[error(
         "{file} is shorter than published: {len} bytes needed at offset {offset}, the file has {file_len} bytes"

@@ -96,7 +96,7 @@ pub use options::{
 pub use pack::DEFAULT_CACHE_BYTES;
 #[cfg(feature = "fault-injection")]
 pub use recover::plan_recovery_files;
-pub use recover::{FoundCommit, RecoveryPlan, plan_recovery};
+pub use recover::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};
 pub use repo::{DEFAULT_BRANCH, History, Repo};
 pub use scan::ScanReport;
 pub use writer::WriteCounts;

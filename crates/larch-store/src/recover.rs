@@ -18,6 +18,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[path = "recover_rebuild.rs"]
+mod rebuild;
+
+use rebuild::Candidate;
+
 /// Candidates (newest first) checked with fsck before giving up.
 const MAX_CANDIDATES: usize = 16;
 
@@ -55,6 +60,8 @@ pub struct RecoveryPlan {
     pub index_only: Vec<(Hash, u64)>,
     /// Branches of the published state that would be dropped (their commit is not kept).
     pub dropped_branches: Vec<String>,
+    /// With no valid control slot: the layout rebuilt from the chunk and segment files.
+    pub rebuilt_layout: Option<String>,
     state: Option<ControlState>,
     entries: Vec<(Hash, u64)>,
 }
@@ -155,6 +162,13 @@ impl RecoveryPlan {
 
 /// Examines the store at `path` (read-only) and plans its recovery.
 pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
+    plan_recovery_with(path, None)
+}
+
+/// [`plan_recovery`] of a store in archive mode: its chunk files are looked up in the store
+/// directory, then in `lower` (`--lower DIR`). Without it, a store whose published state says
+/// it is archived is refused with [`StoreError::NeedsLower`].
+pub fn plan_recovery_with(path: impl AsRef<Path>, lower: Option<&Path>) -> Result<RecoveryPlan> {
     let path = path.as_ref().to_path_buf();
     match classify(&path)? {
         DirKind::Store | DirKind::NoControl(_) => {}
@@ -165,9 +179,14 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
             });
         }
         DirKind::Missing => return Err(StoreError::NotAStore { path, reason: "no such directory".into() }),
+        // A collected store without its control file holds GC segments, which `classify` (for
+        // opening) does not count as a store's files.
+        DirKind::Foreign(_) if holds_only_store_files(&path)? => {}
         DirKind::Foreign(reason) => return Err(StoreError::NotAStore { path, reason }),
     }
-    let open_error = Repo::open_read_only(&path).err().map(|e| e.to_string());
+    let options =
+        RepoOptions { create: false, lower: lower.map(Path::to_path_buf), ..RepoOptions::default() };
+    let open_error = Repo::open_read_only_options(&path, options).err().map(|e| e.to_string());
     let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
         match FileStorage::open(&path.join(kind.file_name()), false, false) {
             Ok(file) => Ok(Arc::new(file)),
@@ -175,12 +194,32 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
             Err(e) => Err(StoreError::io(kind, 0, "open", e)),
         }
     };
-    let files = StoreFiles {
+    let mut files = StoreFiles {
         control: open(FileKind::Control)?,
         index: open(FileKind::Index)?,
         dir: Arc::new(DiskDirectory::new(&path, false)),
     };
+    if let Some(lower) = lower {
+        files = crate::archive::with_lower(files, &path, lower, false, false)?;
+    }
     plan(files, path, open_error)
+}
+
+/// Whether every file of the directory at `path` is one a store holds (control, commit index,
+/// lock, pack, chunk and segment files), with at least one segment or chunk file.
+fn holds_only_store_files(path: &Path) -> Result<bool> {
+    let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
+    let fixed = [FileKind::Control, FileKind::Pack, FileKind::Index, FileKind::Lock].map(FileKind::file_name);
+    let mut data = false;
+    for entry in std::fs::read_dir(path).map_err(|e| dir_error("list", e))? {
+        let name = entry.map_err(|e| dir_error("list", e))?.file_name().to_string_lossy().into_owned();
+        let pack_file = crate::layout::parse_chunk_name(&name).is_some() || rebuild::is_segment_name(&name);
+        if !pack_file && !fixed.contains(&name.as_str()) {
+            return Ok(false);
+        }
+        data |= pack_file;
+    }
+    Ok(data)
 }
 
 #[cfg(feature = "fault-injection")]
@@ -188,16 +227,18 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
 pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
     let options = RepoOptions { create: false, cache_bytes: 1 << 20, ..RepoOptions::default() };
     let open_error = Repo::open_files(files.clone(), false, options, None).err().map(|e| e.to_string());
-    let collected = switch::read_control(&*files.control)
+    let published = switch::read_control(&*files.control)
         .ok()
-        .and_then(|control| control.newest().and_then(|slot| control.state(slot)).cloned())
-        .filter(|state| state.gc_generation > 0);
+        .and_then(|control| control.newest().and_then(|slot| control.state(slot)).cloned());
+    let collected = published.clone().filter(|state| state.gc_generation > 0);
     let discovered = match &collected {
         Some(state) => Layout::discover_collected(files.dir.clone(), state),
         None => Layout::discover(files.dir.clone()),
     };
     let pack_len = match discovered {
         Ok(layout) => layout.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?,
+        // No valid slot and no chunk 0 (a collected store): the layouts rebuilt from its files.
+        Err(_) if published.is_none() && rebuild::candidates(&*files.dir).is_ok() => u64::MAX,
         Err(_) => 0,
     };
     if pack_len <= PACK_HEADER_LEN {
@@ -207,18 +248,70 @@ pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
 }
 
 fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<RecoveryPlan> {
-    let (control, dir, index_file) = (files.control, files.dir, files.index);
-    let control_state: ControlFileState = switch::read_control(&*control)?;
+    let control_state: ControlFileState = switch::read_control(&*files.control)?;
     let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
-    // A collected store: the layout of its newest slot's GC (segments, then the chunks from the
-    // first live one), the commit index below the oldest kept commit as it is (synced before the
-    // GC switched), and commits found only from the oldest kept one on.
-    let collected = published.clone().filter(|state| state.gc_generation > 0);
+    if let Some(state) = &published {
+        // Archive mode: chunk files may be only in the lower directory.
+        if state.flags & FLAG_ARCHIVE != 0 && files.dir.layers().is_none() {
+            return Err(StoreError::NeedsLower { path });
+        }
+        // A collected store: the layout of its newest slot's GC (segments, then the chunks from
+        // the first live one).
+        let collected = Some(state.clone()).filter(|state| state.gc_generation > 0);
+        let candidate = Candidate { gc: collected, gc_commit: None, description: String::new() };
+        return plan_on(&files, path, open_error, &control_state, &candidate);
+    }
+    // No valid slot: the layouts the files allow, tried in turn until one gives a complete
+    // commit (docs/gc-design.md §8).
+    let candidates = rebuild::candidates(&*files.dir)
+        .map_err(|reason| StoreError::Unrecoverable { path: path.clone(), reason })?;
+    let mut first_plan = None;
+    let mut failures = Vec::new();
+    for candidate in &candidates {
+        match plan_on(&files, path.clone(), open_error.clone(), &control_state, candidate) {
+            Ok(plan) if plan.chosen.is_some() => return Ok(plan),
+            Ok(plan) => {
+                failures.push(format!("{}: no complete commit", candidate.description));
+                first_plan.get_or_insert(plan);
+            }
+            Err(e) => failures.push(format!("{}: {e}", candidate.description)),
+        }
+    }
+    first_plan.ok_or_else(|| StoreError::Unrecoverable { path, reason: failures.join("; ") })
+}
+
+/// Plans the recovery of the store on the layout `candidate` names (the published state's, or
+/// one rebuilt from the files when no slot is valid).
+fn plan_on(
+    files: &StoreFiles,
+    path: PathBuf,
+    open_error: Option<String>,
+    control_state: &ControlFileState,
+    candidate: &Candidate,
+) -> Result<RecoveryPlan> {
+    let (dir, index_file) = (files.dir.clone(), files.index.clone());
+    let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
+    // A collected store: its segments then the chunks from the first live one, the commit index
+    // below the oldest kept commit as it is (synced before the GC switched), and commits found
+    // only from the oldest kept one on.
+    let collected = candidate.gc.clone();
     let (layout, scan_from, prefix) = match &collected {
         Some(state) => {
             let layout = Layout::discover_collected(dir.clone(), state)?;
             let from = layout.chunk_files(u64::MAX).first().map_or(PACK_HEADER_LEN, |(_, start, _)| *start);
             let len = state.index_keep_from.saturating_sub(index::INDEX_HEADER_LEN);
+            let index_len = index_file.len().unwrap_or(0);
+            if state.index_keep_from > index_len {
+                return Err(StoreError::corrupt(
+                    FileKind::Index,
+                    index_len,
+                    format!(
+                        "the commit index holds {index_len} bytes: the entries of the collected commits (up to \
+                         {}) are missing",
+                        state.index_keep_from
+                    ),
+                ));
+            }
             let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
             index_file
                 .read_at(index::INDEX_HEADER_LEN, &mut bytes)
@@ -252,6 +345,19 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
         at += total;
     }
     let scan_end = at;
+    // A layout rebuilt from segment headers: the newest one names the GC commit at `keep_from`.
+    if let (Some(gc), Some(commit)) = (&collected, candidate.gc_commit)
+        && found.first().is_none_or(|first| first.offset != gc.keep_from || first.hash != commit)
+    {
+        return Err(StoreError::corrupt(
+            FileKind::Segment,
+            56,
+            format!(
+                "the GC commit {commit} the newest segment names is not the commit record at {}",
+                gc.keep_from
+            ),
+        ));
+    }
     // Index entries (checksums valid) naming commits the scan did not reach.
     let mut index_only = Vec::new();
     if let Ok(len) = index_file.len()
@@ -289,6 +395,7 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
         rejected: Vec::new(),
         index_only,
         dropped_branches: Vec::new(),
+        rebuilt_layout: (!candidate.description.is_empty()).then(|| candidate.description.clone()),
         state: None,
         entries: Vec::new(),
     };
