@@ -52,6 +52,7 @@ pub mod fault;
 mod fsck;
 mod gc;
 mod gc_mark;
+mod gc_policy;
 mod gc_worker;
 mod hashing;
 #[cfg(feature = "fault-injection")]
@@ -89,6 +90,7 @@ pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use gc::{GcPhase, GcProgress, GcReport};
+pub use gc_policy::{GcOptions, GcPolicy};
 pub use gc_mark::{GcMark, MarkBounds};
 pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
