@@ -81,7 +81,8 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
         (None, Some(keep)) => commit_behind_head(&repo, keep)?,
         (None, None) => bail!("give --keep-blocks N or --commit HASH"),
     };
-    repo.gc_start_with(&commit, GcOptions { compact: args.compact }).with_context(|| format!("starting the garbage collection on {commit}"))?;
+    repo.gc_start_with(&commit, GcOptions { compact: args.compact })
+        .with_context(|| format!("starting the garbage collection on {commit}"))?;
     let bar = progress_bar();
     while let Some(progress) = repo.gc_progress() {
         bar.set_prefix(match progress.phase {

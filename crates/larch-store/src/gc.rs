@@ -299,12 +299,6 @@ impl Repo {
         let region_start = segments.last().map_or(PACK_HEADER_LEN, |last| last.range_end);
         let region_end = holding_start.max(region_start);
         let disk_before = self.disk_bytes()?;
-        if let Some(v) = std::env::var_os("LARCH_GC_POLICY_TMP") {
-            let v: Vec<u64> = v.to_string_lossy().split(',').filter_map(|x| x.parse().ok()).collect();
-            if let [a, b, c, d] = v[..] {
-                self.gc_after.policy = GcPolicy { copy_budget_percent: a, min_garbage_percent: b, deep_growth_percent: c, deep_every: d, ..GcPolicy::default() };
-            }
-        }
         let compaction = crate::gc_policy::plan(
             &self.gc_after.policy,
             options,
@@ -605,11 +599,8 @@ impl Repo {
             // A shallow GC leaves it (the new segments are the growth the trigger measures).
             Some(self.gc_after.baseline.unwrap_or(segment_bytes))
         };
-        let segments_garbage = output
-            .candidates
-            .iter()
-            .map(|(segment, live)| segment.record_bytes.saturating_sub(*live))
-            .sum();
+        let segments_garbage =
+            output.candidates.iter().map(|(segment, live)| segment.record_bytes.saturating_sub(*live)).sum();
         self.commits.retain(|_, offset| *offset >= run.keep_from);
         self.gc_after.oldest_kept = Some(run.commit);
         if let Some(last) = self.last_commit
@@ -643,9 +634,6 @@ impl Repo {
             merged_segments: merged.into_iter().map(|(name, _)| name).collect(),
             segments_garbage,
         };
-        if std::env::var_os("LARCH_GC_DEBUG_TMP").is_some() {
-            eprintln!("GCDBG {:?} region_start={} baseline={:?} cands={:?}", (&report.segment, report.deep_mark, report.segments_marked, &report.merged_segments, report.segments_garbage, report.copied_bytes, report.disk_before, report.mark_time, report.copy_time), output.region_start, self.gc_after.baseline, output.candidates.iter().map(|(s, l)| (s.record_bytes, *l)).collect::<Vec<_>>());
-        }
         self.gc_after.report = Some(report);
     }
 

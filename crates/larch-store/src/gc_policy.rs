@@ -22,7 +22,7 @@ pub struct GcPolicy {
     /// the store's disk at its start (the newly old chunks' live records are always copied).
     pub copy_budget_percent: u64,
     /// A suffix of segments is merged only if at least this percentage of its record bytes is
-    /// garbage (each byte copied then reclaims at least half a byte).
+    /// garbage (each byte copied then reclaims at least a quarter of a byte).
     pub min_garbage_percent: u64,
     /// A deep mark happens when the segments' record bytes exceed their live bytes measured at the
     /// last deep mark (or, before any in this process, their bytes after the first GC) by this
@@ -38,8 +38,8 @@ pub struct GcPolicy {
 impl Default for GcPolicy {
     fn default() -> GcPolicy {
         GcPolicy {
-            copy_budget_percent: 10,
-            min_garbage_percent: 33,
+            copy_budget_percent: 20,
+            min_garbage_percent: 20,
             deep_growth_percent: 25,
             deep_every: 8,
             compact_budget_percent: 25,
@@ -107,7 +107,7 @@ pub(crate) fn plan(
     let grown = baseline.is_some_and(|baseline| {
         u128::from(record_bytes) * 100 > u128::from(baseline) * u128::from(100 + policy.deep_growth_percent)
     });
-    let every = policy.deep_every > 0 && generation.is_multiple_of(policy.deep_every);
+    let every = policy.deep_every > 0 && generation % policy.deep_every == 0;
     let deep = !segments.is_empty() && (options.compact || grown || every);
     let candidates = if deep {
         segments.to_vec()
@@ -175,8 +175,12 @@ mod tests {
         sizes
             .iter()
             .map(|&size| {
-                let segment =
-                    SegmentStat { range_start: start, range_end: start + 4 * size, record_bytes: size, file_len: size };
+                let segment = SegmentStat {
+                    range_start: start,
+                    range_end: start + 4 * size,
+                    record_bytes: size,
+                    file_len: size,
+                };
                 start += 4 * size;
                 segment
             })

@@ -146,8 +146,11 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         let last = mark.live.partition_point(|(offset, _)| *offset < to);
         mark.live.get(first..last).unwrap_or_default().iter().map(|(_, len)| u64::from(*len)).sum()
     };
-    let live: Vec<u64> =
-        compaction.candidates.iter().map(|segment| live_bytes(segment.range_start, segment.range_end)).collect();
+    let live: Vec<u64> = compaction
+        .candidates
+        .iter()
+        .map(|segment| live_bytes(segment.range_start, segment.range_end))
+        .collect();
     let mandatory = live_bytes(region_start, bounds.region_end);
     let merged = crate::gc_policy::choose(&compaction, &live, mandatory);
     let region_start = compaction

@@ -90,8 +90,8 @@ pub use codec::RecordKind;
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use gc::{GcPhase, GcProgress, GcReport};
-pub use gc_policy::{GcOptions, GcPolicy};
 pub use gc_mark::{GcMark, MarkBounds};
+pub use gc_policy::{GcOptions, GcPolicy};
 pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
 };

@@ -194,7 +194,11 @@ fn segment_records(path: &Path) -> BTreeMap<u64, (u64, Option<u64>)> {
 /// The brute-force live set below `region_end`: every record reached from a commit the store
 /// still holds, and the bases of reached patches (transitively), with their lengths, from
 /// `records` (every record of the store).
-fn brute_force(repo: &Repo, records: &BTreeMap<u64, (u64, Option<u64>)>, region_end: u64) -> BTreeMap<u64, u64> {
+fn brute_force(
+    repo: &Repo,
+    records: &BTreeMap<u64, (u64, Option<u64>)>,
+    region_end: u64,
+) -> BTreeMap<u64, u64> {
     let kept: Vec<Hash> = repo.commits().map(|(hash, _)| *hash).collect();
     let mut reached = BTreeSet::new();
     for commit in &kept {
@@ -211,7 +215,10 @@ fn brute_force(repo: &Repo, records: &BTreeMap<u64, (u64, Option<u64>)>, region_
             }
         }
     }
-    live.into_iter().filter(|offset| *offset < region_end).map(|offset| (offset, records[&offset].0)).collect()
+    live.into_iter()
+        .filter(|offset| *offset < region_end)
+        .map(|offset| (offset, records[&offset].0))
+        .collect()
 }
 
 fn segment_names(dir: &Path) -> Vec<String> {

@@ -27,11 +27,21 @@ const COMPACT: usize = 11;
 const BLOCKS: usize = 16;
 
 fn options() -> RepoOptions {
-    RepoOptions { sync: SyncPolicy::Commit, chunk_bytes: 1024, cache_bytes: 1 << 20, ..RepoOptions::default() }
+    RepoOptions {
+        sync: SyncPolicy::Commit,
+        chunk_bytes: 1024,
+        cache_bytes: 1 << 20,
+        ..RepoOptions::default()
+    }
 }
 
 fn never_merge() -> GcPolicy {
-    GcPolicy { min_garbage_percent: 101, deep_growth_percent: 1_000_000, deep_every: 0, ..GcPolicy::default() }
+    GcPolicy {
+        min_garbage_percent: 101,
+        deep_growth_percent: 1_000_000,
+        deep_every: 0,
+        ..GcPolicy::default()
+    }
 }
 
 struct Run {
