@@ -153,13 +153,13 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         .collect();
     let mandatory = live_bytes(region_start, bounds.region_end);
     let merged = crate::gc_policy::choose(&compaction, &live, mandatory);
-    let region_start = compaction
-        .candidates
-        .len()
-        .checked_sub(merged)
-        .and_then(|first| compaction.candidates.get(first))
-        .filter(|_| merged > 0)
-        .map_or(region_start, |segment| segment.range_start);
+    let region_start = match merged {
+        0 => region_start,
+        merged => compaction
+            .candidates
+            .get(compaction.candidates.len().saturating_sub(merged))
+            .map_or(region_start, |segment| segment.range_start),
+    };
     let candidates: Vec<(SegmentStat, u64)> = compaction.candidates.iter().copied().zip(live).collect();
     let started = Instant::now();
     // Filtered in place: no second copy of the live set at the GC's memory peak.

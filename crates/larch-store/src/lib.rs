@@ -8,7 +8,8 @@
 //!
 //! The public API is small: [`Repo`] (open, checkout, commit, branches, log, reload, stats, scan,
 //! fsck, garbage collection: `gc`, `gc_start`/`gc_finish`/`gc_wait` with [`GcReport`] and
-//! [`GcProgress`] (`docs/store.md`, *Garbage collection*), `gc_mark`: the mark phase alone,
+//! [`GcProgress`], `gc_with`/`gc_start_with` with [`GcOptions`] and the segment compaction policy
+//! [`GcPolicy`] (`docs/store.md`, *Garbage collection*), `gc_mark`: the mark phase alone,
 //! [`GcMark`], and `archive`: archive mode, moving sealed chunk files to a lower directory,
 //! [`ArchiveReport`]) with [`RepoOptions`] and
 //! [`SyncPolicy`], [`StoreError`], [`fsck`] and its report. The codec, patches, GC segment files
