@@ -31,7 +31,7 @@ pub struct GcArgs {
     #[arg(long, value_name = "HASH")]
     commit: Option<String>,
     /// Compact the old GC segments too: mark through all of them and merge the newest ones that
-    /// hold garbage into the new segment (the extra disk stays within 25% of the store's size).
+    /// hold garbage into the new segment (what it copies stays within 25% of the store's size).
     #[arg(long)]
     compact: bool,
     /// Print the report as JSON.
