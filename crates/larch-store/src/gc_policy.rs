@@ -105,7 +105,8 @@ pub(crate) fn plan(
     let must_merge = segments.len() >= MAX_SEGMENTS;
     let record_bytes: u64 = segments.iter().map(|segment| segment.record_bytes).sum();
     let grown = baseline.is_some_and(|baseline| {
-        u128::from(record_bytes) * 100 > u128::from(baseline) * u128::from(100 + policy.deep_growth_percent)
+        u128::from(record_bytes) * 100
+            > u128::from(baseline).saturating_mul(100 + u128::from(policy.deep_growth_percent))
     });
     let every = policy.deep_every > 0 && generation % policy.deep_every == 0;
     let deep = !segments.is_empty() && (options.compact || grown || every);
