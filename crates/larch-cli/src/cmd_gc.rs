@@ -1,6 +1,8 @@
 //! `larch gc STORE (--keep-blocks N | --commit HASH)`: garbage collection of a store. Keeps the
 //! given commit, every commit written after it and everything they reach; reclaims the rest and
-//! returns its disk space. Shows a progress bar while it runs and prints a report.
+//! returns its disk space. With `--compact`, also marks every old GC segment and merges those
+//! holding garbage into the new one (docs/gc-design.md §6). Shows a progress bar while it runs and
+//! prints a report.
 
 use crate::inspect::resolve_commit;
 use crate::output::emit_line;
@@ -8,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use larch_core::Hash;
-use larch_store::{DEFAULT_BRANCH, GcPhase, GcReport, Repo, RepoOptions};
+use larch_store::{DEFAULT_BRANCH, GcOptions, GcPhase, GcReport, Repo, RepoOptions};
 use serde_json::json;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -28,6 +30,10 @@ pub struct GcArgs {
     /// Keep this commit (a hash `Co…` or hex, or a branch) and every commit written after it.
     #[arg(long, value_name = "HASH")]
     commit: Option<String>,
+    /// Compact the old GC segments too: mark through all of them and merge the newest ones that
+    /// hold garbage into the new segment (what it copies stays within 25% of the store's size).
+    #[arg(long)]
+    compact: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -75,7 +81,8 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
         (None, Some(keep)) => commit_behind_head(&repo, keep)?,
         (None, None) => bail!("give --keep-blocks N or --commit HASH"),
     };
-    repo.gc_start(&commit).with_context(|| format!("starting the garbage collection on {commit}"))?;
+    repo.gc_start_with(&commit, GcOptions { compact: args.compact })
+        .with_context(|| format!("starting the garbage collection on {commit}"))?;
     let bar = progress_bar();
     while let Some(progress) = repo.gc_progress() {
         bar.set_prefix(match progress.phase {
@@ -113,6 +120,11 @@ fn finish(repo: Repo, report: GcReport, args: &GcArgs) -> anyhow::Result<ExitCod
             "base_only_records": report.base_only_records,
             "copied_bytes": report.copied_bytes,
             "chunks_removed": report.chunks_removed,
+            "deep_mark": report.deep_mark,
+            "segments_marked": report.segments_marked,
+            "merged_segments": report.merged_segments,
+            "segments_garbage": report.segments_garbage,
+            "segment": report.segment,
             "branches_removed": report.branches_removed,
             "mark_s": report.mark_time.as_secs_f64(),
             "copy_s": report.copy_time.as_secs_f64(),
@@ -143,6 +155,20 @@ fn finish(repo: Repo, report: GcReport, args: &GcArgs) -> anyhow::Result<ExitCod
         report.base_only_records,
         report.chunks_removed
     ))?;
+    if report.segments_marked > 0 {
+        emit_line(format_args!(
+            "  segments    {} old segments marked{} ({:.1} MiB of garbage in them), {} merged{}",
+            report.segments_marked,
+            if report.deep_mark { " (all of them)" } else { "" },
+            mib(report.segments_garbage),
+            report.merged_segments.len(),
+            if report.merged_segments.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", report.merged_segments.join(", "))
+            }
+        ))?;
+    }
     if !report.branches_removed.is_empty() {
         emit_line(format_args!(
             "  branches    removed (they named collected commits): {}",

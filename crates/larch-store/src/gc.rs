@@ -2,10 +2,11 @@
 //!
 //! [`Repo::gc_start`] takes the GC commit `K`, the published layout as a snapshot and the end of
 //! the pack, and spawns a worker thread (`larch-gc`) that marks the records of the *region* (the
-//! chunks wholly below the chunk holding `K`, plus the newest segment when the slot's segment list
-//! is full) that kept commits still need ([`crate::gc_mark`]), copies them in increasing order into
-//! a new segment `seg.<generation>`, and syncs it and the directory. Nothing the writer or the
-//! readers use is touched meanwhile.
+//! chunks wholly below the chunk holding `K`, plus the old segments the compaction policy chose to
+//! mark, [`crate::gc_policy`]) that kept commits still need ([`crate::gc_mark`]), decides which of
+//! the marked segments to merge, copies the live records of the merged segments and the chunks in
+//! increasing order into a new segment `seg.<generation>`, and syncs it and the directory. Nothing
+//! the writer or the readers use is touched meanwhile.
 //!
 //! The **switch** rides on the writer's next publish (a commit, [`Repo::gc_finish`],
 //! [`Repo::gc_wait`], [`Repo::flush`], [`Repo::close`]): once the worker is done, the slot written
@@ -24,9 +25,10 @@
 //! writer's open).
 
 use crate::codec::PACK_HEADER_LEN;
-use crate::control::{ControlState, MAX_SEGMENTS};
+use crate::control::ControlState;
 use crate::error::{FileKind, Result, StoreError};
 use crate::gc_mark::MarkBounds;
+use crate::gc_policy::{GcOptions, GcPolicy, SegmentStat};
 use crate::gc_worker::{Counters, Job, WorkerOutput, work};
 use crate::index;
 use crate::layout::{SegmentExtent, segment_name};
@@ -76,6 +78,14 @@ pub struct GcReport {
     pub bytes_waiting: u64,
     /// The segment written (`None` when the region was empty).
     pub segment: Option<String>,
+    /// Whether the mark went through every old segment (a deep mark, docs/gc-design.md §6).
+    pub deep_mark: bool,
+    /// Old segments marked (their live bytes measured).
+    pub segments_marked: usize,
+    /// Old segments merged into the new one (retired by the switch).
+    pub merged_segments: Vec<String>,
+    /// Garbage found in the marked old segments (their record bytes minus their live bytes).
+    pub segments_garbage: u64,
 }
 
 /// The phase of a running GC.
@@ -112,8 +122,12 @@ pub(crate) struct GcRun {
     commit: Hash,
     keep_from: u64,
     generation: u64,
-    region_start: u64,
+    /// The lowest start the region may get (the first marked segment's, else the end of the
+    /// segments): late roots below it are in segments kept whole.
+    floor: u64,
     region_end: u64,
+    /// Whether the mark goes through every segment.
+    deep: bool,
     /// The chunk holding `K`: the first live chunk after the switch.
     first_chunk: u32,
     region_bytes: u64,
@@ -136,7 +150,7 @@ impl GcRun {
 
     /// Adds the late roots of a commit written while the GC runs.
     pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
-        let mut batch: Vec<u64> = roots.iter().copied().filter(|root| *root >= self.region_start).collect();
+        let mut batch: Vec<u64> = roots.iter().copied().filter(|root| *root >= self.floor).collect();
         batch.sort_unstable();
         batch.dedup();
         lock_roots(&self.late_roots).extend(batch);
@@ -175,6 +189,11 @@ pub(crate) struct GcAfter {
     failed: Option<StoreError>,
     /// Unlink retired files on the writer's thread (`gc_wait`), not on a background one.
     sync_delete: bool,
+    /// The compaction policy.
+    pub(crate) policy: GcPolicy,
+    /// The deep-mark trigger's baseline: the segments' live bytes measured by the last deep mark
+    /// (before any in this process: their record bytes after this handle's first GC).
+    baseline: Option<u64>,
 }
 
 impl GcAfter {
@@ -204,8 +223,23 @@ impl Repo {
     /// reach, and returns the rest of the disk (docs/store.md, *Garbage collection*). Blocks until
     /// the GC has switched and its files are deleted ([`Repo::gc_start`] + [`Repo::gc_wait`]).
     pub fn gc(&mut self, commit: &Hash) -> Result<GcReport> {
-        self.gc_start(commit)?;
+        self.gc_with(commit, GcOptions::default())
+    }
+
+    /// [`Repo::gc`] with options (e.g. [`GcOptions::compact`]).
+    pub fn gc_with(&mut self, commit: &Hash, options: GcOptions) -> Result<GcReport> {
+        self.gc_start_with(commit, options)?;
         self.gc_wait()?.ok_or_else(|| StoreError::GcAbandoned("the GC produced no report".into()))
+    }
+
+    /// The segment compaction policy of this handle's GCs.
+    pub fn gc_policy(&self) -> GcPolicy {
+        self.gc_after.policy
+    }
+
+    /// Sets the segment compaction policy of the next GCs (docs/gc-design.md §6).
+    pub fn set_gc_policy(&mut self, policy: GcPolicy) {
+        self.gc_after.policy = policy;
     }
 
     /// Starts a garbage collection keeping `commit` and every later commit, on a worker thread;
@@ -213,6 +247,12 @@ impl Repo {
     /// while another GC runs, for a commit not in the store, not yet published, or older than the
     /// last GC's commit.
     pub fn gc_start(&mut self, commit: &Hash) -> Result<()> {
+        self.gc_start_with(commit, GcOptions::default())
+    }
+
+    /// [`Repo::gc_start`] with options (e.g. [`GcOptions::compact`]: mark every old segment and
+    /// merge the garbage-holding ones into the new segment).
+    pub fn gc_start_with(&mut self, commit: &Hash, options: GcOptions) -> Result<()> {
         if !self.writable {
             return Err(StoreError::GcRefused("a read-only handle cannot collect garbage".into()));
         }
@@ -242,20 +282,34 @@ impl Repo {
         let Some((first_chunk, holding_start)) = layout.chunk_holding(keep_from) else {
             return Err(StoreError::GcRefused(format!("commit {commit} lies in no chunk of the store")));
         };
-        let segments = layout.segments();
-        // One new segment per GC for the newly old chunks. The newest segment is merged into it
-        // (its records marked again, the dead ones dropped) when it is no larger than those
-        // chunks (so the copy stays within about twice the region's live bytes, and a large cold
-        // segment, like the setup block's, is never recopied), or when the slot's list is full.
+        let segments: Vec<SegmentStat> = layout
+            .segments()
+            .iter()
+            .map(|segment| SegmentStat {
+                range_start: segment.reference.range_start,
+                range_end: segment.reference.range_end,
+                record_bytes: segment.segment.summary().record_bytes,
+                file_len: segment.reference.file_len,
+            })
+            .collect();
+        // One new segment per GC for the newly old chunks (the mandatory part of the region,
+        // from the end of the segments); the policy chooses the old segments to mark, and the
+        // worker, once it knows their live bytes, those to merge (docs/gc-design.md §6).
         let newly_old = holding_start.saturating_sub(layout.first_chunk_start());
-        let region_start = match segments.last() {
-            Some(last) if segments.len() >= MAX_SEGMENTS || last.reference.file_len <= newly_old => {
-                last.reference.range_start
-            }
-            Some(last) => last.reference.range_end,
-            None => PACK_HEADER_LEN,
-        };
+        let region_start = segments.last().map_or(PACK_HEADER_LEN, |last| last.range_end);
         let region_end = holding_start.max(region_start);
+        let disk_before = self.disk_bytes()?;
+        let compaction = crate::gc_policy::plan(
+            &self.gc_after.policy,
+            options,
+            &segments,
+            newly_old,
+            state.gc_generation + 1,
+            self.gc_after.baseline,
+            disk_before,
+        );
+        let floor = compaction.floor(region_start);
+        let deep = compaction.deep;
         if state.keep_from == 0 && keep_from > 0 {
             // The commit index must hold an entry before the GC commit's (a slot with `keep_from`
             // names an entry past the header).
@@ -273,10 +327,6 @@ impl Repo {
                 region_bytes += dir.open(&name, false).and_then(|file| file.len()).unwrap_or(0);
             }
         }
-        for segment in segments.iter().filter(|segment| segment.reference.range_start >= region_start) {
-            region_bytes += segment.reference.file_len;
-        }
-        let disk_before = self.disk_bytes()?;
         let counters = Arc::new(Counters::default());
         let late_roots = Arc::new(Mutex::new(Vec::new()));
         let job = Job {
@@ -289,6 +339,7 @@ impl Repo {
             generation: state.gc_generation + 1,
             commit: *commit,
             counters: counters.clone(),
+            compaction,
         };
         let handle = std::thread::Builder::new()
             .name("larch-gc".into())
@@ -298,8 +349,9 @@ impl Repo {
             commit: *commit,
             keep_from,
             generation: state.gc_generation + 1,
-            region_start,
+            floor,
             region_end,
+            deep,
             first_chunk,
             region_bytes,
             handle: Some(handle),
@@ -477,6 +529,8 @@ impl Repo {
         // Late roots: every existing record the writer pointed to during the GC must survive it.
         // The worker checked those written before it finished; the rest (about one commit's) here.
         let mut rest = std::mem::take(&mut *lock_roots(&run.late_roots));
+        // Roots below the region are in old segments kept whole.
+        rest.retain(|root| *root >= output.region_start);
         rest.sort_unstable();
         rest.dedup();
         let unsafe_root = crate::gc_worker::first_unsafe_root(&rest, &output, run.region_end, run.keep_from);
@@ -500,7 +554,7 @@ impl Repo {
         state.keep_from = run.keep_from;
         state.index_keep_from = switch.output.index_keep_from;
         state.first_chunk = run.first_chunk;
-        state.segments.retain(|segment| segment.range_start < run.region_start);
+        state.segments.retain(|segment| segment.range_start < switch.output.region_start);
         if let Some(segment) = &switch.output.segment {
             state.segments.push(segment.reference);
         }
@@ -522,7 +576,31 @@ impl Repo {
         let started = Instant::now();
         let Switch { run, output, checked, pause, branches_removed } = switch;
         let layout = self.source.reader.layout().clone();
+        let merged: Vec<(String, u64)> = layout
+            .segments()
+            .iter()
+            .filter(|segment| segment.reference.range_start >= output.region_start)
+            .map(|segment| (segment.name(), segment.reference.file_len))
+            .collect();
         let retired = layout.collect(output.segment.clone(), run.first_chunk);
+        // The deep-mark trigger's baseline: measured by a deep mark (the unmerged segments' live
+        // bytes and the new segment), else kept (at this handle's first GC: the segments' bytes).
+        let segment_bytes: u64 =
+            layout.segments().iter().map(|segment| segment.segment.summary().record_bytes).sum();
+        self.gc_after.baseline = if run.deep {
+            let unmerged: u64 = output
+                .candidates
+                .iter()
+                .filter(|(segment, _)| segment.range_start < output.region_start)
+                .map(|(_, live)| live)
+                .sum();
+            Some(unmerged + output.copied_bytes)
+        } else {
+            // A shallow GC leaves it (the new segments are the growth the trigger measures).
+            Some(self.gc_after.baseline.unwrap_or(segment_bytes))
+        };
+        let segments_garbage =
+            output.candidates.iter().map(|(segment, live)| segment.record_bytes.saturating_sub(*live)).sum();
         self.commits.retain(|_, offset| *offset >= run.keep_from);
         self.gc_after.oldest_kept = Some(run.commit);
         if let Some(last) = self.last_commit
@@ -539,7 +617,7 @@ impl Repo {
             disk_before: run.disk_before,
             disk_after: output.disk_after_copy,
             disk_peak: run.disk_before.max(output.disk_after_copy),
-            region_bytes: run.region_bytes,
+            region_bytes: run.region_bytes + merged.iter().map(|(_, len)| len).sum::<u64>(),
             live_records: output.live.len() as u64,
             copied_bytes: output.copied_bytes,
             base_only_records: output.base_only.len() as u64,
@@ -551,6 +629,10 @@ impl Repo {
             total_time: checked.duration_since(run.started),
             bytes_waiting: 0,
             segment: output.segment.as_ref().map(SegmentExtent::name),
+            deep_mark: run.deep,
+            segments_marked: output.candidates.len(),
+            merged_segments: merged.into_iter().map(|(name, _)| name).collect(),
+            segments_garbage,
         };
         self.gc_after.report = Some(report);
     }

@@ -1,12 +1,15 @@
-//! The GC worker thread (docs/gc-design.md §4–§5): marks the region's live records over a
-//! snapshot of the layout, finds the GC commit's entry in `commits`, and copies the live records in
-//! increasing order into the new segment, synced with the directory. It writes nothing the writer
+//! The GC worker thread (docs/gc-design.md §4–§6): marks the region's live records over a
+//! snapshot of the layout (through the old segments the compaction plan names), chooses the old
+//! segments to merge from their live bytes ([`crate::gc_policy::choose`]), finds the GC commit's
+//! entry in `commits`, and copies the live records in increasing order into the new segment,
+//! synced with the directory. It writes nothing the writer
 //! or the readers use; the switch is the writer's (`gc.rs`).
 
 use crate::control::SegmentRef;
 use crate::error::{FileKind, Result, StoreError};
 use crate::gc::{GcPhase, dir_bytes};
 use crate::gc_mark::{self, MarkBounds};
+use crate::gc_policy::{Compaction, SegmentStat};
 use crate::index;
 use crate::layout::{Layout, SegmentExtent, segment_name};
 use crate::pack::PackReader;
@@ -35,6 +38,11 @@ impl Counters {
 /// What the worker hands back.
 #[derive(Debug)]
 pub(crate) struct WorkerOutput {
+    /// Start of the region collected: the first merged segment's range start, else the end of
+    /// the segments.
+    pub(crate) region_start: u64,
+    /// The old segments marked, with their live bytes.
+    pub(crate) candidates: Vec<(SegmentStat, u64)>,
     /// Live records of the region, increasing.
     pub(crate) live: Vec<(u64, u32)>,
     /// Of these, the base-only ones, increasing.
@@ -80,12 +88,15 @@ pub(crate) struct Job {
     pub(crate) index: Arc<dyn Storage>,
     pub(crate) index_range: (u64, u64),
     pub(crate) bounds: MarkBounds,
+    /// The end of the old segments: the region starts here unless segments are merged.
     pub(crate) region_start: u64,
     pub(crate) generation: u64,
     pub(crate) commit: Hash,
     pub(crate) counters: Arc<Counters>,
     /// The writer's late roots, appended per commit; drained and checked once the copy is done.
     pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
+    /// The old segments to mark, and how to choose those merged.
+    pub(crate) compaction: Compaction,
 }
 
 /// Copy reads of at most this many bytes.
@@ -108,19 +119,50 @@ fn lower_priority() {
 
 pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     lower_priority();
-    let Job { layout, index, index_range, bounds, region_start, generation, commit, counters, late_roots } =
-        job;
+    let Job {
+        layout,
+        index,
+        index_range,
+        bounds,
+        region_start,
+        generation,
+        commit,
+        counters,
+        late_roots,
+        compaction,
+    } = job;
     let dir = layout.directory().clone();
-    counters.set_phase(GcPhase::Mark, bounds.scan_end - region_start);
+    let floor = compaction.floor(region_start);
+    counters.set_phase(GcPhase::Mark, bounds.scan_end - floor);
     let started = Instant::now();
     let reader = PackReader::new(layout.clone(), bounds.scan_end, 0);
-    let mark = gc_mark::mark_above(&reader, bounds, region_start)?;
+    let mut mark = gc_mark::mark_above(&reader, bounds, floor)?;
     let index_keep_from = index_position(&*index, index_range, bounds.keep_from)?;
     let mark_time = started.elapsed();
-    counters.done.store(bounds.scan_end - region_start, Ordering::Relaxed);
+    counters.done.store(bounds.scan_end - floor, Ordering::Relaxed);
+    // The marked segments' live bytes, then the merge (docs/gc-design.md §6).
+    let live_bytes = |from: u64, to: u64| -> u64 {
+        let first = mark.live.partition_point(|(offset, _)| *offset < from);
+        let last = mark.live.partition_point(|(offset, _)| *offset < to);
+        mark.live.get(first..last).unwrap_or_default().iter().map(|(_, len)| u64::from(*len)).sum()
+    };
+    let live: Vec<u64> = compaction
+        .candidates
+        .iter()
+        .map(|segment| live_bytes(segment.range_start, segment.range_end))
+        .collect();
+    let mandatory = live_bytes(region_start, bounds.region_end);
+    let merged = crate::gc_policy::choose(&compaction, &live, mandatory);
+    let region_start = match merged {
+        0 => region_start,
+        merged => compaction
+            .candidates
+            .get(compaction.candidates.len().saturating_sub(merged))
+            .map_or(region_start, |segment| segment.range_start),
+    };
+    let candidates: Vec<(SegmentStat, u64)> = compaction.candidates.iter().copied().zip(live).collect();
     let started = Instant::now();
     // Filtered in place: no second copy of the live set at the GC's memory peak.
-    let mut mark = mark;
     mark.live.retain(|(offset, _)| *offset >= region_start);
     mark.live.shrink_to_fit();
     mark.base_only.retain(|offset| *offset >= region_start);
@@ -197,6 +239,8 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     let copy_time = started.elapsed();
     let disk_after_copy = dir_bytes(&*dir)?;
     let output = WorkerOutput {
+        region_start,
+        candidates,
         live,
         base_only,
         boundary_full: mark.boundary_full,
@@ -210,6 +254,8 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     // The late roots written so far are checked here, off the writer's thread; the writer checks
     // the few written after this drain at the switch.
     let mut drained = std::mem::take(&mut *crate::gc::lock_roots(&late_roots));
+    // Roots below the region are in old segments kept whole.
+    drained.retain(|root| *root >= region_start);
     drained.sort_unstable();
     drained.dedup();
     if let Some(root) = first_unsafe_root(&drained, &output, bounds.region_end, bounds.keep_from) {

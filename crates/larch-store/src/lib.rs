@@ -8,7 +8,8 @@
 //!
 //! The public API is small: [`Repo`] (open, checkout, commit, branches, log, reload, stats, scan,
 //! fsck, garbage collection: `gc`, `gc_start`/`gc_finish`/`gc_wait` with [`GcReport`] and
-//! [`GcProgress`] (`docs/store.md`, *Garbage collection*), `gc_mark`: the mark phase alone,
+//! [`GcProgress`], `gc_with`/`gc_start_with` with [`GcOptions`] and the segment compaction policy
+//! [`GcPolicy`] (`docs/store.md`, *Garbage collection*), `gc_mark`: the mark phase alone,
 //! [`GcMark`], and `archive`: archive mode, moving sealed chunk files to a lower directory,
 //! [`ArchiveReport`]) with [`RepoOptions`] and
 //! [`SyncPolicy`], [`StoreError`], [`fsck`] and its report. The codec, patches, GC segment files
@@ -52,6 +53,7 @@ pub mod fault;
 mod fsck;
 mod gc;
 mod gc_mark;
+mod gc_policy;
 mod gc_worker;
 mod hashing;
 #[cfg(feature = "fault-injection")]
@@ -90,6 +92,7 @@ pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use gc::{GcPhase, GcProgress, GcReport};
 pub use gc_mark::{GcMark, MarkBounds};
+pub use gc_policy::{GcOptions, GcPolicy};
 pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
 };

@@ -229,9 +229,9 @@ fn later_gcs_shrink_the_disk_and_merge_segments() {
         assert!(matches!(built.repo.gc(&built.main[0].0), Err(StoreError::GcRefused(_))));
     }
     // The store stops growing with the history: its size after the last GC is far below the
-    // bytes all commits wrote. Segments are not recollected until the slot's list is full (8):
-    // the records that die after their GC stay (docs/gc-design.md §13), so the size creeps up
-    // at first; from then on the newest segment is merged at every GC and the size levels off.
+    // bytes all commits wrote. Segments are recollected when the compaction policy marks and
+    // merges them (docs/gc-design.md §6, §13): the size may creep up between those merges, and
+    // levels off.
     let written = built.repo.stats().pack_bytes;
     let last = *sizes.last().unwrap();
     assert!(
