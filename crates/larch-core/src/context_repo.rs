@@ -63,6 +63,10 @@ pub struct GcSummary {
     /// GC was about to collect): its other fields are then zero.
     #[cfg_attr(feature = "serde", serde(default))]
     pub abandoned: bool,
+    /// The slice's index within a sliced GC (0: the first, or an unsliced GC); a later slice
+    /// only returns more of the same GC's disk.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub slice: u32,
 }
 
 /// Counters a store reports to the replayer's statistics. Every field is optional: `None` means

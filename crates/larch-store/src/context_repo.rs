@@ -66,5 +66,6 @@ fn summary(report: &GcReport) -> GcSummary {
         disk_peak: report.disk_peak,
         copied_bytes: report.copied_bytes,
         abandoned: false,
+        slice: report.slice,
     }
 }

@@ -86,6 +86,14 @@ pub struct GcReport {
     pub merged_segments: Vec<String>,
     /// Garbage found in the marked old segments (their record bytes minus their live bytes).
     pub segments_garbage: u64,
+    /// Whether the GC is complete: `false` for a slice that left newly old chunks for the next
+    /// slice (docs/gc-design.md §6), which [`Repo::gc_finish`] starts at once and
+    /// [`Repo::gc_wait`] runs to the end. The commit's collection is published by the first
+    /// slice; later slices only return disk.
+    pub complete: bool,
+    /// The slice's index within its GC (0: the first); in the report of [`Repo::gc_wait`] (all the
+    /// slices together), the last slice's.
+    pub slice: u32,
 }
 
 /// The phase of a running GC.
@@ -130,7 +138,6 @@ pub(crate) struct GcRun {
     deep: bool,
     /// The chunk holding `K`: the first live chunk after the switch.
     first_chunk: u32,
-    region_bytes: u64,
     handle: Option<JoinHandle<Result<WorkerOutput>>>,
     counters: Arc<Counters>,
     /// Targets below `K` of the pointers the writer wrote to existing records since the start
@@ -140,6 +147,10 @@ pub(crate) struct GcRun {
     started: Instant,
     disk_before: u64,
     dir: Arc<dyn Directory>,
+    /// The options, for the next slice.
+    options: GcOptions,
+    /// This slice's index within its GC.
+    slice: u32,
 }
 
 impl GcRun {
@@ -194,6 +205,8 @@ pub(crate) struct GcAfter {
     /// The deep-mark trigger's baseline: the segments' live bytes measured by the last deep mark
     /// (before any in this process: their record bytes after this handle's first GC).
     baseline: Option<u64>,
+    /// A sliced GC's next slice: its commit, options, index and the disk at the GC's start.
+    next_slice: Option<(Hash, GcOptions, u32, u64)>,
 }
 
 impl GcAfter {
@@ -232,6 +245,15 @@ impl Repo {
         self.gc_wait()?.ok_or_else(|| StoreError::GcAbandoned("the GC produced no report".into()))
     }
 
+    /// Starts the next slice of a sliced GC, if one is due.
+    fn gc_next_slice(&mut self) -> Result<bool> {
+        let Some((commit, options, slice, disk_before)) = self.gc_after.next_slice.take() else {
+            return Ok(false);
+        };
+        self.gc_start_slice(&commit, options, slice, Some(disk_before))?;
+        Ok(true)
+    }
+
     /// The segment compaction policy of this handle's GCs.
     pub fn gc_policy(&self) -> GcPolicy {
         self.gc_after.policy
@@ -253,6 +275,18 @@ impl Repo {
     /// [`Repo::gc_start`] with options (e.g. [`GcOptions::compact`]: mark every old segment and
     /// merge the garbage-holding ones into the new segment).
     pub fn gc_start_with(&mut self, commit: &Hash, options: GcOptions) -> Result<()> {
+        self.gc_after.next_slice = None;
+        self.gc_start_slice(commit, options, 0, None)
+    }
+
+    /// Starts a GC's slice; a later slice counts its disk peak from the GC's start.
+    fn gc_start_slice(
+        &mut self,
+        commit: &Hash,
+        options: GcOptions,
+        slice: u32,
+        gc_disk_before: Option<u64>,
+    ) -> Result<()> {
         if !self.writable {
             return Err(StoreError::GcRefused("a read-only handle cannot collect garbage".into()));
         }
@@ -298,7 +332,10 @@ impl Repo {
         let newly_old = holding_start.saturating_sub(layout.first_chunk_start());
         let region_start = segments.last().map_or(PACK_HEADER_LEN, |last| last.range_end);
         let region_end = holding_start.max(region_start);
-        let disk_before = self.disk_bytes()?;
+        let disk_before = match gc_disk_before {
+            Some(bytes) => bytes,
+            None => self.disk_bytes()?,
+        };
         let compaction = crate::gc_policy::plan(
             &self.gc_after.policy,
             options,
@@ -320,13 +357,8 @@ impl Repo {
                 )));
             }
         }
-        let mut region_bytes = 0;
+
         let dir = layout.directory().clone();
-        for (name, start, _) in layout.chunk_files(state.pack_end) {
-            if start < region_end && parse_seq(&name).is_some_and(|seq| seq < first_chunk) {
-                region_bytes += dir.open(&name, false).and_then(|file| file.len()).unwrap_or(0);
-            }
-        }
         let counters = Arc::new(Counters::default());
         let late_roots = Arc::new(Mutex::new(Vec::new()));
         let job = Job {
@@ -353,13 +385,14 @@ impl Repo {
             region_end,
             deep,
             first_chunk,
-            region_bytes,
             handle: Some(handle),
             counters,
             late_roots,
             started: Instant::now(),
             disk_before,
             dir,
+            options,
+            slice,
         }));
         Ok(())
     }
@@ -393,18 +426,32 @@ impl Repo {
         if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
             self.publish_switch()?;
         }
-        self.gc_result(false)
+        let report = self.gc_result(false)?;
+        if report.is_some() {
+            self.gc_next_slice()?;
+        }
+        Ok(report)
     }
 
     /// Blocks until the running GC's worker is done, switches, publishes once more so that both
     /// control slots are post-GC, and unlinks the retired files before returning the report (the
     /// report's `disk_after` is the disk returned).
     pub fn gc_wait(&mut self) -> Result<Option<GcReport>> {
-        self.gc_join();
-        if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
-            self.publish_switch()?;
+        let mut total: Option<GcReport> = None;
+        loop {
+            self.gc_join();
+            if self.gc.as_ref().is_some_and(|run| run.is_finished()) {
+                self.publish_switch()?;
+            }
+            let Some(report) = self.gc_result(true)? else { return Ok(total) };
+            total = Some(match total {
+                None => report,
+                Some(so_far) => merge_slices(so_far, report),
+            });
+            if !self.gc_next_slice()? {
+                return Ok(total);
+            }
         }
-        self.gc_result(true)
     }
 
     /// The GC segments of this handle's state: name, global range start and end, bytes of records
@@ -553,7 +600,7 @@ impl Repo {
         state.gc_generation = run.generation;
         state.keep_from = run.keep_from;
         state.index_keep_from = switch.output.index_keep_from;
-        state.first_chunk = run.first_chunk;
+        state.first_chunk = switch.output.first_chunk.unwrap_or(run.first_chunk);
         state.segments.retain(|segment| segment.range_start < switch.output.region_start);
         if let Some(segment) = &switch.output.segment {
             state.segments.push(segment.reference);
@@ -582,7 +629,15 @@ impl Repo {
             .filter(|segment| segment.reference.range_start >= output.region_start)
             .map(|segment| (segment.name(), segment.reference.file_len))
             .collect();
-        let retired = layout.collect(output.segment.clone(), run.first_chunk);
+        let first_chunk = output.first_chunk.unwrap_or(run.first_chunk);
+        let retired = layout.collect(output.segment.clone(), first_chunk);
+        let region_bytes: u64 = retired
+            .iter()
+            .map(|name| run.dir.open(name, false).and_then(|file| file.len()).unwrap_or(0))
+            .sum();
+        let complete = output.first_chunk.is_none();
+        self.gc_after.next_slice =
+            (!complete).then_some((run.commit, run.options, run.slice + 1, run.disk_before));
         // The deep-mark trigger's baseline: measured by a deep mark (the unmerged segments' live
         // bytes and the new segment), else kept (at this handle's first GC: the segments' bytes).
         let segment_bytes: u64 =
@@ -617,8 +672,8 @@ impl Repo {
             disk_before: run.disk_before,
             disk_after: output.disk_after_copy,
             disk_peak: run.disk_before.max(output.disk_after_copy),
-            region_bytes: run.region_bytes + merged.iter().map(|(_, len)| len).sum::<u64>(),
-            live_records: output.live.len() as u64,
+            region_bytes,
+            live_records: output.copied_records,
             copied_bytes: output.copied_bytes,
             base_only_records: output.base_only.len() as u64,
             chunks_removed: 0,
@@ -633,6 +688,8 @@ impl Repo {
             segments_marked: output.candidates.len(),
             merged_segments: merged.into_iter().map(|(name, _)| name).collect(),
             segments_garbage,
+            complete,
+            slice: run.slice,
         };
         self.gc_after.report = Some(report);
     }
@@ -724,6 +781,33 @@ impl Repo {
             (_, Err(e)) => e,
             _ => StoreError::UnknownCommit(*hash),
         }
+    }
+}
+
+/// The report of a sliced GC so far, with its next slice's.
+fn merge_slices(so_far: GcReport, next: GcReport) -> GcReport {
+    let mut merged_segments = so_far.merged_segments;
+    merged_segments.extend(next.merged_segments);
+    let mut branches_removed = so_far.branches_removed;
+    branches_removed.extend(next.branches_removed);
+    GcReport {
+        disk_before: so_far.disk_before,
+        disk_peak: so_far.disk_peak.max(next.disk_peak),
+        region_bytes: so_far.region_bytes + next.region_bytes,
+        live_records: so_far.live_records + next.live_records,
+        copied_bytes: so_far.copied_bytes + next.copied_bytes,
+        base_only_records: so_far.base_only_records + next.base_only_records,
+        chunks_removed: so_far.chunks_removed + next.chunks_removed,
+        branches_removed,
+        mark_time: so_far.mark_time + next.mark_time,
+        copy_time: so_far.copy_time + next.copy_time,
+        switch_pause: so_far.switch_pause.max(next.switch_pause),
+        total_time: so_far.total_time + next.total_time,
+        deep_mark: so_far.deep_mark || next.deep_mark,
+        segments_marked: so_far.segments_marked.max(next.segments_marked),
+        merged_segments,
+        segments_garbage: so_far.segments_garbage.max(next.segments_garbage),
+        ..next
     }
 }
 

@@ -33,6 +33,13 @@ pub struct GcPolicy {
     pub deep_every: u64,
     /// The copy budget of a GC asked to compact ([`GcOptions::compact`]), in percent of the disk.
     pub compact_budget_percent: u64,
+    /// A GC whose newly old chunks hold more live bytes than this percentage of the store's disk
+    /// at its start copies them in *slices* (docs/gc-design.md §6): each slice copies the live
+    /// records of the first chunks that fit, switches, and its chunks are deleted before the next
+    /// slice (a GC on the same commit) starts. 0: no slicing.
+    pub slice_percent: u64,
+    /// Slices are never smaller than this many bytes of copy (small stores are not sliced).
+    pub slice_min_bytes: u64,
 }
 
 impl Default for GcPolicy {
@@ -43,6 +50,8 @@ impl Default for GcPolicy {
             deep_growth_percent: 25,
             deep_every: 8,
             compact_budget_percent: 25,
+            slice_percent: 10,
+            slice_min_bytes: 8 << 20,
         }
     }
 }
@@ -82,6 +91,9 @@ pub(crate) struct Compaction {
     pub(crate) min_garbage_percent: u64,
     /// The segment list is full: at least the newest segment must be merged.
     pub(crate) must_merge: bool,
+    /// Most bytes one slice copies from the newly old chunks, with the merged segments' live
+    /// bytes (`u64::MAX`: no slicing); at least one chunk is taken when nothing is merged.
+    pub(crate) slice_bytes: u64,
 }
 
 impl Compaction {
@@ -137,7 +149,45 @@ pub(crate) fn plan(
         budget_bytes,
         min_garbage_percent: if options.compact { 0 } else { policy.min_garbage_percent },
         must_merge,
+        slice_bytes: slice_bytes(policy, disk_before),
     }
+}
+
+/// The slice budget of a GC starting with `disk_before` bytes on disk.
+fn slice_bytes(policy: &GcPolicy, disk_before: u64) -> u64 {
+    if policy.slice_percent == 0 {
+        return u64::MAX;
+    }
+    let percent = u128::from(disk_before) * u128::from(policy.slice_percent) / 100;
+    u64::try_from(percent).unwrap_or(u64::MAX).max(policy.slice_min_bytes)
+}
+
+/// Where a slice of the newly old chunks ends: `boundaries` are the chunk starts after
+/// `chunks_start` and the region end, increasing; `live_between(a, b)` the live bytes of `[a, b)`;
+/// `merged_live` what the merged segments copy. Takes chunks while the copy stays within
+/// `slice_bytes`, at least one when nothing is merged (a slice always makes progress).
+pub(crate) fn slice_end(
+    chunks_start: u64,
+    boundaries: &[u64],
+    slice_bytes: u64,
+    merged_live: u64,
+    live_between: impl Fn(u64, u64) -> u64,
+) -> u64 {
+    let mut end = chunks_start;
+    let mut copy = merged_live;
+    for &boundary in boundaries {
+        if boundary <= end {
+            continue;
+        }
+        let add = live_between(end, boundary);
+        let progress = end > chunks_start || merged_live > 0;
+        if progress && copy.saturating_add(add) > slice_bytes {
+            break;
+        }
+        copy = copy.saturating_add(add);
+        end = boundary;
+    }
+    end
 }
 
 /// How many of the newest candidates to merge, given each candidate's live bytes (`live`, same
@@ -217,6 +267,30 @@ mod tests {
     }
 
     #[test]
+    fn slices_take_the_chunks_that_fit_and_always_progress() {
+        // Chunks [0, 10), [10, 20), [20, 30), [30, 40) with 6, 5, 1 and 9 live bytes.
+        let live = |from: u64, to: u64| -> u64 {
+            [(0, 6), (10, 5), (20, 1), (30, 9)]
+                .iter()
+                .filter(|(at, _)| (from..to).contains(at))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let bounds = [10, 20, 30, 40];
+        assert_eq!(slice_end(0, &bounds, u64::MAX, 0, live), 40);
+        assert_eq!(slice_end(0, &bounds, 12, 0, live), 30);
+        assert_eq!(slice_end(0, &bounds, 11, 0, live), 20);
+        // A first chunk larger than the budget is still taken alone.
+        assert_eq!(slice_end(0, &bounds, 3, 0, live), 10);
+        // Merged segments count in the budget, and are progress enough.
+        assert_eq!(slice_end(0, &bounds, 8, 4, live), 0);
+        assert_eq!(slice_end(0, &bounds, 10, 4, live), 10);
+        assert_eq!(slice_bytes(&GcPolicy::default(), 1_000), 8 << 20);
+        assert_eq!(slice_bytes(&GcPolicy::default(), 1_000 << 20), 100 << 20);
+        assert_eq!(slice_bytes(&GcPolicy { slice_percent: 0, ..GcPolicy::default() }, 1 << 40), u64::MAX);
+    }
+
+    #[test]
     fn choice_takes_the_most_garbage_within_the_budget_and_ratio() {
         let list = segments(&[1000, 90, 60]);
         let base = Compaction {
@@ -225,6 +299,7 @@ mod tests {
             budget_bytes: 300,
             min_garbage_percent: 33,
             must_merge: false,
+            slice_bytes: u64::MAX,
         };
         // Newest: 30 garbage of 60 (50%); with the middle one: 80 of 150; the oldest does not fit.
         assert_eq!(choose(&base, &[900, 40, 30], 100), 2);

@@ -56,6 +56,10 @@ pub(crate) struct WorkerOutput {
     pub(crate) copy_time: Duration,
     /// Disk bytes once the segment was written.
     pub(crate) disk_after_copy: u64,
+    /// The first chunk after the switch when the slice ended before the region's end.
+    pub(crate) first_chunk: Option<u32>,
+    /// Live records copied.
+    pub(crate) copied_records: u64,
 }
 
 /// The position in `commits` of the entry of the commit at `keep_from`, searched in `[from, to)`
@@ -152,6 +156,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         .map(|segment| live_bytes(segment.range_start, segment.range_end))
         .collect();
     let mandatory = live_bytes(region_start, bounds.region_end);
+    let mandatory_start = region_start;
     let merged = crate::gc_policy::choose(&compaction, &live, mandatory);
     let region_start = match merged {
         0 => region_start,
@@ -159,6 +164,34 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
             .candidates
             .get(compaction.candidates.len().saturating_sub(merged))
             .map_or(region_start, |segment| segment.range_start),
+    };
+    // A slice: the chunks whose live records fit in the slice budget with the merged segments'
+    // (docs/gc-design.md §6); the rest stays in its chunks for the next slice.
+    let chunks_start = mandatory_start;
+    let merged_live: u64 = live.iter().rev().take(merged).sum();
+    let boundaries: Vec<u64> = layout
+        .chunk_files(bounds.scan_end)
+        .iter()
+        .map(|(_, start, _)| *start)
+        .filter(|start| *start > chunks_start && *start < bounds.region_end)
+        .chain(std::iter::once(bounds.region_end))
+        .collect();
+    let slice_end = crate::gc_policy::slice_end(
+        chunks_start,
+        &boundaries,
+        compaction.slice_bytes,
+        merged_live,
+        live_bytes,
+    )
+    .min(bounds.region_end);
+    let first_chunk = match slice_end < bounds.region_end {
+        true => match layout.chunk_holding(slice_end) {
+            Some((seq, start)) if start == slice_end => Some(seq),
+            _ => {
+                return Err(StoreError::corrupt(FileKind::Pack, slice_end, "a GC slice ends inside a chunk"));
+            }
+        },
+        false => None,
     };
     let candidates: Vec<(SegmentStat, u64)> = compaction.candidates.iter().copied().zip(live).collect();
     let started = Instant::now();
@@ -168,17 +201,20 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     mark.base_only.retain(|offset| *offset >= region_start);
     let live = std::mem::take(&mut mark.live);
     let base_only = std::mem::take(&mut mark.base_only);
-    let total: u64 = live.iter().map(|(_, len)| u64::from(*len)).sum();
+    // Only the slice is copied; the live records above it stay listed for the late-root check.
+    let copied_count = live.partition_point(|(offset, _)| *offset < slice_end);
+    let to_copy = live.get(..copied_count).unwrap_or_default();
+    let total: u64 = to_copy.iter().map(|(_, len)| u64::from(*len)).sum();
     counters.set_phase(GcPhase::Copy, total);
     let mut segment = None;
     let mut copied_bytes = 0;
-    if region_start < bounds.region_end {
+    if region_start < slice_end {
         let name = segment_name(generation);
         let file = dir.create(&name).map_err(|e| StoreError::io(FileKind::Segment, 0, "create", e))?;
         let header = SegmentHeader {
             generation,
             range_start: region_start,
-            range_end: bounds.region_end,
+            range_end: slice_end,
             keep_from: bounds.keep_from,
             index_keep_from,
             commit,
@@ -186,11 +222,11 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         let mut writer = SegmentWriter::new(file.clone(), header)?;
         let mut buffer = Vec::new();
         let mut i = 0;
-        while let Some(&(start, _)) = live.get(i) {
+        while let Some(&(start, _)) = to_copy.get(i) {
             // A run of adjacent live records, at most COPY_PIECE bytes (a larger record alone).
             let mut end = start;
             let mut j = i;
-            while let Some(&(offset, len)) = live.get(j) {
+            while let Some(&(offset, len)) = to_copy.get(j) {
                 if offset != end || (j > i && end + u64::from(len) - start > COPY_PIECE) {
                     break;
                 }
@@ -202,7 +238,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
             buffer.resize(len, 0);
             layout.read(start, &mut buffer)?;
             // Every record is checked again (framing and checksum) before it is copied.
-            for &(offset, record_len) in live.get(i..j).unwrap_or_default() {
+            for &(offset, record_len) in to_copy.get(i..j).unwrap_or_default() {
                 let at = usize::try_from(offset - start).unwrap_or(usize::MAX);
                 let record = buffer
                     .get(at..at.saturating_add(record_len as usize))
@@ -229,7 +265,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
             reference: SegmentRef {
                 generation,
                 range_start: region_start,
-                range_end: bounds.region_end,
+                range_end: slice_end,
                 file_len: summary.file_len,
                 footer_crc: summary.footer_crc,
             },
@@ -250,6 +286,8 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         mark_time,
         copy_time,
         disk_after_copy,
+        first_chunk,
+        copied_records: copied_count as u64,
     };
     // The late roots written so far are checked here, off the writer's thread; the writer checks
     // the few written after this drain at the switch.

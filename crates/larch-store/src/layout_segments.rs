@@ -254,7 +254,13 @@ impl Layout {
             })
             .collect();
         for name in &unnamed {
-            self.dir.remove(name).map_err(|e| io_error(0, "remove unnamed file", e))?;
+            // Already gone: a previous handle's background unlink of retired files got there first.
+            match self.dir.remove(name) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_error(0, "remove unnamed file", e));
+                }
+                _ => {}
+            }
         }
         if !unnamed.is_empty() {
             self.dir.sync().map_err(|e| io_error(0, "sync directory", e))?;

@@ -13,8 +13,11 @@ use std::fmt as sfmt;
 pub struct GcRunSummary {
     /// GCs started.
     pub started: u64,
-    /// GCs that finished (switched) during the run.
+    /// GCs that finished (switched) during the run (a sliced GC counts once, at its first slice).
     pub finished: u64,
+    /// Later slices of sliced GCs that switched (each returns more of its GC's disk).
+    #[serde(default)]
+    pub extra_slices: u64,
     /// GCs abandoned (the store left unchanged).
     #[serde(default)]
     pub abandoned: u64,
@@ -42,6 +45,7 @@ pub struct GcAccumulator {
     seen: bool,
     started: u64,
     abandoned: u64,
+    extra_slices: u64,
     gc_times: Vec<(f64, u64)>,
     max_switch_pause_s: Option<f64>,
     waited_s: f64,
@@ -66,6 +70,9 @@ impl GcAccumulator {
             if done.abandoned {
                 self.abandoned += 1;
                 continue;
+            }
+            if done.slice > 0 {
+                self.extra_slices += 1;
             }
             self.gc_times.push((done.total_s, block.block));
             self.max_switch_pause_s = Some(self.max_switch_pause_s.unwrap_or(0.0).max(done.switch_pause_s));
@@ -92,7 +99,8 @@ impl GcAccumulator {
     pub fn finish(&self) -> Option<GcRunSummary> {
         self.seen.then(|| GcRunSummary {
             started: self.started,
-            finished: self.gc_times.len() as u64,
+            finished: self.gc_times.len() as u64 - self.extra_slices,
+            extra_slices: self.extra_slices,
             abandoned: self.abandoned,
             gc_time: Distribution::of(&self.gc_times),
             max_switch_pause_s: self.max_switch_pause_s,
@@ -130,11 +138,12 @@ impl sfmt::Display for GcRunSummary {
         );
         writeln!(
             f,
-            "  {:<16} {:>12}  ({} finished, {} abandoned; time {times})",
+            "  {:<16} {:>12}  ({} finished, {} abandoned, {} more slices; time of a slice {times})",
             "GCs started",
             fmt::count(self.started),
             fmt::count(self.finished),
-            fmt::count(self.abandoned)
+            fmt::count(self.abandoned),
+            fmt::count(self.extra_slices)
         )?;
         writeln!(
             f,
@@ -187,6 +196,7 @@ mod tests {
             disk_peak: 130,
             copied_bytes: 7,
             abandoned: false,
+            slice: 0,
         };
         acc.push(&block(5, 0.05, 80, BlockGc { finished: vec![done], ..BlockGc::default() }));
         let gave_up = GcSummary { abandoned: true, ..GcSummary::default() };
