@@ -165,7 +165,9 @@ fn slice_bytes(policy: &GcPolicy, disk_before: u64) -> u64 {
 /// Where a slice of the newly old chunks ends: `boundaries` are the chunk starts after
 /// `chunks_start` and the region end, increasing; `live_between(a, b)` the live bytes of `[a, b)`;
 /// `merged_live` what the merged segments copy. Takes chunks while the copy stays within
-/// `slice_bytes`, at least one when nothing is merged (a slice always makes progress).
+/// `slice_bytes`, at least one when nothing is merged (a slice always makes progress), and the
+/// whole rest when its live bytes are below half a slice: a slice costs a full mark, which a
+/// small rest is not worth (the extra disk grows by less than half a slice).
 pub(crate) fn slice_end(
     chunks_start: u64,
     boundaries: &[u64],
@@ -173,6 +175,7 @@ pub(crate) fn slice_end(
     merged_live: u64,
     live_between: impl Fn(u64, u64) -> u64,
 ) -> u64 {
+    let region_end = boundaries.last().copied().unwrap_or(chunks_start);
     let mut end = chunks_start;
     let mut copy = merged_live;
     for &boundary in boundaries {
@@ -182,6 +185,9 @@ pub(crate) fn slice_end(
         let add = live_between(end, boundary);
         let progress = end > chunks_start || merged_live > 0;
         if progress && copy.saturating_add(add) > slice_bytes {
+            if live_between(end, region_end) < slice_bytes / 2 {
+                return region_end;
+            }
             break;
         }
         copy = copy.saturating_add(add);
@@ -278,8 +284,13 @@ mod tests {
         };
         let bounds = [10, 20, 30, 40];
         assert_eq!(slice_end(0, &bounds, u64::MAX, 0, live), 40);
+        // 6 + 5 + 1 fit in 12; the rest (9) is not below half a slice.
         assert_eq!(slice_end(0, &bounds, 12, 0, live), 30);
         assert_eq!(slice_end(0, &bounds, 11, 0, live), 20);
+        // A rest below half a slice is taken with it: 6 + 5 + 1 fit in 16 or 20, the rest (9) is
+        // not below 16 / 2, it is below 20 / 2.
+        assert_eq!(slice_end(0, &bounds, 16, 0, live), 30);
+        assert_eq!(slice_end(0, &bounds, 20, 0, live), 40);
         // A first chunk larger than the budget is still taken alone.
         assert_eq!(slice_end(0, &bounds, 3, 0, live), 10);
         // Merged segments count in the budget, and are progress enough.
