@@ -11,55 +11,13 @@
 
 mod common;
 
-use common::{info, random_op};
-use larch_core::{ContentsRef, Entry, Hash, NodeBody, NodeRef, Tree};
+use common::{info, leb, random_op, reached_offsets};
+use larch_core::{Entry, Hash, NodeRef, Tree};
 use larch_store::{Repo, StoreError};
 use larch_testkit::{Model, TestRng, seeded_rng};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Every stored object (node or contents record) reached from `tree`, by offset.
-fn reached_offsets(tree: &Tree, out: &mut BTreeSet<u64>) {
-    let source = tree.source().clone();
-    let mut stack = vec![tree.root().clone()];
-    while let Some(entry) = stack.pop() {
-        match entry {
-            Entry::Contents(ContentsRef::Stored { key, .. }) => {
-                out.insert(key.offset());
-            }
-            Entry::Contents(ContentsRef::Mem(_)) => {}
-            Entry::Node(NodeRef::Stored { key, hash }) => {
-                if !out.insert(key.offset()) {
-                    continue;
-                }
-                let node = source.load_node(key, &hash).unwrap();
-                match node.body() {
-                    NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-                        stack.extend(entries.iter().map(|(_, entry)| entry.clone()));
-                    }
-                    NodeBody::Tree(inode) => {
-                        stack.extend(inode.children.iter().map(|(_, child)| Entry::Node(child.clone())));
-                    }
-                }
-            }
-            Entry::Node(NodeRef::Mem(_)) => panic!("a checked-out tree holds an unsaved node"),
-        }
-    }
-}
-
-/// A LEB128 integer of `bytes` at `at`: value and length.
-fn leb(bytes: &[u8], at: usize) -> (u64, usize) {
-    let (mut value, mut i) = (0u64, 0);
-    loop {
-        let byte = bytes[at + i];
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        i += 1;
-        if byte & 0x80 == 0 {
-            return (value, i);
-        }
-    }
-}
 
 /// The record at `offset` of the raw pack: its length with framing, and its base if a patch
 /// (kinds 6 and 7 start their body with the base pointer: a 32-byte hash and `back`).

@@ -2,10 +2,10 @@
 //! full contents of a tree for comparison.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use larch_core::{CommitInfo, Tree};
+use larch_core::{CommitInfo, ContentsRef, Entry, NodeBody, NodeRef, Tree};
 use larch_testkit::{Model, TestRng};
 use rand::Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Every (path, value) of a tree, by walking it.
 pub fn contents_of(tree: &Tree) -> BTreeMap<Vec<Vec<u8>>, Vec<u8>> {
@@ -90,4 +90,46 @@ pub fn random_op(rng: &mut TestRng, tree: &mut Tree, model: &mut Model) {
 /// Commit info of block `n`.
 pub fn info(n: u64) -> CommitInfo {
     CommitInfo::tezos(1530374852 + 30 * n as i64, format!("lvl {n}"))
+}
+
+/// Every stored object (node or contents record) reached from `tree`, by offset.
+pub fn reached_offsets(tree: &Tree, out: &mut BTreeSet<u64>) {
+    let source = tree.source().clone();
+    let mut stack = vec![tree.root().clone()];
+    while let Some(entry) = stack.pop() {
+        match entry {
+            Entry::Contents(ContentsRef::Stored { key, .. }) => {
+                out.insert(key.offset());
+            }
+            Entry::Contents(ContentsRef::Mem(_)) => {}
+            Entry::Node(NodeRef::Stored { key, hash }) => {
+                if !out.insert(key.offset()) {
+                    continue;
+                }
+                let node = source.load_node(key, &hash).unwrap();
+                match node.body() {
+                    NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                        stack.extend(entries.iter().map(|(_, entry)| entry.clone()));
+                    }
+                    NodeBody::Tree(inode) => {
+                        stack.extend(inode.children.iter().map(|(_, child)| Entry::Node(child.clone())));
+                    }
+                }
+            }
+            Entry::Node(NodeRef::Mem(_)) => panic!("a checked-out tree holds an unsaved node"),
+        }
+    }
+}
+
+/// A LEB128 integer of `bytes` at `at`: value and length.
+pub fn leb(bytes: &[u8], at: usize) -> (u64, usize) {
+    let (mut value, mut i) = (0u64, 0);
+    loop {
+        let byte = bytes[at + i];
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        i += 1;
+        if byte & 0x80 == 0 {
+            return (value, i);
+        }
+    }
 }
