@@ -372,6 +372,7 @@ impl Repo {
             commit: *commit,
             counters: counters.clone(),
             compaction,
+            nice: self.gc_after.policy.worker_nice,
         };
         let handle = std::thread::Builder::new()
             .name("larch-gc".into())

@@ -101,14 +101,16 @@ pub(crate) struct Job {
     pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
     /// The old segments to mark, and how to choose those merged.
     pub(crate) compaction: Compaction,
+    /// The worker's nice value (Linux; [`crate::GcPolicy::worker_nice`]).
+    pub(crate) nice: i32,
 }
 
 /// Copy reads of at most this many bytes.
 const COPY_PIECE: u64 = 1 << 20;
 
-/// Lowers the calling thread's priority (nice +10 on Linux): the GC worker yields the CPU to the
-/// writer and readers when they compete for it (docs/gc-design.md §5).
-fn lower_priority() {
+/// Lowers the calling thread's priority (nice +10 by default, on Linux): the GC worker yields the
+/// CPU to the writer and readers when they compete for it (docs/gc-design.md §5).
+fn lower_priority(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `gettid` has no preconditions; `setpriority` on this thread's id only changes
@@ -116,13 +118,13 @@ fn lower_priority() {
         // it was (nothing to undo).
         unsafe {
             let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
         }
     }
 }
 
 pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
-    lower_priority();
+    lower_priority(job.nice);
     let Job {
         layout,
         index,
@@ -134,6 +136,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         counters,
         late_roots,
         compaction,
+        nice: _,
     } = job;
     let dir = layout.directory().clone();
     let floor = compaction.floor(region_start);
