@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 #[path = "layout_segments.rs"]
 mod segments;
 
-pub use segments::{SegmentExtent, segment_name};
+pub use segments::{SegmentExtent, parse_segment_name, segment_name};
 
 /// Magic of a chunk file.
 pub const CHUNK_MAGIC: &[u8; 8] = b"LARCHCHK";

@@ -73,7 +73,11 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
         return Ok(DirKind::Store);
     }
     let ours = [FileKind::Pack.file_name(), FileKind::Index.file_name(), FileKind::Lock.file_name()];
-    let is_ours = |name: &String| ours.contains(&name.as_str()) || layout::parse_chunk_name(name).is_some();
+    let is_ours = |name: &String| {
+        ours.contains(&name.as_str())
+            || layout::parse_chunk_name(name).is_some()
+            || layout::parse_segment_name(name).is_some()
+    };
     if let Some(other) = names.iter().find(|name| !is_ours(name)) {
         return Ok(DirKind::Foreign(format!(
             "the directory is not empty and holds no store (it holds {other:?})"
@@ -95,6 +99,13 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
         let len =
             std::fs::metadata(path.join(name)).map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
         chunk_data += len.len().saturating_sub(CHUNK_HEADER_LEN);
+    }
+    // A collected store's segments (its control file lost): records too, for `larch recover`.
+    for name in names.iter().filter(|name| layout::parse_segment_name(name).is_some()) {
+        chunks += 1;
+        let len = std::fs::metadata(path.join(name))
+            .map_err(|e| StoreError::io(FileKind::Segment, 0, "stat", e))?;
+        chunk_data += len.len();
     }
     let has = |kind: FileKind| names.iter().any(|name| name == kind.file_name());
     if !has(FileKind::Pack) && !has(FileKind::Index) && chunks == 0 {

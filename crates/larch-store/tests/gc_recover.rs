@@ -98,7 +98,7 @@ fn names(dir: &Path, prefix: &str) -> Vec<String> {
     files_of(dir).into_keys().filter(|name| name.starts_with(prefix)).collect()
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Damage {
     /// Both slots and the confirmation overwritten with zeros.
     Zeroed,
@@ -174,6 +174,12 @@ fn a_collected_store_without_a_valid_slot_is_rebuilt_from_its_segments() {
         let before = files_of(dir.path());
         destroy_control(dir.path(), damage);
         assert!(Repo::open_read_only(dir.path()).is_err(), "{damage:?}: the store does not open");
+        if damage == Damage::Deleted {
+            // No control file beside chunks and segments: a store to recover, not a foreign
+            // directory.
+            let error = Repo::open_read_only(dir.path()).err().unwrap();
+            assert!(matches!(error, StoreError::NeedsRecovery { .. }), "{error}");
+        }
 
         let plan = plan_recovery(dir.path()).unwrap();
         assert!(plan.published.is_none(), "{damage:?}");
