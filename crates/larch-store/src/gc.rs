@@ -428,8 +428,11 @@ impl Repo {
             self.publish_switch()?;
         }
         let report = self.gc_result(false)?;
-        if report.is_some() {
-            self.gc_next_slice()?;
+        if report.is_some()
+            && let Err(e) = self.gc_next_slice()
+        {
+            // The slice's report is returned now, the next slice's refusal by the next call.
+            self.gc_after.failed = Some(e);
         }
         Ok(report)
     }
@@ -449,8 +452,14 @@ impl Repo {
                 None => report,
                 Some(so_far) => merge_slices(so_far, report),
             });
-            if !self.gc_next_slice()? {
-                return Ok(total);
+            match self.gc_next_slice() {
+                Ok(true) => {}
+                Ok(false) => return Ok(total),
+                Err(e) => {
+                    // The slices done are published; the rest stays for the next GC.
+                    self.gc_after.failed = Some(e);
+                    return Ok(total);
+                }
             }
         }
     }
