@@ -13,10 +13,13 @@
 
 mod common;
 
+use common::crash::{
+    SURVIVALS, assert_no_chunk_below_first, commits_and_gc_after_crash, crash_options, head_count,
+};
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
-use larch_store::fault::{FaultController, Survival};
-use larch_store::{GcOptions, GcPolicy, Repo, RepoOptions, StoreError, SyncPolicy};
+use larch_store::fault::FaultController;
+use larch_store::{GcOptions, GcPolicy, Repo, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;
 
@@ -25,15 +28,6 @@ const GCS: [usize; 3] = [2, 5, 8];
 /// The compacting GC's commit; it starts before block `COMPACT + 2`.
 const COMPACT: usize = 11;
 const BLOCKS: usize = 16;
-
-fn options() -> RepoOptions {
-    RepoOptions {
-        sync: SyncPolicy::Commit,
-        chunk_bytes: 1024,
-        cache_bytes: 1 << 20,
-        ..RepoOptions::default()
-    }
-}
 
 fn never_merge() -> GcPolicy {
     GcPolicy {
@@ -53,7 +47,7 @@ struct Run {
 fn run_script(controller: &Arc<FaultController>) -> Run {
     let (mut rng, _) = seeded_rng("gc_compact_crash_script", 11);
     let mut run = Run { acked: Vec::new(), ops_at_compact: None };
-    let Ok(mut repo) = Repo::open_files(controller.files(), true, options(), None) else { return run };
+    let Ok(mut repo) = Repo::open_files(controller.files(), true, crash_options(), None) else { return run };
     repo.set_gc_policy(never_merge());
     let mut tree = repo.empty_tree();
     let mut model = Model::new();
@@ -105,17 +99,9 @@ fn check(
     expected_after: &[String],
     what: &str,
 ) -> bool {
-    let mut repo = Repo::open_files(controller.files(), true, options(), None)
+    let repo = Repo::open_files(controller.files(), true, crash_options(), None)
         .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    let count = match repo.head() {
-        None => 0,
-        Some(head) => all.iter().position(|(hash, _)| *hash == head).expect("a script commit") + 1,
-    };
-    assert!(
-        count + 1 >= run.acked.len() && count <= (run.acked.len() + 1).min(all.len()),
-        "{what}: head is commit {count}, {} acknowledged",
-        run.acked.len()
-    );
+    let count = head_count(&repo, all, run.acked.len(), what);
     let last_gc = GCS[GCS.len() - 1];
     let after = matches!(repo.checkout(&all[last_gc].0), Err(StoreError::Collected { .. }));
     for (i, (hash, model)) in all[..count].iter().enumerate() {
@@ -143,28 +129,12 @@ fn check(
     assert_eq!(segments, expected, "{what}");
     let named: Vec<String> = repo.segment_files().into_iter().map(|(name, ..)| name).collect();
     assert_eq!(named, expected, "{what}");
-    let first = repo.chunk_files().first().map(|(name, _, _)| name.clone()).unwrap();
-    assert!(
-        names.iter().filter(|name| name.starts_with("chunk.")).all(|name| *name >= first),
-        "{what}: {names:?}, first live {first}"
-    );
+    assert_no_chunk_below_first(&repo, &names, what);
     // New commits and a new GC (the default policy) succeed.
-    let mut tree = repo.checkout(&all[count - 1].0).unwrap();
-    let mut hashes = Vec::new();
-    for i in 0..3u8 {
-        tree.add(&["after", "crash"], vec![i; 50]).unwrap();
-        let parents: Vec<Hash> =
-            hashes.last().copied().or(all[..count].last().map(|(h, _)| *h)).into_iter().collect();
-        hashes.push(repo.commit(&tree, &parents, info(1000 + u64::from(i))).unwrap());
-    }
-    repo.gc_with(&hashes[1], GcOptions { compact: true }).unwrap();
-    assert!(matches!(repo.checkout(&hashes[0]), Err(StoreError::Collected { .. })), "{what}");
-    assert_eq!(
-        repo.checkout(&hashes[2]).unwrap().find(&["after", "crash"]).unwrap().unwrap().as_bytes(),
-        &[2; 50][..]
-    );
-    assert!(repo.fsck().is_clean(), "{what}: after a new GC");
-    repo.close().unwrap();
+    let tree = repo.checkout(&all[count - 1].0).unwrap();
+    commits_and_gc_after_crash(repo, tree, Some(all[count - 1].0), what, |repo, keep| {
+        repo.gc_with(keep, GcOptions { compact: true }).unwrap();
+    });
     after
 }
 
@@ -180,20 +150,13 @@ fn every_cut_of_a_compacting_gc_leaves_the_store_before_or_after_it() {
     assert!(expected_after.len() <= 2, "the compacting GC merged too little: {expected_after:?}");
     let start = all.ops_at_compact.expect("the compacting GC started");
     let total_ops = clean.ops();
-    let survivals = [
-        Survival::Written,
-        Survival::Durable,
-        Survival::Pages(1),
-        Survival::Pages(7920),
-        Survival::PagesZeroed(3),
-    ];
     let (mut before, mut after) = (0, 0);
     for cut in start..total_ops {
         let controller = FaultController::new();
         controller.crash_at(Some(cut));
         let run = run_script(&controller);
         assert!(controller.has_crashed(), "cut {cut} never happened");
-        for survival in &survivals {
+        for survival in &SURVIVALS {
             let what = format!("cut {cut} of {start}..{total_ops}, {survival:?}");
             if check(&controller.restart(*survival), &all.acked, &run, &expected_after, &what) {
                 after += 1;

@@ -17,26 +17,20 @@
 
 mod common;
 
+use common::crash::{
+    SURVIVALS, assert_no_chunk_below_first, commits_and_gc_after_crash, crash_options, head_count,
+};
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
-use larch_store::fault::{FaultController, Survival};
+use larch_store::fault::FaultController;
 use larch_store::storage::StoreFiles;
-use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
+use larch_store::{Repo, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;
 
 const BEFORE: usize = 6;
 const GC_AT: usize = 3;
 const AFTER: usize = 3;
-
-fn options() -> RepoOptions {
-    RepoOptions {
-        sync: SyncPolicy::Commit,
-        chunk_bytes: 1024,
-        cache_bytes: 1 << 20,
-        ..RepoOptions::default()
-    }
-}
 
 struct Run {
     acked: Vec<(Hash, Model)>,
@@ -47,7 +41,7 @@ struct Run {
 fn run_script(files: StoreFiles) -> Run {
     let (mut rng, _) = seeded_rng("gc_crash_script", 7);
     let mut run = Run { acked: Vec::new(), gc_started: false };
-    let Ok(mut repo) = Repo::open_files(files, true, options(), None) else { return run };
+    let Ok(mut repo) = Repo::open_files(files, true, crash_options(), None) else { return run };
     let mut tree = repo.empty_tree();
     let mut model = Model::new();
     for block in 0..BEFORE + AFTER {
@@ -87,17 +81,9 @@ fn run_script(files: StoreFiles) -> Run {
 
 /// Checks the reopened store; returns whether it stands after the GC.
 fn check(controller: &Arc<FaultController>, all: &[(Hash, Model)], run: &Run, what: &str) -> bool {
-    let mut repo = Repo::open_files(controller.files(), true, options(), None)
+    let repo = Repo::open_files(controller.files(), true, crash_options(), None)
         .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    let count = match repo.head() {
-        None => 0,
-        Some(head) => all.iter().position(|(hash, _)| *hash == head).expect("a script commit") + 1,
-    };
-    assert!(
-        count + 1 >= run.acked.len() && count <= (run.acked.len() + 1).min(all.len()),
-        "{what}: head is commit {count}, {} acknowledged",
-        run.acked.len()
-    );
+    let count = head_count(&repo, all, run.acked.len(), what);
     let gc_commit = all[GC_AT].0;
     let after_gc = matches!(repo.checkout(&all[0].0), Err(StoreError::Collected { .. }));
     if after_gc {
@@ -122,31 +108,16 @@ fn check(controller: &Arc<FaultController>, all: &[(Hash, Model)], run: &Run, wh
     let names = controller.names();
     let segments: Vec<&String> = names.iter().filter(|name| name.starts_with("seg.")).collect();
     assert_eq!(segments.len(), usize::from(after_gc), "{what}: segments {segments:?}");
-    let first = repo.chunk_files().first().map(|(name, _, _)| name.clone()).unwrap();
-    assert!(
-        names.iter().filter(|name| name.starts_with("chunk.")).all(|name| *name >= first),
-        "{what}: {names:?}, first live {first}"
-    );
+    assert_no_chunk_below_first(&repo, &names, what);
     // New commits and a new GC succeed.
-    let mut tree = match count {
+    let tree = match count {
         0 => repo.empty_tree(),
         n => repo.checkout(&all[n - 1].0).unwrap(),
     };
-    let mut hashes = Vec::new();
-    for i in 0..3u8 {
-        tree.add(&["after", "crash"], vec![i; 50]).unwrap();
-        let parents: Vec<Hash> =
-            hashes.last().copied().or(all[..count].last().map(|(h, _)| *h)).into_iter().collect();
-        hashes.push(repo.commit(&tree, &parents, info(1000 + u64::from(i))).unwrap());
-    }
-    repo.gc(&hashes[1]).unwrap();
-    assert!(matches!(repo.checkout(&hashes[0]), Err(StoreError::Collected { .. })), "{what}");
-    assert_eq!(
-        repo.checkout(&hashes[2]).unwrap().find(&["after", "crash"]).unwrap().unwrap().as_bytes(),
-        &[2; 50][..]
-    );
-    assert!(repo.fsck().is_clean(), "{what}: after a new GC");
-    repo.close().unwrap();
+    let parent = count.checked_sub(1).map(|n| all[n].0);
+    commits_and_gc_after_crash(repo, tree, parent, what, |repo, keep| {
+        repo.gc(keep).unwrap();
+    });
     after_gc
 }
 
@@ -157,20 +128,13 @@ fn every_cut_of_a_gc_leaves_the_store_before_or_after_it() {
     assert_eq!(all.acked.len(), BEFORE + AFTER);
     assert!(clean.names().iter().any(|name| name.starts_with("seg.")), "the clean run collected nothing");
     let total_ops = clean.ops();
-    let survivals = [
-        Survival::Written,
-        Survival::Durable,
-        Survival::Pages(1),
-        Survival::Pages(7920),
-        Survival::PagesZeroed(3),
-    ];
     let (mut before, mut after) = (0, 0);
     for cut in 0..total_ops {
         let controller = FaultController::new();
         controller.crash_at(Some(cut));
         let run = run_script(controller.files());
         assert!(controller.has_crashed(), "cut {cut} never happened");
-        for survival in &survivals {
+        for survival in &SURVIVALS {
             let what = format!("cut {cut} of {total_ops}, {survival:?}");
             if check(&controller.restart(*survival), &all.acked, &run, &what) {
                 after += 1;

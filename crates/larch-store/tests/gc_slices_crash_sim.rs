@@ -13,25 +13,19 @@
 
 mod common;
 
+use common::crash::{
+    SURVIVALS, assert_no_chunk_below_first, commits_and_gc_after_crash, crash_options, head_count,
+};
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
-use larch_store::fault::{FaultController, Survival};
-use larch_store::{GcPolicy, Repo, RepoOptions, StoreError, SyncPolicy};
+use larch_store::fault::FaultController;
+use larch_store::{GcPolicy, Repo, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;
 
 /// The GC keeps this commit; it starts before block `KEEP + 3`.
 const KEEP: usize = 9;
 const BLOCKS: usize = 14;
-
-fn options() -> RepoOptions {
-    RepoOptions {
-        sync: SyncPolicy::Commit,
-        chunk_bytes: 1024,
-        cache_bytes: 1 << 20,
-        ..RepoOptions::default()
-    }
-}
 
 /// Slices of about 2 KiB of copy; no merging, no deep marks.
 fn sliced() -> GcPolicy {
@@ -56,7 +50,7 @@ struct Run {
 fn run_script(controller: &Arc<FaultController>) -> Run {
     let (mut rng, _) = seeded_rng("gc_slices_crash_script", 13);
     let mut run = Run { acked: Vec::new(), ops_at_gc: None, slices: 0 };
-    let Ok(mut repo) = Repo::open_files(controller.files(), true, options(), None) else { return run };
+    let Ok(mut repo) = Repo::open_files(controller.files(), true, crash_options(), None) else { return run };
     repo.set_gc_policy(sliced());
     let mut tree = repo.empty_tree();
     let mut model = Model::new();
@@ -92,17 +86,9 @@ fn check(
     first_after: u64,
     what: &str,
 ) -> (bool, bool) {
-    let mut repo = Repo::open_files(controller.files(), true, options(), None)
+    let repo = Repo::open_files(controller.files(), true, crash_options(), None)
         .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    let count = match repo.head() {
-        None => 0,
-        Some(head) => all.iter().position(|(hash, _)| *hash == head).expect("a script commit") + 1,
-    };
-    assert!(
-        count + 1 >= run.acked.len() && count <= (run.acked.len() + 1).min(all.len()),
-        "{what}: head is commit {count}, {} acknowledged",
-        run.acked.len()
-    );
+    let count = head_count(&repo, all, run.acked.len(), what);
     let after = matches!(repo.checkout(&all[0].0), Err(StoreError::Collected { .. }));
     for (i, (hash, model)) in all[..count].iter().enumerate() {
         let expect_collected = after && i < KEEP;
@@ -122,30 +108,15 @@ fn check(
     let segments: Vec<String> = names.iter().filter(|name| name.starts_with("seg.")).cloned().collect();
     let named: Vec<String> = repo.segment_files().into_iter().map(|(name, ..)| name).collect();
     assert_eq!(segments, named, "{what}");
-    let (first, first_start, _) = repo.chunk_files().first().cloned().unwrap();
-    assert!(
-        names.iter().filter(|name| name.starts_with("chunk.")).all(|name| *name >= first),
-        "{what}: {names:?}, first live {first}"
-    );
+    assert_no_chunk_below_first(&repo, &names, what);
+    let first_start = repo.chunk_files().first().map(|(_, start, _)| *start).unwrap();
     let between = after && first_start < first_after;
     // New commits and a new GC (unsliced) succeed; the rest of the old chunks goes.
-    let mut tree = repo.checkout(&all[count - 1].0).unwrap();
-    let mut hashes = Vec::new();
-    for i in 0..3u8 {
-        tree.add(&["after", "crash"], vec![i; 50]).unwrap();
-        let parents: Vec<Hash> =
-            hashes.last().copied().or(all[..count].last().map(|(h, _)| *h)).into_iter().collect();
-        hashes.push(repo.commit(&tree, &parents, info(1000 + u64::from(i))).unwrap());
-    }
-    repo.set_gc_policy(GcPolicy { slice_percent: 0, ..sliced() });
-    repo.gc(&hashes[1]).unwrap();
-    assert!(matches!(repo.checkout(&hashes[0]), Err(StoreError::Collected { .. })), "{what}");
-    assert_eq!(
-        repo.checkout(&hashes[2]).unwrap().find(&["after", "crash"]).unwrap().unwrap().as_bytes(),
-        &[2; 50][..]
-    );
-    assert!(repo.fsck().is_clean(), "{what}: after a new GC");
-    repo.close().unwrap();
+    let tree = repo.checkout(&all[count - 1].0).unwrap();
+    commits_and_gc_after_crash(repo, tree, Some(all[count - 1].0), what, |repo, keep| {
+        repo.set_gc_policy(GcPolicy { slice_percent: 0, ..sliced() });
+        repo.gc(keep).unwrap();
+    });
     (after, between)
 }
 
@@ -156,25 +127,18 @@ fn every_cut_of_a_sliced_gc_leaves_the_store_before_or_after_a_slice() {
     assert_eq!(all.acked.len(), BLOCKS);
     assert!(all.slices >= 3, "the GC took {} slices only", all.slices);
     let first_after = {
-        let repo = Repo::open_files(clean.files(), false, options(), None).unwrap();
+        let repo = Repo::open_files(clean.files(), false, crash_options(), None).unwrap();
         repo.chunk_files().first().map(|(_, start, _)| *start).unwrap()
     };
     let start = all.ops_at_gc.expect("the GC started");
     let total_ops = clean.ops();
-    let survivals = [
-        Survival::Written,
-        Survival::Durable,
-        Survival::Pages(1),
-        Survival::Pages(7920),
-        Survival::PagesZeroed(3),
-    ];
     let (mut before, mut after, mut between) = (0, 0, 0);
     for cut in start..total_ops {
         let controller = FaultController::new();
         controller.crash_at(Some(cut));
         let run = run_script(&controller);
         assert!(controller.has_crashed(), "cut {cut} never happened");
-        for survival in &survivals {
+        for survival in &SURVIVALS {
             let what = format!("cut {cut} of {start}..{total_ops}, {survival:?}");
             match check(&controller.restart(*survival), &all.acked, &run, first_after, &what) {
                 (false, _) => before += 1,

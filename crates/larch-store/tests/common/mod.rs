@@ -2,6 +2,8 @@
 //! full contents of a tree for comparison.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod crash;
+
 use larch_core::{CommitInfo, ContentsRef, Entry, NodeBody, NodeRef, Tree};
 use larch_testkit::{Model, TestRng};
 use rand::Rng;
