@@ -5,11 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
-use common::{larch, larch_json, path_str, small_trace, text};
-use std::io::{BufRead, BufReader, Read, Write};
+use common::{larch, larch_json, path_str, serve, small_trace, text};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 /// The hashes `larch log --json` prints for the head's history (with `--lower DIR` if given).
@@ -141,31 +141,6 @@ fn recover_and_serve_take_the_lower_directory_of_an_archived_store() {
     let out = larch(&["log", path_str(&store)]);
     assert!(!out.status.success(), "the recovered state keeps the archive flag");
     assert!(text(&out.stderr).contains("--lower"), "{}", text(&out.stderr));
-}
-
-/// Starts `larch serve STORE --listen 127.0.0.1:0 …` and reads the address it prints; the
-/// server's error output when it exits instead.
-fn serve(store: &Path, extra: &[&str]) -> Result<(Child, SocketAddr), String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_larch"))
-        .arg("serve")
-        .arg(store)
-        .args(["--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    match line.trim().strip_prefix("larch serve: listening on http://") {
-        Some(addr) => Ok((child, addr.parse().unwrap())),
-        None => {
-            let status = child.wait().unwrap();
-            let mut stderr = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-            Err(format!("larch serve exited ({status}): {stderr}"))
-        }
-    }
 }
 
 /// Stops the server (SIGKILL: this test checks what it served, not its shutdown).

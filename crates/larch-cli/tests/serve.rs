@@ -3,37 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::serve;
 use larch_core::{CommitInfo, Hash};
 use larch_store::Repo;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-/// Starts `larch serve STORE --listen 127.0.0.1:0 …` and reads the address it prints.
-fn serve(store: &Path, extra: &[&str]) -> Result<(Child, SocketAddr), String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_larch"))
-        .arg("serve")
-        .arg(store)
-        .args(["--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    match line.trim().strip_prefix("larch serve: listening on http://") {
-        Some(addr) => Ok((child, addr.parse().unwrap())),
-        None => {
-            let status = child.wait().unwrap();
-            let mut stderr = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-            Err(format!("larch serve exited ({status}): {stderr}"))
-        }
-    }
-}
 
 fn get(addr: SocketAddr, target: &str) -> (u16, serde_json::Value) {
     let mut stream = TcpStream::connect(addr).unwrap();

@@ -1,8 +1,10 @@
 //! Helpers shared by the CLI's integration tests: run the `larch` binary, read its output.
 #![allow(dead_code, clippy::unwrap_used)] // each test binary uses a part of them
 
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Runs the `larch` binary built for these tests with `args`.
 pub fn larch(args: &[&str]) -> Output {
@@ -51,4 +53,29 @@ pub fn small_trace(dir: &Path, blocks: u32, seed: u64) -> (std::path::PathBuf, S
         .find_map(|line| line.strip_prefix("final commit: ").map(str::to_string))
         .expect("trace gen prints its final commit");
     (trace, head)
+}
+
+/// Starts `larch serve STORE --listen 127.0.0.1:0 …` and reads the address it prints; the
+/// server's error output when it exits instead.
+pub fn serve(store: &Path, extra: &[&str]) -> Result<(Child, SocketAddr), String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_larch"))
+        .arg("serve")
+        .arg(store)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    match line.trim().strip_prefix("larch serve: listening on http://") {
+        Some(addr) => Ok((child, addr.parse().unwrap())),
+        None => {
+            let status = child.wait().unwrap();
+            let mut stderr = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+            Err(format!("larch serve exited ({status}): {stderr}"))
+        }
+    }
 }
