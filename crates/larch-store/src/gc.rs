@@ -511,20 +511,8 @@ impl Repo {
         if let Some(report) = self.gc_after.report.as_mut() {
             report.disk_peak = report.disk_peak.max(at_switch);
         }
-        if delete_now && !self.gc_after.retired.is_empty() && self.writable && !self.poisoned {
-            let mut state = self.state.clone();
-            self.gc_after.sync_delete = true;
-            let outcome = (|| {
-                self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
-                state.index_synced = state.index_end;
-                self.write_switch(&mut state)
-            })();
-            self.gc_after.sync_delete = false;
-            if outcome.is_err() {
-                self.poisoned = true;
-            }
-            outcome?;
-            self.state = state;
+        if delete_now {
+            self.gc_delete_retired_now()?;
         }
         let disk_after = if delete_now { self.disk_bytes()? } else { at_switch };
         let waiting = self.gc_waiting_bytes();
@@ -533,6 +521,34 @@ impl Repo {
         report.disk_peak = report.disk_peak.max(disk_after);
         report.bytes_waiting = waiting;
         Ok(Some(report))
+    }
+
+    /// Unlinks the retired files now, on this thread: one more publish makes both slots post-GC.
+    /// Nothing to do without retired files.
+    pub(crate) fn gc_delete_retired_now(&mut self) -> Result<()> {
+        if self.gc_after.retired.is_empty() || !self.writable || self.poisoned {
+            return Ok(());
+        }
+        let mut state = self.state.clone();
+        let sync_delete = std::mem::replace(&mut self.gc_after.sync_delete, true);
+        let outcome = (|| {
+            self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+            state.index_synced = state.index_end;
+            self.write_switch(&mut state)
+        })();
+        self.gc_after.sync_delete = sync_delete;
+        if outcome.is_err() {
+            self.poisoned = true;
+        }
+        outcome?;
+        self.state = state;
+        Ok(())
+    }
+
+    /// At close: deletions happen on this thread (a background unlink would not outlive the
+    /// process).
+    pub(crate) fn gc_delete_synchronously(&mut self) {
+        self.gc_after.sync_delete = true;
     }
 
     fn gc_waiting_bytes(&self) -> u64 {

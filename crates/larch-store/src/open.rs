@@ -665,8 +665,12 @@ impl Repo {
     pub fn close(mut self) -> Result<()> {
         // A running GC is waited for and switched (its error, if it had to be abandoned, is
         // returned after the store is closed cleanly).
+        // Retired files are unlinked on this thread before it returns (a background unlink would
+        // not outlive the process).
+        self.gc_delete_synchronously();
         let gc = self.gc_wait();
         self.flush()?;
+        self.gc_delete_retired_now()?;
         self.sync_confirmation()?;
         gc.map(|_| ())
     }
@@ -704,7 +708,9 @@ impl Repo {
     /// Best effort of [`Repo::drop`]: publish what a `never`/`every N` writer staged.
     fn flush_on_drop(&mut self) {
         // A running GC is waited for (its worker must not outlive the handle: a later writer
-        // could reuse its segment's name) and switches with the flush.
+        // could reuse its segment's name) and switches with the flush; the files GCs retired are
+        // unlinked before the handle goes (else the next writer's open removes them).
+        self.gc_delete_synchronously();
         self.gc_join();
         if self.gc_ready() && !self.poisoned {
             let state = self.state.clone();
@@ -713,6 +719,7 @@ impl Repo {
         if self.unsynced_commits > 0 {
             let _ = self.flush();
         }
+        let _ = self.gc_delete_retired_now();
         let _ = self.sync_confirmation();
     }
 
