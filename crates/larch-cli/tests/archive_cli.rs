@@ -5,19 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
-use common::{larch, larch_json, path_str, small_trace, text};
+use common::{file_names, larch, larch_json, path_str, small_trace, text};
 use larch_store::{Repo, RepoOptions};
-use std::path::Path;
-
-fn chunks(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("chunk."))
-        .collect();
-    names.sort();
-    names
-}
 
 #[test]
 fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
@@ -27,7 +16,7 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     let lower = dir.path().join("lower");
     let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--chunk-size", "8K"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let before = chunks(&store);
+    let before = file_names(&store, "chunk.");
     assert!(before.len() >= 5, "{before:?}");
 
     let report = larch_json(&[
@@ -43,10 +32,12 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     assert!(moved >= 2, "{report}");
     assert_eq!(report["commit_chunk"].as_u64().unwrap(), moved, "{report}");
     assert_eq!(report["flag_published"], true, "{report}");
-    assert_eq!(chunks(&lower), before[..moved as usize].to_vec());
-    assert_eq!(chunks(&store), before[moved as usize..].to_vec());
-    let bytes: u64 =
-        chunks(&lower).iter().map(|name| std::fs::metadata(lower.join(name)).unwrap().len()).sum();
+    assert_eq!(file_names(&lower, "chunk."), before[..moved as usize].to_vec());
+    assert_eq!(file_names(&store, "chunk."), before[moved as usize..].to_vec());
+    let bytes: u64 = file_names(&lower, "chunk.")
+        .iter()
+        .map(|name| std::fs::metadata(lower.join(name)).unwrap().len())
+        .sum();
     assert_eq!(report["bytes_moved"].as_u64().unwrap(), bytes, "{report}");
     assert_eq!(report["lower_bytes_after"].as_u64().unwrap(), bytes, "{report}");
     assert!(report["upper_bytes_after"].as_u64().unwrap() < report["upper_bytes_before"].as_u64().unwrap());
@@ -92,7 +83,7 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     assert_eq!(report["chunks_already_lower"].as_u64().unwrap(), moved, "{report}");
     assert_eq!(report["flag_published"], false, "{report}");
     let head_chunk = report["commit_chunk"].as_u64().unwrap() as usize;
-    assert_eq!(chunks(&lower), before[..head_chunk].to_vec());
+    assert_eq!(file_names(&lower, "chunk."), before[..head_chunk].to_vec());
     // Text output, and a history shorter than --keep-blocks moves nothing.
     let out = larch(&["archive", path_str(&store), "--lower", path_str(&lower), "--keep-blocks", "1000"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

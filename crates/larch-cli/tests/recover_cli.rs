@@ -5,12 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
-use common::{larch, larch_json, path_str, serve, small_trace, text};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use common::{file_names, get, larch, larch_json, path_str, serve, small_trace, text};
 use std::path::Path;
 use std::process::Child;
-use std::time::Duration;
 
 /// The hashes `larch log --json` prints for the head's history (with `--lower DIR` if given).
 fn history(store: &Path, lower: Option<&Path>) -> Vec<String> {
@@ -20,16 +17,6 @@ fn history(store: &Path, lower: Option<&Path>) -> Vec<String> {
     }
     let log = larch_json(&args);
     log.as_array().unwrap().iter().map(|commit| commit["hash"].as_str().unwrap().to_string()).collect()
-}
-
-fn names(dir: &Path, prefix: &str) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(prefix))
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
@@ -52,7 +39,7 @@ fn recover_rebuilds_a_collected_store_whose_control_file_is_lost() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = larch(&["gc", path_str(&store), "--keep-blocks", "10"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!names(&store, "seg.").is_empty(), "the store was collected");
+    assert!(!file_names(&store, "seg.").is_empty(), "the store was collected");
     assert!(!store.join("chunk.000000").exists());
     let before = history(&store, None);
     assert!(before.len() >= 10 && before.len() < 60, "{} commits kept", before.len());
@@ -147,15 +134,4 @@ fn recover_and_serve_take_the_lower_directory_of_an_archived_store() {
 fn stop(mut child: Child) {
     child.kill().unwrap();
     child.wait().unwrap();
-}
-
-fn get(addr: SocketAddr, target: &str) -> (u16, serde_json::Value) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(stream, "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let status = String::from_utf8_lossy(&raw[..split]).split(' ').nth(1).unwrap().parse().unwrap();
-    (status, serde_json::from_slice(&raw[split + 4..]).unwrap())
 }

@@ -5,24 +5,13 @@
 
 mod common;
 
-use common::serve;
+use common::{get, serve};
 use larch_core::{CommitInfo, Hash};
 use larch_store::Repo;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Read;
+use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-fn get(addr: SocketAddr, target: &str) -> (u16, serde_json::Value) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(stream, "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let status = String::from_utf8_lossy(&raw[..split]).split(' ').nth(1).unwrap().parse().unwrap();
-    (status, serde_json::from_slice(&raw[split + 4..]).unwrap())
-}
 
 fn signal(child: &Child, name: &str) {
     let status = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();

@@ -1,10 +1,11 @@
 //! Helpers shared by the CLI's integration tests: run the `larch` binary, read its output.
 #![allow(dead_code, clippy::unwrap_used)] // each test binary uses a part of them
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 /// Runs the `larch` binary built for these tests with `args`.
 pub fn larch(args: &[&str]) -> Output {
@@ -78,4 +79,27 @@ pub fn serve(store: &Path, extra: &[&str]) -> Result<(Child, SocketAddr), String
             Err(format!("larch serve exited ({status}): {stderr}"))
         }
     }
+}
+
+/// The names in `dir` starting with `prefix`, sorted.
+pub fn file_names(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `GET target` over HTTP/1.1: the status and the JSON body.
+pub fn get(addr: SocketAddr, target: &str) -> (u16, serde_json::Value) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(stream, "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let status = String::from_utf8_lossy(&raw[..split]).split(' ').nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_slice(&raw[split + 4..]).unwrap())
 }
