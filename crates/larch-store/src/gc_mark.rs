@@ -20,14 +20,17 @@
 //! The records are read through [`RecordSource`], implemented by today's single-file
 //! [`PackReader`] and, later, by the chunked layout. Full records are decoded pointers-only
 //! (no names, no nodes); only patches whose decoded children are needed are decoded, through a
-//! small cache of decoded bases.
+//! small cache of decoded bases, as names and child offsets only (`gc_children`).
 
-use crate::codec::{self, Cursor, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
+use crate::codec::{Cursor, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
+use crate::gc_children::{self, Decoded, NodeChildren};
 use crate::pack::PackReader;
 use crate::patch;
 use crate::repo::Repo;
-use larch_core::{ContentsRef, Entry, Hash, NodeBody, NodeRef, StoreId};
+use larch_core::Hash;
+#[cfg(test)]
+use larch_core::{ContentsRef, Entry, NodeBody, NodeRef};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -232,8 +235,10 @@ fn is_patch(kind: RecordKind) -> bool {
     matches!(kind, RecordKind::PatchEntries | RecordKind::PatchTree)
 }
 
-/// The child offsets of a decoded node.
-fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
+/// The child offsets of a decoded node (the reader's decoding; the mark uses
+/// [`gc_children`], tested against this).
+#[cfg(test)]
+pub(crate) fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
     match body {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => {
             for (_, entry) in entries.iter() {
@@ -254,19 +259,18 @@ fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
     }
 }
 
-/// Decoded node bodies kept for patch decoding (bases are shared by consecutive versions), up
-/// to this many bytes of estimated heap: the GC runs inside the writer's process, whose memory
-/// budget it shares. 1 MiB marks as fast as 4, 16 or 64 MiB on the default trace, with a peak
-/// 7.6 MB lower than 4 MiB's.
+/// Decoded nodes kept for patch decoding (bases are shared by consecutive versions), up to this
+/// many bytes of estimated heap: the GC runs inside the writer's process, whose memory budget it
+/// shares. 1 MiB marks as fast as 4, 16 or 64 MiB on the default trace.
 const DECODED_CACHE_BYTES: u64 = 1 << 20;
 
-/// The weight of a cached decoded body: its estimated heap bytes.
+/// The weight of a cached decoded node: its estimated heap bytes.
 #[derive(Clone, Copy, Debug, Default)]
-struct BodyWeight;
+struct ChildrenWeight;
 
-impl quick_cache::Weighter<u64, (Arc<NodeBody>, u8)> for BodyWeight {
-    fn weight(&self, _offset: &u64, (body, _): &(Arc<NodeBody>, u8)) -> u64 {
-        u64::from(crate::pack::body_weight(body))
+impl quick_cache::Weighter<u64, (Arc<NodeChildren>, u8)> for ChildrenWeight {
+    fn weight(&self, _offset: &u64, (node, _): &(Arc<NodeChildren>, u8)) -> u64 {
+        node.heap_bytes()
     }
 }
 
@@ -274,9 +278,10 @@ impl quick_cache::Weighter<u64, (Arc<NodeBody>, u8)> for BodyWeight {
 struct Marker<'a, S: RecordSource> {
     source: &'a S,
     bounds: MarkBounds,
-    store: StoreId,
     pending: BTreeMap<u64, Mark>,
-    decoded: quick_cache::unsync::Cache<u64, (Arc<NodeBody>, u8), BodyWeight>,
+    decoded: quick_cache::unsync::Cache<u64, (Arc<NodeChildren>, u8), ChildrenWeight>,
+    /// Scratch for a decoded patch's children.
+    children: Vec<u64>,
     result: GcMark,
     /// Offsets below this are not followed (older GC segments kept whole).
     floor: u64,
@@ -291,67 +296,49 @@ impl<S: RecordSource> Marker<'_, S> {
         self.pending.entry(offset).and_modify(|old| *old = (*old).max(mark)).or_insert(mark);
     }
 
-    /// The body of the node at `offset` and its patch chain length (at most `max_chain`), decoded
-    /// through its bases; cached.
-    fn decoded_node(&mut self, offset: u64, max_chain: u8) -> Result<(Arc<NodeBody>, u8)> {
-        if let Some((body, chain)) = self.decoded.get(&offset) {
+    /// The children of the node at `offset` and its patch chain length (at most `max_chain`),
+    /// decoded through its bases; cached.
+    fn decoded_node(&mut self, offset: u64, max_chain: u8) -> Result<(Arc<NodeChildren>, u8)> {
+        if let Some((node, chain)) = self.decoded.get(&offset) {
             if *chain > max_chain {
                 return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
             }
-            return Ok((body.clone(), *chain));
+            return Ok((node.clone(), *chain));
         }
-        enum Decoded {
-            Full(NodeBody),
-            Patch(patch::Patch),
-        }
-        let store = self.store;
-        let (decoded, total) = self.source.with_record(offset, |kind, body| {
-            let mut counts = codec::EntryCounts::default();
-            match kind {
-                RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
-                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts, store)?))
-                }
-                RecordKind::PatchEntries | RecordKind::PatchTree => {
-                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts, store)?))
-                }
-                other => Err(StoreError::corrupt(
-                    FileKind::Pack,
-                    offset,
-                    format!("a {} record where a node was expected", other.name()),
-                )),
-            }
-        })?;
+        let (decoded, total) =
+            self.source.with_record(offset, |kind, body| gc_children::decode(kind, body, offset))?;
         self.result.bytes_read += total;
         self.result.records_read += 1;
-        let (body, chain) = match decoded {
-            Decoded::Full(body) => (body, 0),
-            Decoded::Patch(patch) => {
-                let chain = patch.chain();
-                if chain > max_chain || chain == 0 {
+        let (node, chain) = match decoded {
+            Decoded::Full(node) => (node, 0),
+            Decoded::Patch { base, chain, changes } => {
+                if chain > max_chain {
                     return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
                 }
-                // Recursion bounded by `MAX_CHAIN`: each level lowers `max_chain`.
-                let (base, base_chain) = self.decoded_node(patch.base().1, chain - 1)?;
+                // Recursion bounded by `MAX_CHAIN`: each level lowers `max_chain` (chain ≥ 1).
+                let (base_node, base_chain) = self.decoded_node(base, chain - 1)?;
                 if base_chain != chain - 1 {
                     return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
                 }
-                (patch::apply(&base, patch, offset)?, chain)
+                (gc_children::apply(&base_node, changes, offset)?, chain)
             }
         };
-        let body = Arc::new(body);
-        self.decoded.insert(offset, (body.clone(), chain));
-        Ok((body, chain))
+        let node = Arc::new(node);
+        self.decoded.insert(offset, (node.clone(), chain));
+        Ok((node, chain))
     }
 
     /// Pushes the children of the decoded patch at `offset` as full.
     fn push_patch_children(&mut self, offset: u64) -> Result<()> {
         self.result.patches_decoded += 1;
-        let (body, _) = self.decoded_node(offset, patch::MAX_CHAIN)?;
-        let mut children = Vec::new();
-        body_children(&body, &mut children);
-        for child in children {
+        let (node, _) = self.decoded_node(offset, patch::MAX_CHAIN)?;
+        let mut children = std::mem::take(&mut self.children);
+        children.clear();
+        node.offsets(&mut children);
+        for &child in &children {
             self.push(child, Mark::Full);
         }
+        self.children = children;
         Ok(())
     }
 
@@ -449,7 +436,10 @@ impl<S: RecordSource> Marker<'_, S> {
         let mut live: Vec<(u64, u32)> = Vec::new();
         let mut base_only: Vec<u64> = Vec::new();
         while let Some((offset, mark)) = self.pending.pop_last() {
-            let (kind, total) = self.source.with_record(offset, |kind, body| {
+            // A kept patch not decoded yet is decoded from this read (its children are needed);
+            // any other record is decoded pointers-only.
+            let decode_here = mark == Mark::Full && !self.decoded.contains_key(&offset);
+            let (decoded, total) = self.source.with_record(offset, |kind, body| {
                 if kind == RecordKind::Commit {
                     return Err(StoreError::corrupt(
                         FileKind::Pack,
@@ -458,8 +448,12 @@ impl<S: RecordSource> Marker<'_, S> {
                     ));
                 }
                 record_pointers(kind, body, offset, &mut pointers)?;
-                Ok(kind)
+                if decode_here && is_patch(kind) {
+                    return Ok((kind, Some(gc_children::decode(kind, body, offset)?)));
+                }
+                Ok((kind, None))
             })?;
+            let (kind, decoded) = decoded;
             self.result.bytes_read += total;
             self.result.records_read += 1;
             let length = u32::try_from(total)
@@ -481,7 +475,21 @@ impl<S: RecordSource> Marker<'_, S> {
                 self.push(base, Mark::BaseOnly);
             }
             if mark == Mark::Full {
-                if is_patch(kind) {
+                if let Some(Decoded::Patch { base, chain, changes }) = decoded {
+                    self.result.patches_decoded += 1;
+                    let (base_node, base_chain) = self.decoded_node(base, chain - 1)?;
+                    if base_chain != chain - 1 {
+                        return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
+                    }
+                    let node = gc_children::apply(&base_node, changes, offset)?;
+                    let mut children = std::mem::take(&mut self.children);
+                    children.clear();
+                    node.offsets(&mut children);
+                    for &child in &children {
+                        self.push(child, Mark::Full);
+                    }
+                    self.children = children;
+                } else if is_patch(kind) {
                     self.push_patch_children(offset)?;
                 } else {
                     for &child in &pointers.children {
@@ -524,9 +532,9 @@ pub(crate) fn mark_above<S: RecordSource>(source: &S, bounds: MarkBounds, floor:
     let mut marker = Marker {
         source,
         bounds,
-        store: StoreId::fresh(),
         pending: BTreeMap::new(),
-        decoded: quick_cache::unsync::Cache::with_weighter(1024, DECODED_CACHE_BYTES, BodyWeight),
+        decoded: quick_cache::unsync::Cache::with_weighter(4096, DECODED_CACHE_BYTES, ChildrenWeight),
+        children: Vec::new(),
         result: GcMark { bounds: Some(bounds), ..GcMark::default() },
         floor,
     };

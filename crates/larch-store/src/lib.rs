@@ -52,6 +52,7 @@ mod error;
 pub mod fault;
 mod fsck;
 mod gc;
+mod gc_children;
 mod gc_mark;
 mod gc_policy;
 mod gc_worker;
