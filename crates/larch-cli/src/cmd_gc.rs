@@ -125,6 +125,7 @@ fn finish(repo: Repo, report: GcReport, args: &GcArgs) -> anyhow::Result<ExitCod
             "merged_segments": report.merged_segments,
             "segments_garbage": report.segments_garbage,
             "segment": report.segment,
+            "kept_in_place": report.kept_in_place.as_ref().map(|(name, bytes)| json!({"file": name, "bytes": bytes})),
             "branches_removed": report.branches_removed,
             "mark_s": report.mark_time.as_secs_f64(),
             "copy_s": report.copy_time.as_secs_f64(),
@@ -155,6 +156,12 @@ fn finish(repo: Repo, report: GcReport, args: &GcArgs) -> anyhow::Result<ExitCod
         report.base_only_records,
         report.chunks_removed
     ))?;
+    if let Some((name, bytes)) = &report.kept_in_place {
+        emit_line(format_args!(
+            "  kept        {name} in place ({:.1} MiB, mostly live: read as a segment from now on)",
+            mib(*bytes)
+        ))?;
+    }
     if report.segments_marked > 0 {
         emit_line(format_args!(
             "  segments    {} old segments marked{} ({:.1} MiB of garbage in them), {} merged{}",

@@ -117,13 +117,24 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The files of the store's segment list, by increasing range (`larch stats --json`): the segment
+/// files, after the first chunk when the first GC kept it in place.
 fn segment_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+    let stats = larch_json(&["stats", path_str(dir), "--json"]);
+    let names: Vec<String> = stats["segment_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|segment| segment["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| name.starts_with("seg."))
         .collect();
-    names.sort();
+    files.sort();
+    let listed: Vec<String> = names.iter().filter(|name| name.starts_with("seg.")).cloned().collect();
+    assert_eq!(files, listed, "every segment file is in the list, and only those");
     names
 }
 

@@ -26,6 +26,10 @@ pub const SLOT_VERSION_2: u32 = 2;
 /// Bit 0 of a layout-3 slot's flags: the store is in archive mode, chunk files may be in the lower
 /// directory (`docs/format.md`).
 pub const FLAG_ARCHIVE: u32 = 1;
+/// Bit 63 of a segment entry's generation: the entry names a chunk kept in place by a GC
+/// (`chunk.<seq>`, `seq` in the low 32 bits) instead of a segment file `seg.<generation>`
+/// (docs/gc-design.md §13, *Chunks kept in place*). Its footer CRC is 0.
+pub const KEPT_CHUNK_BIT: u64 = 1 << 63;
 /// Bytes before the branch count in a layout-2 slot.
 const FIXED_LEN_2: usize = 48;
 /// Bytes before the segment list in a layout-3 slot.
@@ -53,6 +57,37 @@ pub struct SegmentRef {
     pub file_len: u64,
     /// The CRC of its footer.
     pub footer_crc: u32,
+}
+
+impl SegmentRef {
+    /// The entry of chunk `seq` kept in place over `[range_start, range_end)`, its file `file_len`
+    /// bytes long.
+    pub fn kept_chunk_entry(seq: u32, range_start: u64, range_end: u64, file_len: u64) -> SegmentRef {
+        SegmentRef {
+            generation: KEPT_CHUNK_BIT | u64::from(seq),
+            range_start,
+            range_end,
+            file_len,
+            footer_crc: 0,
+        }
+    }
+
+    /// The chunk this entry keeps in place, if it names one rather than a segment file.
+    pub fn kept_chunk(&self) -> Option<u32> {
+        if self.generation & KEPT_CHUNK_BIT == 0 {
+            return None;
+        }
+        u32::try_from(self.generation & !KEPT_CHUNK_BIT).ok()
+    }
+
+    /// The name of the file the entry names: `seg.<generation>` or, for a chunk kept in place,
+    /// `chunk.<seq>`.
+    pub fn file_name(&self) -> String {
+        match self.kept_chunk() {
+            Some(seq) => crate::layout::chunk_name(seq),
+            None => crate::layout::segment_name(self.generation),
+        }
+    }
 }
 
 /// The published state of a store: the contents of one slot.
@@ -417,6 +452,10 @@ impl ControlState {
                 || segment.range_end > self.head_start
             {
                 return Err(corrupt(at, "segment ranges not increasing and disjoint below the head chunk"));
+            }
+            let kept_chunk_ok = segment.kept_chunk().is_some_and(|seq| seq < self.first_chunk);
+            if segment.generation & KEPT_CHUNK_BIT != 0 && (!kept_chunk_ok || segment.footer_crc != 0) {
+                return Err(corrupt(at, "a chunk kept in place with a bad number or footer CRC"));
             }
             previous_end = segment.range_end;
         }

@@ -78,6 +78,9 @@ pub struct GcReport {
     pub bytes_waiting: u64,
     /// The segment written (`None` when the region was empty).
     pub segment: Option<String>,
+    /// The region's oldest chunk when it was kept in place instead of copied (mostly live:
+    /// [`crate::GcPolicy::keep_in_place_percent`]), with its bytes.
+    pub kept_in_place: Option<(String, u64)>,
     /// Whether the mark went through every old segment (a deep mark, docs/gc-design.md §6).
     pub deep_mark: bool,
     /// Old segments marked (their live bytes measured).
@@ -628,6 +631,9 @@ impl Repo {
         state.index_keep_from = switch.output.index_keep_from;
         state.first_chunk = switch.output.first_chunk.unwrap_or(run.first_chunk);
         state.segments.retain(|segment| segment.range_start < switch.output.region_start);
+        if let Some(kept) = &switch.output.kept_chunk {
+            state.segments.push(kept.reference);
+        }
         if let Some(segment) = &switch.output.segment {
             state.segments.push(segment.reference);
         }
@@ -656,7 +662,7 @@ impl Repo {
             .map(|segment| (segment.name(), segment.reference.file_len))
             .collect();
         let first_chunk = output.first_chunk.unwrap_or(run.first_chunk);
-        let retired = layout.collect(output.segment.clone(), first_chunk);
+        let retired = layout.collect(output.segment.clone(), first_chunk, output.kept_chunk.clone());
         let region_bytes: u64 = retired
             .iter()
             .map(|name| run.dir.open(name, false).and_then(|file| file.len()).unwrap_or(0))
@@ -710,6 +716,10 @@ impl Repo {
             total_time: checked.duration_since(run.started),
             bytes_waiting: 0,
             segment: output.segment.as_ref().map(SegmentExtent::name),
+            kept_in_place: output
+                .kept_chunk
+                .as_ref()
+                .map(|kept| (kept.name(), kept.reference.range_end - kept.reference.range_start)),
             deep_mark: run.deep,
             segments_marked: output.candidates.len(),
             merged_segments: merged.into_iter().map(|(name, _)| name).collect(),
@@ -833,6 +843,7 @@ fn merge_slices(so_far: GcReport, next: GcReport) -> GcReport {
         segments_marked: so_far.segments_marked.max(next.segments_marked),
         merged_segments,
         segments_garbage: so_far.segments_garbage.max(next.segments_garbage),
+        kept_in_place: so_far.kept_in_place.or(next.kept_in_place),
         ..next
     }
 }

@@ -479,7 +479,11 @@ impl<S: RecordSource> Marker<'_, S> {
                     self.result.patches_decoded += 1;
                     let (base_node, base_chain) = self.decoded_node(base, chain - 1)?;
                     if base_chain != chain - 1 {
-                        return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
+                        return Err(StoreError::corrupt(
+                            FileKind::Pack,
+                            offset,
+                            "patch chain length mismatch",
+                        ));
                     }
                     let node = gc_children::apply(&base_node, changes, offset)?;
                     let mut children = std::mem::take(&mut self.children);

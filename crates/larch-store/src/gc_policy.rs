@@ -46,6 +46,12 @@ pub struct GcPolicy {
     /// latency while it runs (docs/benchmarks.md, "Fourth round"). Values below the process's
     /// own need privileges (`RLIMIT_NICE`); a refused value leaves the priority as it is.
     pub worker_nice: i32,
+    /// The first GC of a store keeps its first chunk in place (read as a segment from then on)
+    /// instead of copying its live records when at least this percentage of it is live: copying
+    /// it would take more extra disk than it frees (a chain's initial state, the setup block, an
+    /// imported snapshot: one commit, so one chunk however large). A later deep mark merges it
+    /// like any old segment once it holds enough garbage. 0: always copy.
+    pub keep_in_place_percent: u64,
 }
 
 impl Default for GcPolicy {
@@ -59,6 +65,7 @@ impl Default for GcPolicy {
             slice_percent: 10,
             slice_min_bytes: 8 << 20,
             worker_nice: 10,
+            keep_in_place_percent: 50,
         }
     }
 }
@@ -101,6 +108,8 @@ pub(crate) struct Compaction {
     /// Most bytes one slice copies from the newly old chunks, with the merged segments' live
     /// bytes (`u64::MAX`: no slicing); at least one chunk is taken when nothing is merged.
     pub(crate) slice_bytes: u64,
+    /// [`GcPolicy::keep_in_place_percent`].
+    pub(crate) keep_in_place_percent: u64,
 }
 
 impl Compaction {
@@ -157,6 +166,7 @@ pub(crate) fn plan(
         min_garbage_percent: if options.compact { 0 } else { policy.min_garbage_percent },
         must_merge,
         slice_bytes: slice_bytes(policy, disk_before),
+        keep_in_place_percent: policy.keep_in_place_percent,
     }
 }
 
@@ -318,6 +328,7 @@ mod tests {
             min_garbage_percent: 33,
             must_merge: false,
             slice_bytes: u64::MAX,
+            keep_in_place_percent: 0,
         };
         // Newest: 30 garbage of 60 (50%); with the middle one: 80 of 150; the oldest does not fit.
         assert_eq!(choose(&base, &[900, 40, 30], 100), 2);

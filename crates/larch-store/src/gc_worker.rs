@@ -41,6 +41,9 @@ pub(crate) struct WorkerOutput {
     /// Start of the region collected: the first merged segment's range start, else the end of
     /// the segments.
     pub(crate) region_start: u64,
+    /// The region's oldest chunk, kept in place (read as a segment) instead of copied; the
+    /// region then starts at its end.
+    pub(crate) kept_chunk: Option<SegmentExtent>,
     /// The old segments marked, with their live bytes.
     pub(crate) candidates: Vec<(SegmentStat, u64)>,
     /// Live records of the region, increasing.
@@ -158,6 +161,11 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         .iter()
         .map(|segment| live_bytes(segment.range_start, segment.range_end))
         .collect();
+    // The store's first chunk stays in place when most of it is live (docs/gc-design.md §13,
+    // *Chunks kept in place*): copying it would cost more extra disk than it frees. It is the
+    // region's start only while nothing was collected (no segment to merge).
+    let kept_chunk = keep_in_place(&layout, &compaction, region_start, bounds, &live_bytes)?;
+    let region_start = kept_chunk.as_ref().map_or(region_start, |kept| kept.reference.range_end);
     let mandatory = live_bytes(region_start, bounds.region_end);
     let mandatory_start = region_start;
     let merged = crate::gc_policy::choose(&compaction, &live, mandatory);
@@ -279,6 +287,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     let disk_after_copy = dir_bytes(&*dir)?;
     let output = WorkerOutput {
         region_start,
+        kept_chunk,
         candidates,
         live,
         base_only,
@@ -307,6 +316,41 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     }
     counters.set_phase(GcPhase::WaitingForSwitch, 0);
     Ok(output)
+}
+
+/// The store's first chunk, as a segment view to keep in place, when the policy's threshold says
+/// so: nothing was collected yet (the region starts at 16, so there is no segment to merge), the
+/// chunk lies wholly in the region, it is a format-3 chunk file, and at least
+/// `keep_in_place_percent` of its bytes are live.
+fn keep_in_place(
+    layout: &Layout,
+    compaction: &Compaction,
+    region_start: u64,
+    bounds: MarkBounds,
+    live_bytes: &impl Fn(u64, u64) -> u64,
+) -> Result<Option<SegmentExtent>> {
+    let percent = compaction.keep_in_place_percent;
+    if percent == 0 || percent > 100 || region_start != crate::codec::PACK_HEADER_LEN {
+        return Ok(None);
+    }
+    let chunks = layout.chunk_files(bounds.scan_end);
+    let Some((_, start, end)) = chunks.first().cloned() else { return Ok(None) };
+    let Some((seq, _)) = layout.chunk_holding(start) else { return Ok(None) };
+    if start != region_start || end > bounds.region_end {
+        return Ok(None);
+    }
+    let bytes = end - start;
+    if u128::from(live_bytes(start, end)) * 100 < u128::from(bytes) * u128::from(percent) {
+        return Ok(None);
+    }
+    let Some(chunk) = layout.chunk_extent(seq) else { return Ok(None) };
+    if chunk.legacy {
+        return Ok(None);
+    }
+    let file_len = chunk.file.len().map_err(|e| StoreError::io(FileKind::Pack, start, "stat", e))?;
+    let reference = SegmentRef::kept_chunk_entry(seq, start, end, file_len);
+    let segment = Segment::over_chunk(chunk.file.clone(), reference.generation, (start, end), chunk.data_at)?;
+    Ok(Some(SegmentExtent { reference, segment: Arc::new(segment) }))
 }
 
 /// The first of `roots` (sorted, deduplicated) that the GC would not keep as a full record: below

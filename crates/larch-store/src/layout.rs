@@ -379,6 +379,11 @@ impl Layout {
             .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
     }
 
+    /// The chunk `seq`, if the layout holds it.
+    pub fn chunk_extent(&self, seq: u32) -> Option<ChunkExtent> {
+        self.extents().iter().filter_map(Extent::as_chunk).find(|chunk| chunk.seq == seq).cloned()
+    }
+
     /// Number of chunk files.
     pub fn chunk_count(&self) -> usize {
         self.extents().iter().filter(|extent| extent.as_chunk().is_some()).count()

@@ -43,7 +43,7 @@ pub struct SegmentExtent {
 impl SegmentExtent {
     /// The file's name.
     pub fn name(&self) -> String {
-        segment_name(self.reference.generation)
+        self.reference.file_name()
     }
 }
 
@@ -53,7 +53,7 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
     let mut out = Vec::with_capacity(references.len());
     let mut previous_end = PACK_HEADER_LEN;
     for reference in references {
-        let name = segment_name(reference.generation);
+        let name = reference.file_name();
         let corrupt = |reason: String| StoreError::corrupt(FileKind::Segment, 0, format!("{name}: {reason}"));
         if reference.range_start != previous_end {
             return Err(StoreError::corrupt(
@@ -66,6 +66,26 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
             ));
         }
         previous_end = reference.range_end;
+        if let Some(seq) = reference.kept_chunk() {
+            // A chunk kept in place: its header, start and length as the slot names them.
+            let chunk = open_chunk(dir, seq, false)?;
+            let file_len = chunk.file.len().map_err(|e| io_error(0, "stat", e))?;
+            if chunk.legacy || chunk.start != reference.range_start || file_len != reference.file_len {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    0,
+                    format!(
+                        "{}: the chunk (start {}, {file_len} bytes) is not the one the control file keeps in place",
+                        reference.file_name(),
+                        chunk.start
+                    ),
+                ));
+            }
+            let range = (reference.range_start, reference.range_end);
+            let segment = Segment::over_chunk(chunk.file, reference.generation, range, chunk.data_at)?;
+            out.push(SegmentExtent { reference: *reference, segment: Arc::new(segment) });
+            continue;
+        }
         let file = match dir.open(&name, false) {
             Ok(file) => file,
             Err(e) if e.kind() == ErrorKind::NotFound => return Err(corrupt("missing segment file".into())),
@@ -210,9 +230,18 @@ impl Layout {
     /// The switch of a GC: the segment `new` replaces every segment whose range starts at or
     /// above its start (merged into it) and every chunk below `first_chunk`. Returns the names of
     /// the files no longer in the layout (to unlink once no published slot names them).
-    pub fn collect(&self, new: Option<SegmentExtent>, first_chunk: u32) -> Vec<String> {
+    ///
+    /// `kept_chunk`, a chunk the GC keeps in place (read as a segment), joins the segments
+    /// below `new` instead of being retired.
+    pub fn collect(
+        &self,
+        new: Option<SegmentExtent>,
+        first_chunk: u32,
+        kept_chunk: Option<SegmentExtent>,
+    ) -> Vec<String> {
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         let merged_from = new.as_ref().map_or(u64::MAX, |segment| segment.reference.range_start);
+        let kept_seq = kept_chunk.as_ref().and_then(|segment| segment.reference.kept_chunk());
         let mut retired = Vec::new();
         let mut kept = Vec::with_capacity(extents.len());
         for extent in extents.drain(..) {
@@ -224,6 +253,9 @@ impl Layout {
                 kept.push(extent);
                 continue;
             }
+            if matches!(&extent, Extent::Chunk(chunk) if Some(chunk.seq) == kept_seq) {
+                continue; // Replaced by its segment view, below.
+            }
             retired.push(match &extent {
                 Extent::Chunk(chunk) => chunk.name(),
                 Extent::Segment(segment) => segment.name(),
@@ -231,6 +263,7 @@ impl Layout {
         }
         let split = kept.iter().position(|extent| extent.as_chunk().is_some()).unwrap_or(kept.len());
         let chunks = kept.split_off(split);
+        kept.extend(kept_chunk.map(Extent::Segment));
         kept.extend(new.map(Extent::Segment));
         kept.extend(chunks);
         *extents = kept;
@@ -244,11 +277,13 @@ impl Layout {
     pub fn remove_unnamed(&self) -> Result<Vec<String>> {
         let first = self.first_seq();
         let named: Vec<u64> = self.segments().iter().map(|segment| segment.reference.generation).collect();
+        let kept: Vec<u32> =
+            self.segments().iter().filter_map(|segment| segment.reference.kept_chunk()).collect();
         let names = self.dir.list().map_err(|e| io_error(0, "list", e))?;
         let unnamed: Vec<String> = names
             .into_iter()
             .filter(|name| {
-                parse_chunk_name(name).is_some_and(|seq| seq < first)
+                parse_chunk_name(name).is_some_and(|seq| seq < first && !kept.contains(&seq))
                     || parse_segment_name(name).is_some_and(|generation| !named.contains(&generation))
                     || (first > 0 && name == LEGACY_PACK)
             })

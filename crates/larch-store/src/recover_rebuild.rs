@@ -127,26 +127,45 @@ fn joins(below: &ChunkInfo, above: &ChunkInfo) -> bool {
 }
 
 /// The segments that join global offset `end` down to 16: at each step the newest segment
-/// ending where the chain stands. `None` when no chain reaches 16 (or it is longer than a control
-/// slot holds). The result is by increasing range.
-fn chain_to(segments: &[SegmentInfo], end: u64) -> Option<Vec<SegmentInfo>> {
+/// ending where the chain stands; at the bottom, the store's first chunk `first` (a format-3
+/// chunk starting at 16) when its records end exactly where the chain stands and no segment does
+/// (a chunk the first GC kept in place). `None` when no chain reaches 16 (or it is longer than a
+/// control slot holds). The result is by increasing range, with the kept chunk's entry apart.
+fn chain_to(
+    segments: &[SegmentInfo],
+    first: Option<(&ChunkInfo, u64)>,
+    end: u64,
+) -> Option<(Option<SegmentRef>, Vec<SegmentInfo>)> {
     let mut chain: Vec<SegmentInfo> = Vec::new();
+    let mut kept = None;
     let mut at = end;
     // Each step moves `at` strictly down (ranges are not empty), so the chain uses a segment at
     // most once; the bound is the slot's capacity.
     while at != PACK_HEADER_LEN {
-        if chain.len() == MAX_SEGMENTS {
+        if chain.len() + usize::from(kept.is_some()) >= MAX_SEGMENTS {
             return None;
         }
         let next = segments
             .iter()
             .filter(|segment| segment.reference.range_end == at)
-            .max_by_key(|segment| segment.reference.generation)?;
-        at = next.reference.range_start;
-        chain.push(next.clone());
+            .max_by_key(|segment| segment.reference.generation);
+        match next {
+            Some(next) => {
+                at = next.reference.range_start;
+                chain.push(next.clone());
+            }
+            None => {
+                let (chunk, file_len) = first?;
+                if chain.is_empty() || chunk.start != PACK_HEADER_LEN || chunk.start + chunk.data != at {
+                    return None;
+                }
+                kept = Some(SegmentRef::kept_chunk_entry(chunk.seq, chunk.start, at, file_len));
+                at = PACK_HEADER_LEN;
+            }
+        }
     }
     chain.reverse();
-    Some(chain)
+    Some((kept, chain))
 }
 
 /// The candidate layouts of the pack's files in `dir`, in the order recovery tries them; an error
@@ -187,6 +206,14 @@ pub(super) fn candidates(dir: &dyn Directory) -> Result<Vec<Candidate>, String> 
         }
     }
     runs.reverse();
+    // The store's first chunk, which the first GC may have kept in place (not a format-2 `pack`).
+    let first_chunk = chunks
+        .iter()
+        .find(|chunk| {
+            chunk.start == PACK_HEADER_LEN
+                && names.iter().any(|name| parse_chunk_name(name) == Some(chunk.seq))
+        })
+        .map(|chunk| (chunk, chunk.data + CHUNK_HEADER_LEN));
     let mut out = Vec::new();
     for run in &runs {
         let head = run.last().map_or(0, |chunk| chunk.seq);
@@ -202,7 +229,7 @@ pub(super) fn candidates(dir: &dyn Directory) -> Result<Vec<Candidate>, String> 
                 });
                 continue;
             }
-            let Some(chain) = chain_to(&segments, chunk.start) else { continue };
+            let Some((kept, chain)) = chain_to(&segments, first_chunk, chunk.start) else { continue };
             let Some(newest) = chain.iter().max_by_key(|segment| segment.reference.generation) else {
                 continue;
             };
@@ -218,11 +245,14 @@ pub(super) fn candidates(dir: &dyn Directory) -> Result<Vec<Candidate>, String> 
                 keep_from: newest.keep_from,
                 index_keep_from: newest.index_keep_from,
                 first_chunk: chunk.seq,
-                segments: chain.iter().map(|segment| segment.reference).collect(),
+                segments: kept.into_iter().chain(chain.iter().map(|segment| segment.reference)).collect(),
                 ..ControlState::default()
             };
-            let generations: Vec<String> =
-                chain.iter().map(|segment| format!("seg.{:06}", segment.reference.generation)).collect();
+            let generations: Vec<String> = kept
+                .iter()
+                .map(|kept| format!("{} (kept in place)", kept.file_name()))
+                .chain(chain.iter().map(|segment| format!("seg.{:06}", segment.reference.generation)))
+                .collect();
             out.push(Candidate {
                 gc: Some(gc),
                 gc_commit: Some(newest.commit),

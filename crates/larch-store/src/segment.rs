@@ -216,6 +216,39 @@ pub struct Segment {
 }
 
 impl Segment {
+    /// A chunk file kept in place by a GC, read as a segment of one run: global `[start, end)` at
+    /// file position `data_at` on (docs/gc-design.md §13, *Chunks kept in place*). `generation` is
+    /// its control entry's (with [`crate::control::KEPT_CHUNK_BIT`]). The file must hold the whole
+    /// range.
+    pub fn over_chunk(
+        storage: Arc<dyn Storage>,
+        generation: u64,
+        (start, end): (u64, u64),
+        data_at: u64,
+    ) -> Result<Segment> {
+        let file_len = storage.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+        let map_at = end.checked_sub(start).and_then(|len| len.checked_add(data_at));
+        let Some(map_at) = map_at.filter(|map_at| *map_at <= file_len && start < end) else {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                0,
+                format!(
+                    "a chunk kept in place over [{start}, {end}) from position {data_at} is {file_len} bytes long"
+                ),
+            ));
+        };
+        let header = SegmentHeader {
+            generation,
+            range_start: start,
+            range_end: end,
+            keep_from: 0,
+            index_keep_from: 0,
+            commit: Hash([0; 32]),
+        };
+        let summary = SegmentSummary { file_len, footer_crc: 0, runs: 1, record_bytes: end - start };
+        Ok(Segment { storage, header, mapping: vec![(start, data_at)], map_at, summary })
+    }
+
     /// Opens the segment in `storage`, checking magics, version, the three CRCs, the mapping's
     /// order, and that every run lies inside the range and the file. Every failure is a
     /// [`StoreError::Corrupt`] of [`FileKind::Segment`] at the offending file position (or a

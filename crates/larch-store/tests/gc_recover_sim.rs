@@ -33,8 +33,10 @@ fn options() -> RepoOptions {
     }
 }
 
-/// The script's acknowledged commits with their models.
-fn run_script(files: StoreFiles) -> Vec<(Hash, Model)> {
+/// The script's acknowledged commits with their models; its first block makes `first_ops`
+/// random operations (the others 15): with many, the first chunk stays mostly live and the GC
+/// keeps it in place.
+fn run_script(files: StoreFiles, first_ops: usize) -> Vec<(Hash, Model)> {
     let (mut rng, _) = seeded_rng("gc_recover_sim_script", 11);
     let mut acked = Vec::new();
     let Ok(mut repo) = Repo::open_files(files, true, options(), None) else { return acked };
@@ -50,7 +52,7 @@ fn run_script(files: StoreFiles) -> Vec<(Hash, Model)> {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
-        for _ in 0..15 {
+        for _ in 0..if block == 0 { first_ops } else { 15 } {
             random_op(&mut rng, &mut tree, &mut model);
         }
         let parents: Vec<Hash> = acked.last().map(|(hash, _)| *hash).into_iter().collect();
@@ -140,16 +142,27 @@ fn recover_and_check(
 
 #[test]
 fn every_cut_of_a_gc_recovers_without_a_control_file() {
+    every_cut_recovers(15, false);
+}
+
+#[test]
+fn every_cut_of_a_gc_keeping_the_first_chunk_in_place_recovers_without_a_control_file() {
+    every_cut_recovers(400, true);
+}
+
+fn every_cut_recovers(first_ops: usize, kept_in_place: bool) {
     let clean = FaultController::new();
-    let all = run_script(clean.files());
+    let all = run_script(clean.files(), first_ops);
     assert_eq!(all.len(), BEFORE + AFTER);
     assert!(clean.names().iter().any(|name| name.starts_with("seg.")), "the clean run collected nothing");
+    let chunk_0 = clean.names().iter().any(|name| name == "chunk.000000");
+    assert_eq!(chunk_0, kept_in_place, "the first chunk kept in place: {:?}", clean.names());
     let total_ops = clean.ops();
     let (mut pre_gc, mut collected, mut nothing) = (0, 0, 0);
     for cut in 0..total_ops {
         let controller = FaultController::new();
         controller.crash_at(Some(cut));
-        let acked = run_script(controller.files()).len();
+        let acked = run_script(controller.files(), first_ops).len();
         assert!(controller.has_crashed(), "cut {cut} never happened");
         for survival in [Survival::Written, Survival::Durable] {
             let what = format!("cut {cut} of {total_ops}, {survival:?}");
