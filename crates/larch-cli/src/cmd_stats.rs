@@ -93,12 +93,23 @@ pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     }
     if !segments.is_empty() {
         let kept: u64 = segments.iter().map(|(_, _, _, kept)| kept).sum();
+        // A chunk the first GC kept in place is listed with the segments (read as one).
+        let in_place: Vec<&str> = segments
+            .iter()
+            .map(|(name, ..)| name.as_str())
+            .filter(|name| name.starts_with("chunk."))
+            .collect();
         writeln!(
             text,
-            "gc           generation {}; {} segment files ({} of records kept below the first chunk)",
+            "gc           generation {}; {} segment files ({} of records kept below the first chunk){}",
             repo.gc_generation(),
             segments.len(),
-            human(kept)
+            human(kept),
+            if in_place.is_empty() {
+                String::new()
+            } else {
+                format!(", of which {} kept in place", in_place.join(", "))
+            }
         )?;
     }
     writeln!(text, "commit index {}", human(report.index_bytes))?;

@@ -315,12 +315,7 @@ impl<S: RecordSource> Marker<'_, S> {
                 if chain > max_chain {
                     return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
                 }
-                // Recursion bounded by `MAX_CHAIN`: each level lowers `max_chain` (chain ≥ 1).
-                let (base_node, base_chain) = self.decoded_node(base, chain - 1)?;
-                if base_chain != chain - 1 {
-                    return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
-                }
-                (gc_children::apply(&base_node, changes, offset)?, chain)
+                (self.patched(offset, base, chain, changes)?, chain)
             }
         };
         let node = Arc::new(node);
@@ -328,10 +323,28 @@ impl<S: RecordSource> Marker<'_, S> {
         Ok((node, chain))
     }
 
-    /// Pushes the children of the decoded patch at `offset` as full.
-    fn push_patch_children(&mut self, offset: u64) -> Result<()> {
-        self.result.patches_decoded += 1;
-        let (node, _) = self.decoded_node(offset, patch::MAX_CHAIN)?;
+    /// The children of the patch at `offset` (chain length `chain` ≥ 1) with `changes`, applied to
+    /// its base's, decoded through the cache.
+    fn patched(
+        &mut self,
+        offset: u64,
+        base: u64,
+        chain: u8,
+        changes: gc_children::Changes,
+    ) -> Result<NodeChildren> {
+        // Recursion bounded by `MAX_CHAIN`: each level lowers the chain (≥ 1, checked on decode).
+        let below = chain
+            .checked_sub(1)
+            .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "patch chain length 0"))?;
+        let (base_node, base_chain) = self.decoded_node(base, below)?;
+        if base_chain != below {
+            return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
+        }
+        gc_children::apply(&base_node, changes, offset)
+    }
+
+    /// Pushes the children of `node` as full.
+    fn push_children(&mut self, node: &NodeChildren) {
         let mut children = std::mem::take(&mut self.children);
         children.clear();
         node.offsets(&mut children);
@@ -339,6 +352,13 @@ impl<S: RecordSource> Marker<'_, S> {
             self.push(child, Mark::Full);
         }
         self.children = children;
+    }
+
+    /// Pushes the children of the decoded patch at `offset` as full.
+    fn push_patch_children(&mut self, offset: u64) -> Result<()> {
+        self.result.patches_decoded += 1;
+        let (node, _) = self.decoded_node(offset, patch::MAX_CHAIN)?;
+        self.push_children(&node);
         Ok(())
     }
 
@@ -477,22 +497,8 @@ impl<S: RecordSource> Marker<'_, S> {
             if mark == Mark::Full {
                 if let Some(Decoded::Patch { base, chain, changes }) = decoded {
                     self.result.patches_decoded += 1;
-                    let (base_node, base_chain) = self.decoded_node(base, chain - 1)?;
-                    if base_chain != chain - 1 {
-                        return Err(StoreError::corrupt(
-                            FileKind::Pack,
-                            offset,
-                            "patch chain length mismatch",
-                        ));
-                    }
-                    let node = gc_children::apply(&base_node, changes, offset)?;
-                    let mut children = std::mem::take(&mut self.children);
-                    children.clear();
-                    node.offsets(&mut children);
-                    for &child in &children {
-                        self.push(child, Mark::Full);
-                    }
-                    self.children = children;
+                    let node = self.patched(offset, base, chain, changes)?;
+                    self.push_children(&node);
                 } else if is_patch(kind) {
                     self.push_patch_children(offset)?;
                 } else {
