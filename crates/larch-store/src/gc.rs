@@ -398,6 +398,10 @@ impl Repo {
             options,
             slice,
         }));
+        // The worker's memory comes out of the cache's budget while it runs.
+        let cache = self.source.reader.cache_capacity();
+        let reserve = self.gc_after.policy.cache_reserve_bytes.min(cache / 2);
+        self.source.reader.set_cache_weight(cache - reserve);
         Ok(())
     }
 
@@ -583,6 +587,7 @@ impl Repo {
         }
         let mut run = *self.gc.take()?;
         let checked = Instant::now();
+        self.source.reader.set_cache_weight(self.source.reader.cache_capacity());
         let joined = match run.handle.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
             Some(Err(_)) => Err(StoreError::GcAbandoned("the GC thread panicked".into())),
@@ -851,3 +856,7 @@ fn merge_slices(so_far: GcReport, next: GcReport) -> GcReport {
 fn parse_seq(name: &str) -> Option<u32> {
     crate::layout::parse_chunk_name(name).or_else(|| (name == crate::layout::LEGACY_PACK).then_some(0))
 }
+
+#[cfg(test)]
+#[path = "gc_tests.rs"]
+mod tests;

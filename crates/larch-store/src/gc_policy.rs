@@ -52,6 +52,10 @@ pub struct GcPolicy {
     /// imported snapshot: one commit, so one chunk however large). A later deep mark merges it
     /// like any old segment once it holds enough garbage. 0: always copy.
     pub keep_in_place_percent: u64,
+    /// While a GC runs, the writer's cache gives up this many bytes of its capacity (at most half
+    /// of it), so that the worker's memory (its live set, pending offsets and buffers: 10–25 MiB
+    /// on the default trace) comes out of the store's memory budget instead of adding to it.
+    pub cache_reserve_bytes: u64,
 }
 
 impl Default for GcPolicy {
@@ -66,6 +70,7 @@ impl Default for GcPolicy {
             slice_min_bytes: 8 << 20,
             worker_nice: 10,
             keep_in_place_percent: 50,
+            cache_reserve_bytes: 24 << 20,
         }
     }
 }

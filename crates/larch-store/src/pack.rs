@@ -191,6 +191,19 @@ impl PackReader {
         self.end.store(end, Ordering::Release);
     }
 
+    /// Sets the cache's weight capacity for now (evicting what exceeds it); the configured
+    /// capacity ([`PackReader::cache_capacity`]) is unchanged. A running GC lowers it by its
+    /// reserve ([`crate::GcPolicy::cache_reserve_bytes`]) and the switch restores it.
+    pub fn set_cache_weight(&self, bytes: u64) {
+        self.cache.set_capacity(bytes.max(1));
+    }
+
+    /// The cache's weight capacity now (tests).
+    #[cfg(test)]
+    pub(crate) fn cache_weight(&self) -> u64 {
+        self.cache.capacity()
+    }
+
     /// The cache's byte budget.
     pub fn cache_capacity(&self) -> u64 {
         self.cache_capacity
