@@ -477,23 +477,11 @@ pub fn decode_node_body(
         RecordKind::Flat => NodeBody::Flat(decode_entries(&mut cursor, STABLE_HASH_MAX, counts, store)?),
         RecordKind::Values => NodeBody::Values(decode_entries(&mut cursor, INODE_VALUES_MAX, counts, store)?),
         RecordKind::Tree => {
-            let depth = cursor.u8()?;
-            if depth >= INODE_MAX_DEPTH {
-                return Err(cursor.error(format!("inode depth {depth} too deep")));
-            }
-            let length = cursor.leb()?;
-            check_tree_length(depth, length).map_err(|reason| cursor.error(reason))?;
-            let count = cursor.u8()?;
-            if count == 0 || count > 32 {
-                return Err(cursor.error(format!("inode with {count} children")));
-            }
+            let (depth, length, count) = decode_tree_head(&mut cursor)?;
             let mut children = Vec::with_capacity(usize::from(count));
             let mut previous: Option<u8> = None;
             for _ in 0..count {
-                let bucket = cursor.u8()?;
-                if bucket >= 32 || previous.is_some_and(|p| p >= bucket) {
-                    return Err(cursor.error(format!("bad bucket index {bucket}")));
-                }
+                let bucket = decode_bucket(&mut cursor, previous)?;
                 previous = Some(bucket);
                 let (hash, key) = cursor.key_pointer(store)?;
                 children.push((bucket, NodeRef::Stored { hash, key }));
@@ -506,6 +494,31 @@ pub fn decode_node_body(
         return Err(cursor.error("trailing bytes in record body"));
     }
     Ok(decoded)
+}
+
+/// The head of a `Tree` inode body: its depth, its length (checked against the depth) and its
+/// number of children (1 to 32).
+pub(crate) fn decode_tree_head(cursor: &mut Cursor<'_>) -> Result<(u8, u64, u8)> {
+    let depth = cursor.u8()?;
+    if depth >= INODE_MAX_DEPTH {
+        return Err(cursor.error(format!("inode depth {depth} too deep")));
+    }
+    let length = cursor.leb()?;
+    check_tree_length(depth, length).map_err(|reason| cursor.error(reason))?;
+    let count = cursor.u8()?;
+    if count == 0 || count > 32 {
+        return Err(cursor.error(format!("inode with {count} children")));
+    }
+    Ok((depth, length, count))
+}
+
+/// A `Tree` inode's next bucket index: below 32 and after `previous`.
+pub(crate) fn decode_bucket(cursor: &mut Cursor<'_>, previous: Option<u8>) -> Result<u8> {
+    let bucket = cursor.u8()?;
+    if bucket >= 32 || previous.is_some_and(|p| p >= bucket) {
+        return Err(cursor.error(format!("bad bucket index {bucket}")));
+    }
+    Ok(bucket)
 }
 
 /// A decoded commit record.

@@ -10,10 +10,10 @@
 //! bytes); what does not change the children (hashes, inline values, tree lengths beyond their
 //! bound) is left to fsck.
 
-use crate::codec::{Cursor, RecordKind, check_tree_length};
+use crate::codec::{Cursor, RecordKind, check_tree_length, decode_bucket, decode_tree_head};
 use crate::error::{FileKind, Result, StoreError};
 use crate::patch::MAX_CHAIN;
-use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX};
+use larch_core::schema::{INODE_VALUES_MAX, STABLE_HASH_MAX};
 
 /// The target of an entry that points to no record (an inline value).
 const NO_RECORD: u64 = u64::MAX;
@@ -193,22 +193,10 @@ pub(crate) fn decode(kind: RecordKind, body: &[u8], offset: u64) -> Result<Decod
             Decoded::Full(NodeChildren::Entries { values, names, targets })
         }
         RecordKind::Tree => {
-            let depth = cursor.u8()?;
-            if depth >= INODE_MAX_DEPTH {
-                return Err(cursor.error(format!("inode depth {depth} too deep")));
-            }
-            let length = cursor.leb()?;
-            check_tree_length(depth, length).map_err(|reason| cursor.error(reason))?;
-            let count = cursor.u8()?;
-            if count == 0 || count > 32 {
-                return Err(cursor.error(format!("inode with {count} children")));
-            }
-            let mut buckets = Vec::with_capacity(usize::from(count));
+            let (depth, _, count) = decode_tree_head(&mut cursor)?;
+            let mut buckets: Vec<(u8, u64)> = Vec::with_capacity(usize::from(count));
             for _ in 0..count {
-                let bucket = cursor.u8()?;
-                if bucket >= 32 || buckets.last().is_some_and(|(previous, _)| *previous >= bucket) {
-                    return Err(cursor.error(format!("bad bucket index {bucket}")));
-                }
+                let bucket = decode_bucket(&mut cursor, buckets.last().map(|(previous, _)| *previous))?;
                 buckets.push((bucket, cursor.pointer()?.1));
             }
             Decoded::Full(NodeChildren::Tree { depth, buckets })
@@ -240,10 +228,7 @@ pub(crate) fn decode(kind: RecordKind, body: &[u8], offset: u64) -> Result<Decod
                 }
                 let mut changes: Vec<(u8, Option<u64>)> = Vec::with_capacity(usize::from(count));
                 for _ in 0..count {
-                    let bucket = cursor.u8()?;
-                    if bucket >= 32 || changes.last().is_some_and(|(previous, _)| *previous >= bucket) {
-                        return Err(cursor.error(format!("bad bucket index {bucket}")));
-                    }
+                    let bucket = decode_bucket(&mut cursor, changes.last().map(|(previous, _)| *previous))?;
                     let child = match cursor.u8()? {
                         0 => None,
                         1 => Some(cursor.pointer()?.1),

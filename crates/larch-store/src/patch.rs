@@ -132,10 +132,8 @@ pub fn decode(
             }
             let mut changes: Vec<(u8, Option<NodeRef>)> = Vec::with_capacity(usize::from(count));
             for _ in 0..count {
-                let bucket = cursor.u8()?;
-                if bucket >= 32 || changes.last().is_some_and(|(previous, _)| *previous >= bucket) {
-                    return Err(cursor.error(format!("bad bucket index {bucket}")));
-                }
+                let bucket =
+                    codec::decode_bucket(&mut cursor, changes.last().map(|(previous, _)| *previous))?;
                 let target = match cursor.u8()? {
                     0 => None,
                     1 => {
