@@ -128,7 +128,7 @@ fn joins(below: &ChunkInfo, above: &ChunkInfo) -> bool {
 
 /// The segments that join global offset `end` down to 16: at each step the newest segment
 /// ending where the chain stands; at the bottom, the store's first chunk `first` (a format-3
-/// chunk starting at 16) when its records end exactly where the chain stands and no segment does
+/// chunk starting at 16) when its records reach where the chain stands and no segment ends there
 /// (a chunk the first GC kept in place). `None` when no chain reaches 16 (or it is longer than a
 /// control slot holds). The result is by increasing range, with the kept chunk's entry apart.
 fn chain_to(
@@ -156,7 +156,12 @@ fn chain_to(
             }
             None => {
                 let (chunk, file_len) = first?;
-                if chain.is_empty() || chunk.start != PACK_HEADER_LEN || chunk.start + chunk.data != at {
+                // Its records reach `at` (bytes past it, unpublished ones of a crash before it was
+                // sealed, are not part of its range: as in `joins`).
+                if chain.is_empty()
+                    || chunk.start != PACK_HEADER_LEN
+                    || chunk.start.saturating_add(chunk.data) < at
+                {
                     return None;
                 }
                 kept = Some(SegmentRef::kept_chunk_entry(chunk.seq, chunk.start, at, file_len));
