@@ -172,6 +172,23 @@ fn tag(cursor: &mut Cursor<'_>) -> Result<u8> {
     Ok(tag)
 }
 
+/// Decodes `count` entries (removals allowed in patches only): returns their names and hands each
+/// target to `push` (`None`: a removal).
+fn entries(
+    cursor: &mut Cursor<'_>,
+    count: u64,
+    removals: bool,
+    mut push: impl FnMut(Option<u64>),
+) -> Result<Names> {
+    let mut names = Names::with_capacity(usize::try_from(count).unwrap_or(0));
+    for _ in 0..count {
+        let tag = tag(cursor)?;
+        names.decode(cursor, tag)?;
+        push(target(cursor, tag, removals)?);
+    }
+    Ok(names)
+}
+
 /// Decodes the node or patch record at `offset` (kind and body, framing already checked).
 pub(crate) fn decode(kind: RecordKind, body: &[u8], offset: u64) -> Result<Decoded> {
     let mut cursor = Cursor::new(body, FileKind::Pack, offset);
@@ -183,13 +200,8 @@ pub(crate) fn decode(kind: RecordKind, body: &[u8], offset: u64) -> Result<Decod
             if count > max as u64 {
                 return Err(cursor.error(format!("{count} entries, at most {max} allowed")));
             }
-            let mut names = Names::with_capacity(count as usize);
             let mut targets = Vec::with_capacity(count as usize);
-            for _ in 0..count {
-                let tag = tag(&mut cursor)?;
-                names.decode(&mut cursor, tag)?;
-                targets.extend(target(&mut cursor, tag, false)?);
-            }
+            let names = entries(&mut cursor, count, false, |target| targets.extend(target))?;
             Decoded::Full(NodeChildren::Entries { values, names, targets })
         }
         RecordKind::Tree => {
@@ -212,13 +224,8 @@ pub(crate) fn decode(kind: RecordKind, body: &[u8], offset: u64) -> Result<Decod
                 if count > STABLE_HASH_MAX as u64 * 2 {
                     return Err(cursor.error(format!("{count} changes")));
                 }
-                let mut names = Names::with_capacity(count as usize);
                 let mut targets = Vec::with_capacity(count as usize);
-                for _ in 0..count {
-                    let tag = tag(&mut cursor)?;
-                    names.decode(&mut cursor, tag)?;
-                    targets.push(target(&mut cursor, tag, true)?);
-                }
+                let names = entries(&mut cursor, count, true, |target| targets.push(target))?;
                 Changes::Entries(names, targets)
             } else {
                 let length = cursor.leb()?;

@@ -458,7 +458,7 @@ impl<S: RecordSource> Marker<'_, S> {
         while let Some((offset, mark)) = self.pending.pop_last() {
             // A kept patch not decoded yet is decoded from this read (its children are needed);
             // any other record is decoded pointers-only.
-            let decode_here = mark == Mark::Full && !self.decoded.contains_key(&offset);
+            let cached = &self.decoded;
             let (decoded, total) = self.source.with_record(offset, |kind, body| {
                 if kind == RecordKind::Commit {
                     return Err(StoreError::corrupt(
@@ -468,7 +468,7 @@ impl<S: RecordSource> Marker<'_, S> {
                     ));
                 }
                 record_pointers(kind, body, offset, &mut pointers)?;
-                if decode_here && is_patch(kind) {
+                if mark == Mark::Full && is_patch(kind) && !cached.contains_key(&offset) {
                     return Ok((kind, Some(gc_children::decode(kind, body, offset)?)));
                 }
                 Ok((kind, None))

@@ -333,20 +333,15 @@ fn keep_in_place(
     if percent == 0 || percent > 100 || region_start != crate::codec::PACK_HEADER_LEN {
         return Ok(None);
     }
-    let chunks = layout.chunk_files(bounds.scan_end);
-    let Some((_, start, end)) = chunks.first().cloned() else { return Ok(None) };
-    let Some((seq, _)) = layout.chunk_holding(start) else { return Ok(None) };
-    if start != region_start || end > bounds.region_end {
+    let Some((_, start, end)) = layout.chunk_files(bounds.scan_end).first().cloned() else { return Ok(None) };
+    let Some(chunk) = layout.chunk_extent(layout.first_seq()) else { return Ok(None) };
+    if chunk.legacy || chunk.start != start || start != region_start || end > bounds.region_end {
         return Ok(None);
     }
-    let bytes = end - start;
-    if u128::from(live_bytes(start, end)) * 100 < u128::from(bytes) * u128::from(percent) {
+    if u128::from(live_bytes(start, end)) * 100 < u128::from(end - start) * u128::from(percent) {
         return Ok(None);
     }
-    let Some(chunk) = layout.chunk_extent(seq) else { return Ok(None) };
-    if chunk.legacy {
-        return Ok(None);
-    }
+    let seq = chunk.seq;
     let file_len = chunk.file.len().map_err(|e| StoreError::io(FileKind::Pack, start, "stat", e))?;
     let reference = SegmentRef::kept_chunk_entry(seq, start, end, file_len);
     let segment = Segment::over_chunk(chunk.file.clone(), reference.generation, (start, end), chunk.data_at)?;
