@@ -44,6 +44,9 @@ def load(run: Path, keep: int) -> dict:
         "gc_peak_ratio": gc.get("max_peak_over_start"),
         "gcs": gc.get("finished"),
         "max_pause_ms": (gc.get("max_switch_pause_s") or 0) * 1e3,
+        "waited_s": gc.get("waited_s"),
+        "deferred": gc.get("deferred"),
+        "never_started": gc.get("skipped"),
         "reader_walks": reader.get("walks"),
         "reader_errors": reader.get("errors"),
     }

@@ -6,6 +6,8 @@
 #
 #   scripts/gc_bench.sh TRACE OUT_DIR [ROUNDS] [EVERY] [KEEP]
 #
+# GC_REPLAY_OPTS adds options to the GC runs' replays (e.g. `--gc-when-busy wait`).
+#
 # Needs `cargo build --release -p larch-cli && cargo build --release -p larch-store --example reader_loop`.
 set -euo pipefail
 trace=$1 out=$2 rounds=${3:-2} every=${4:-256} keep=${5:-1280}
@@ -20,7 +22,7 @@ for round in $(seq 1 "$rounds"); do
     run=$out/$variant-$round
     rm -rf "$run" && mkdir -p "$run"
     gc_args=()
-    [ "$variant" = gc ] && gc_args=(--gc-every "$every" --gc-keep "$keep")
+    [ "$variant" = gc ] && gc_args=(--gc-every "$every" --gc-keep "$keep" ${GC_REPLAY_OPTS:-})
     "$reader" "$run/store" 100000 "$round" "$run/stop" > "$run/reader.json" &
     reader_pid=$!
     /usr/bin/time -v "$larch" replay "$trace" --store "$run/store" --sync commit --json \

@@ -11,5 +11,5 @@ pub mod replay;
 pub mod stats;
 
 pub use r#gen::{GenError, GenParams, GenReport, Generator};
-pub use replay::{GcSchedule, ReplayError, ReplayOptions, Replayer, RunMeta, replay};
+pub use replay::{GcSchedule, GcWhenBusy, ReplayError, ReplayOptions, Replayer, RunMeta, replay};
 pub use stats::{Comparison, RunSummary, compare};

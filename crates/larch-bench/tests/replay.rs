@@ -3,8 +3,9 @@
 //! errors naming block, op and operation.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
-use larch_bench::replay::{ReplayError, ReplayOptions, Replayer, RunMeta, replay};
+use larch_bench::replay::{GcSchedule, GcWhenBusy, ReplayError, ReplayOptions, Replayer, RunMeta, replay};
 use larch_bench::stats::{StatLine, read_stat_file, summarise};
+use larch_bench::{GenParams, Generator};
 use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
 use larch_trace::{Op, OpKind, Scoped};
 use std::convert::Infallible;
@@ -382,14 +383,28 @@ fn stat_lines_parse_back_into_the_same_summary() {
     assert_eq!(back, summary);
 }
 
-/// A memory repository that records the GC hooks the replayer calls: each GC "runs" until two
-/// more commits have been made, then finishes.
+/// A memory repository that records the GC hooks the replayer calls: each GC "runs" until
+/// `runs_for` more commits have been made, then finishes.
 struct GcRecorder {
     repo: MemoryRepo,
     commits: Vec<Hash>,
     started: Vec<(usize, Hash)>,
     running_until: Option<usize>,
+    runs_for: usize,
     waits: usize,
+}
+
+impl GcRecorder {
+    fn new(runs_for: usize) -> GcRecorder {
+        GcRecorder {
+            repo: MemoryRepo::new(),
+            commits: vec![],
+            started: vec![],
+            running_until: None,
+            runs_for,
+            waits: 0,
+        }
+    }
 }
 
 impl larch_core::ContextRepo for GcRecorder {
@@ -412,7 +427,7 @@ impl larch_core::ContextRepo for GcRecorder {
     fn gc_start(&mut self, commit: &Hash) -> Result<bool, Self::Error> {
         assert!(self.running_until.is_none(), "a GC started while another runs");
         self.started.push((self.commits.len(), *commit));
-        self.running_until = Some(self.commits.len() + 2);
+        self.running_until = Some(self.commits.len() + self.runs_for);
         Ok(true)
     }
 
@@ -434,19 +449,13 @@ impl larch_core::ContextRepo for GcRecorder {
 
 /// `--gc-every 1 --gc-keep 1` on the five-block scenario: after blocks 2, 3 and 4 (not after block
 /// 1: its target would be genesis, the oldest commit) a GC starts on the commit of the block one
-/// behind; the one still running when the next is due is waited for; the stat lines and the
-/// summary report them.
+/// behind; with `GcWhenBusy::Wait` the one still running when the next is due is waited for; the
+/// stat lines and the summary report them.
 #[test]
 fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
-    let mut repo = GcRecorder {
-        repo: MemoryRepo::new(),
-        commits: vec![],
-        started: vec![],
-        running_until: None,
-        waits: 0,
-    };
-    let options =
-        ReplayOptions { gc: Some(larch_bench::GcSchedule { every: 1, keep: 1 }), ..ReplayOptions::default() };
+    let mut repo = GcRecorder::new(2);
+    let schedule = GcSchedule { every: 1, keep: 1, when_busy: GcWhenBusy::Wait };
+    let options = ReplayOptions { gc: Some(schedule), ..ReplayOptions::default() };
     let mut blocks = Vec::new();
     let ops = scenario().into_iter().map(Ok::<_, Infallible>);
     let summary =
@@ -464,4 +473,75 @@ fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
     let gc_summary = summary.gc.clone().expect("a GC summary");
     assert_eq!((gc_summary.started, gc_summary.finished, gc_summary.copied_bytes), (2, 1, 3));
     assert!(summary.to_string().contains("Garbage collection"));
+}
+
+/// Replays a small generated 14-block trace (genesis, setup, 12 regular blocks) with a GC due after
+/// every second block from block 2 on, keeping one block, into a recorder whose GCs each run for
+/// three commits. Returns the GCs started (commits made before each start, and its target: the
+/// commit of the block `keep` behind the due block), the waits, and the summary.
+fn replay_busy_schedule(when_busy: GcWhenBusy) -> (Vec<(usize, usize)>, usize, larch_bench::RunSummary) {
+    let params = GenParams {
+        blocks: 12,
+        accounts: 100,
+        ops_per_block: 20,
+        abandon_rate: 0.0,
+        reorg_rate: 0.0,
+        ..GenParams::default()
+    };
+    let (ops, _) = Generator::new(params).unwrap().collect().unwrap();
+    let mut repo = GcRecorder::new(3);
+    let options =
+        ReplayOptions { gc: Some(GcSchedule { every: 2, keep: 1, when_busy }), ..ReplayOptions::default() };
+    let summary = replay(&mut repo, ok_ops(ops), &options, &RunMeta::default(), None, &mut |_| {}).unwrap();
+    assert_eq!(repo.commits.len(), 14);
+    // Each target as the index of its commit (block b's commit is commits[b]).
+    let started = repo
+        .started
+        .iter()
+        .map(|(made, target)| (*made, repo.commits.iter().position(|c| c == target).unwrap()))
+        .collect();
+    (started, repo.waits, summary)
+}
+
+/// `defer`: a GC due while the previous one runs starts after the first block that ends with the
+/// previous one finished, on the commit it was due on; a newer due GC supersedes a deferred one
+/// (counted as never started); the replay never waits.
+#[test]
+fn a_due_gc_is_deferred_while_the_previous_one_runs() {
+    let (started, waits, summary) = replay_busy_schedule(GcWhenBusy::Defer);
+    // Due after blocks 2, 4, 6, 8, 10, 12. Block 2's GC (target block 1) runs until 6 commits
+    // are made; block 4's (target 3) is deferred and starts after block 5; block 6's (target 5)
+    // is deferred, then superseded by block 8's (target 7), which starts at once (the previous
+    // finished with block 8); block 10's (target 9) is deferred and starts after block 11;
+    // block 12's is deferred and the trace ends.
+    assert_eq!(started, vec![(3, 1), (6, 3), (9, 7), (12, 9)]);
+    assert_eq!(waits, 0);
+    let gc = summary.gc.expect("a GC summary");
+    assert_eq!((gc.started, gc.deferred, gc.skipped, gc.waited_s), (4, 4, 1, 0.0));
+    let table = summary_table(&gc);
+    assert!(table.contains("GCs deferred"), "{table}");
+}
+
+/// `skip` (irmin-bench's behaviour): a GC due while the previous one runs is not started.
+#[test]
+fn a_due_gc_is_skipped_while_the_previous_one_runs() {
+    let (started, waits, summary) = replay_busy_schedule(GcWhenBusy::Skip);
+    assert_eq!(started, vec![(3, 1), (7, 5), (11, 9)]);
+    assert_eq!(waits, 0);
+    let gc = summary.gc.expect("a GC summary");
+    assert_eq!((gc.started, gc.deferred, gc.skipped), (3, 0, 3));
+}
+
+/// `wait`: every due GC starts on time, after waiting for the previous one.
+#[test]
+fn a_due_gc_waits_for_the_previous_one() {
+    let (started, waits, summary) = replay_busy_schedule(GcWhenBusy::Wait);
+    assert_eq!(started, vec![(3, 1), (5, 3), (7, 5), (9, 7), (11, 9), (13, 11)]);
+    assert_eq!(waits, 5);
+    let gc = summary.gc.expect("a GC summary");
+    assert_eq!((gc.started, gc.deferred, gc.skipped), (6, 0, 0));
+}
+
+fn summary_table(gc: &larch_bench::stats::GcRunSummary) -> String {
+    gc.to_string()
 }

@@ -8,7 +8,7 @@ use crate::size::{DEFAULT_CACHE_SIZE, parse_size};
 use anyhow::{Context, bail};
 use clap::Args;
 use larch_bench::stats::plot_stat_files;
-use larch_bench::{GcSchedule, GenParams, ReplayOptions, RunMeta, RunSummary};
+use larch_bench::{GcSchedule, GcWhenBusy, GenParams, ReplayOptions, RunMeta, RunSummary};
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
 use larch_store::{Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
@@ -77,6 +77,32 @@ pub struct ReplayArgs {
     /// later commit (irmin-bench's `--gc-distance-in-the-past`).
     #[arg(long, value_name = "M", requires = "gc_every", value_parser = clap::value_parser!(u64).range(1..))]
     gc_keep: Option<u64>,
+    /// With `--gc-every`: what a due GC does while the previous one still runs. `defer` starts it
+    /// on the same commit once the previous has finished (the replay never waits); `wait` waits
+    /// for the previous one; `skip` does not start it (irmin-bench's behaviour).
+    #[arg(long, value_name = "POLICY", requires = "gc_every", default_value = "defer")]
+    gc_when_busy: WhenBusyArg,
+}
+
+/// `--gc-when-busy`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum WhenBusyArg {
+    /// Start it once the running GC has finished.
+    Defer,
+    /// Wait for the running GC, then start it.
+    Wait,
+    /// Do not start it.
+    Skip,
+}
+
+impl From<WhenBusyArg> for GcWhenBusy {
+    fn from(arg: WhenBusyArg) -> GcWhenBusy {
+        match arg {
+            WhenBusyArg::Defer => GcWhenBusy::Defer,
+            WhenBusyArg::Wait => GcWhenBusy::Wait,
+            WhenBusyArg::Skip => GcWhenBusy::Skip,
+        }
+    }
 }
 
 /// Where the replay goes.
@@ -120,7 +146,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             Target::Store { path, .. } => format!("pack:{} (sync {})", path.display(), args.sync),
         },
     };
-    let gc = args.gc_every.zip(args.gc_keep).map(|(every, keep)| GcSchedule { every, keep });
+    let gc = args.gc_every.zip(args.gc_keep).map(|(every, keep)| GcSchedule {
+        every,
+        keep,
+        when_busy: args.gc_when_busy.into(),
+    });
     let options = ReplayOptions { check_hashes: !args.no_check, max_blocks: blocks_limit, gc };
     let stats_path = args.stats.clone().or_else(|| args.report.as_ref().map(|dir| dir.join("stats.jsonl")));
     if let Some(dir) = &args.report {

@@ -67,6 +67,15 @@ pub struct GcSummary {
     /// only returns more of the same GC's disk.
     #[cfg_attr(feature = "serde", serde(default))]
     pub slice: u32,
+    /// Time of its mark phase (finding the live records), in seconds.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub mark_s: f64,
+    /// Bytes of the records whose pointers were its roots (its commit to the end of the store).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub window_bytes: u64,
+    /// Of these, the bytes whose roots came from an earlier GC's summary instead of a read.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub window_summarised_bytes: u64,
 }
 
 /// Counters a store reports to the replayer's statistics. Every field is optional: `None` means

@@ -67,5 +67,8 @@ fn summary(report: &GcReport) -> GcSummary {
         copied_bytes: report.copied_bytes,
         abandoned: false,
         slice: report.slice,
+        mark_s: report.mark_time.as_secs_f64(),
+        window_bytes: report.window_bytes,
+        window_summarised_bytes: report.window_summarised_bytes,
     }
 }

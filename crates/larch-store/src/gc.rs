@@ -29,6 +29,7 @@ use crate::control::ControlState;
 use crate::error::{FileKind, Result, StoreError};
 use crate::gc_mark::MarkBounds;
 use crate::gc_policy::{GcOptions, GcPolicy, SegmentStat};
+use crate::gc_roots::RootSpans;
 use crate::gc_worker::{Counters, Job, WorkerOutput, work};
 use crate::index;
 use crate::layout::{SegmentExtent, segment_name};
@@ -68,6 +69,14 @@ pub struct GcReport {
     pub branches_removed: Vec<String>,
     /// Time of the mark (window scan and traversal).
     pub mark_time: Duration,
+    /// Bytes of the window, the records from the GC commit to the published end, whose pointers
+    /// are the mark's roots.
+    pub window_bytes: u64,
+    /// Of these, the bytes whose roots came from an earlier GC's summary of them (not read
+    /// again: `docs/gc-design.md` §4, *Roots*).
+    pub window_summarised_bytes: u64,
+    /// Bytes of the root summaries the handle keeps for its next GC (held in memory).
+    pub root_summary_bytes: u64,
     /// Time of the copy (segment written and synced).
     pub copy_time: Duration,
     /// Time the writer spent in the switch (late-root check, slot fields, layout swap).
@@ -210,6 +219,8 @@ pub(crate) struct GcAfter {
     baseline: Option<u64>,
     /// A sliced GC's next slice: its commit, options, index and the disk at the GC's start.
     next_slice: Option<(Hash, GcOptions, u32, u64)>,
+    /// The window's root summaries, from one GC's worker to the next ([`crate::gc_roots`]).
+    root_spans: Arc<Mutex<RootSpans>>,
 }
 
 impl GcAfter {
@@ -364,6 +375,10 @@ impl Repo {
         let dir = layout.directory().clone();
         let counters = Arc::new(Counters::default());
         let late_roots = Arc::new(Mutex::new(Vec::new()));
+        // The root summaries the worker will extend count in its memory, with its reserve.
+        let summaries =
+            self.gc_after.root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).heap_bytes()
+                as u64;
         let job = Job {
             late_roots: late_roots.clone(),
             layout: Arc::new(layout.snapshot()),
@@ -376,6 +391,8 @@ impl Repo {
             counters: counters.clone(),
             compaction,
             nice: self.gc_after.policy.worker_nice,
+            root_spans: self.gc_after.root_spans.clone(),
+            span_bytes: self.gc_after.policy.root_span_bytes,
         };
         let handle = std::thread::Builder::new()
             .name("larch-gc".into())
@@ -398,9 +415,10 @@ impl Repo {
             options,
             slice,
         }));
-        // The worker's memory comes out of the cache's budget while it runs.
+        // The worker's memory (and the root summaries it keeps) comes out of the cache's budget
+        // while it runs.
         let cache = self.source.reader.cache_capacity();
-        let reserve = self.gc_after.policy.cache_reserve_bytes.min(cache / 2);
+        let reserve = self.gc_after.policy.cache_reserve_bytes.saturating_add(summaries).min(cache / 2);
         self.source.reader.set_cache_weight(cache - reserve);
         Ok(())
     }
@@ -716,6 +734,9 @@ impl Repo {
             chunks_removed: 0,
             branches_removed,
             mark_time: output.mark_time,
+            window_bytes: output.window.0,
+            window_summarised_bytes: output.window.1,
+            root_summary_bytes: output.summary_bytes,
             copy_time: output.copy_time,
             switch_pause: pause + started.elapsed(),
             total_time: checked.duration_since(run.started),
@@ -841,6 +862,8 @@ fn merge_slices(so_far: GcReport, next: GcReport) -> GcReport {
         chunks_removed: so_far.chunks_removed + next.chunks_removed,
         branches_removed,
         mark_time: so_far.mark_time + next.mark_time,
+        window_bytes: so_far.window_bytes + next.window_bytes,
+        window_summarised_bytes: so_far.window_summarised_bytes + next.window_summarised_bytes,
         copy_time: so_far.copy_time + next.copy_time,
         switch_pause: so_far.switch_pause.max(next.switch_pause),
         total_time: so_far.total_time + next.total_time,

@@ -25,6 +25,7 @@
 use crate::codec::{Cursor, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
 use crate::gc_children::{self, Decoded, NodeChildren};
+use crate::gc_roots::{PackedOffsets, PackedPairs, RootSpan, RootSpans, SPAN_BYTES};
 use crate::pack::PackReader;
 use crate::patch;
 use crate::repo::Repo;
@@ -98,13 +99,16 @@ pub struct GcMark {
     pub window_records: u64,
     /// Bytes of the window.
     pub window_bytes: u64,
+    /// Of these, the bytes whose roots came from an earlier GC's summary of them, not read.
+    pub window_summarised_bytes: u64,
     /// Roots found in the window (distinct offsets below `keep_from`).
     pub roots: u64,
     /// Records traversed in `[region_end, keep_from)` (kept physically).
     pub boundary_records: u64,
     /// Patches decoded to find their children (the rest was decoded pointers-only).
     pub patches_decoded: u64,
-    /// Bytes read: the window once, plus every record read by the traversal and patch decoding.
+    /// Bytes read: the window once (but its summarised spans), plus every record read by the
+    /// traversal and patch decoding.
     pub bytes_read: u64,
     /// Records read by the traversal and patch decoding (the window's not included).
     pub records_read: u64,
@@ -274,6 +278,80 @@ impl quick_cache::Weighter<u64, (Arc<NodeChildren>, u8)> for ChildrenWeight {
     }
 }
 
+/// The window's bytes, read sequentially in pieces of about 1 MiB.
+#[derive(Default)]
+struct WindowBuf {
+    bytes: Vec<u8>,
+    /// The global offset of `bytes[0]`.
+    start: u64,
+}
+
+impl WindowBuf {
+    /// Reads `len` bytes from `offset` into the buffer.
+    fn fill<S: RecordSource>(
+        &mut self,
+        source: &S,
+        offset: u64,
+        len: u64,
+        result: &mut GcMark,
+    ) -> Result<()> {
+        let len =
+            usize::try_from(len).map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "huge record"))?;
+        self.bytes.resize(len, 0);
+        source.read_raw(offset, &mut self.bytes)?;
+        result.bytes_read += len as u64;
+        self.start = offset;
+        Ok(())
+    }
+
+    /// The record at `offset`: its kind, header length and whole bytes (framing and checksum
+    /// included, not checked), reading more of the window when needed.
+    fn record<S: RecordSource>(
+        &mut self,
+        source: &S,
+        offset: u64,
+        scan_end: u64,
+        result: &mut GcMark,
+    ) -> Result<(RecordKind, usize, &[u8])> {
+        const PIECE: u64 = 1 << 20;
+        // The record's head: a kind byte and a LEB128 length (at most 11 bytes).
+        let head_end = offset.saturating_add(11).min(scan_end);
+        if offset < self.start || head_end > self.start + self.bytes.len() as u64 {
+            self.fill(source, offset, (scan_end - offset).min(PIECE), result)?;
+        }
+        let at = usize::try_from(offset - self.start).unwrap_or(usize::MAX);
+        let mut cursor = Cursor::new(self.bytes.get(at..).unwrap_or_default(), FileKind::Pack, offset);
+        let kind_byte = cursor.u8()?;
+        let kind = RecordKind::from_byte(kind_byte).ok_or_else(|| {
+            StoreError::corrupt(FileKind::Pack, offset, format!("unknown record kind {kind_byte}"))
+        })?;
+        let body_len = cursor.leb()?;
+        if body_len > MAX_BODY_LEN {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("record body of {body_len} bytes"),
+            ));
+        }
+        let header = cursor.position();
+        let total = header as u64 + body_len + 4;
+        if offset.checked_add(total).is_none_or(|end| end > scan_end) {
+            return Err(StoreError::corrupt(FileKind::Pack, offset, "record runs past the scanned end"));
+        }
+        if offset + total > self.start + self.bytes.len() as u64 {
+            // A record larger than what is left of the buffer: read it whole (bounded by the
+            // format's body limit, checked above, and by the scanned end).
+            self.fill(source, offset, total.max(PIECE).min(scan_end - offset), result)?;
+        }
+        let at = usize::try_from(offset - self.start).unwrap_or(usize::MAX);
+        let record = usize::try_from(total)
+            .ok()
+            .and_then(|total| self.bytes.get(at..at.checked_add(total)?))
+            .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "record past the window"))?;
+        Ok((kind, header, record))
+    }
+}
+
 /// The traversal's state.
 struct Marker<'a, S: RecordSource> {
     source: &'a S,
@@ -362,91 +440,88 @@ impl<S: RecordSource> Marker<'_, S> {
         Ok(())
     }
 
-    /// Step 1: the window's records, read sequentially, give the roots.
-    fn scan_window(&mut self) -> Result<()> {
-        const PIECE: u64 = 1 << 20;
+    /// Step 1: the window's roots, from the spans an earlier GC summarised
+    /// ([`crate::gc_roots`]) and from its records, read sequentially, elsewhere; the spans read
+    /// are summarised for the next GC.
+    fn scan_window(&mut self, mut spans: Option<&mut RootSpans>) -> Result<()> {
         let MarkBounds { keep_from, scan_end, .. } = self.bounds;
-        let mut window: Vec<u8> = Vec::new();
-        let mut window_start = keep_from;
+        let mut window = WindowBuf::default();
         let mut offset = keep_from;
-        let mut pointers = Pointers::default();
-        let mut first = true;
         while offset < scan_end {
-            // The record's head: a kind byte and a LEB128 length (at most 11 bytes).
-            let head_end = offset.saturating_add(11).min(scan_end);
-            if offset < window_start || head_end > window_start + window.len() as u64 {
-                let len = usize::try_from((scan_end - offset).min(PIECE)).unwrap_or(0);
-                window.resize(len, 0);
-                self.source.read_raw(offset, &mut window)?;
-                self.result.bytes_read += len as u64;
-                window_start = offset;
+            if let Some(span) = spans.as_deref().and_then(|spans| spans.at(offset, scan_end)) {
+                self.apply_span(&span)?;
+                self.result.window_records += span.records;
+                self.result.window_bytes += span.end - offset;
+                self.result.window_summarised_bytes += span.end - offset;
+                offset = span.end;
+                continue;
             }
-            let at = usize::try_from(offset - window_start).unwrap_or(usize::MAX);
-            let head = window.get(at..).unwrap_or_default();
-            let mut cursor = Cursor::new(head, FileKind::Pack, offset);
-            let kind_byte = cursor.u8()?;
-            let kind = RecordKind::from_byte(kind_byte).ok_or_else(|| {
-                StoreError::corrupt(FileKind::Pack, offset, format!("unknown record kind {kind_byte}"))
-            })?;
-            let body_len = cursor.leb()?;
-            if body_len > MAX_BODY_LEN {
-                return Err(StoreError::corrupt(
-                    FileKind::Pack,
-                    offset,
-                    format!("record body of {body_len} bytes"),
-                ));
+            let step =
+                spans.as_deref().map(RootSpans::span_bytes).filter(|&bytes| bytes > 0).unwrap_or(SPAN_BYTES);
+            let aligned = (offset / step + 1).saturating_mul(step);
+            let next_kept = spans.as_deref().and_then(|spans| spans.next_start(offset));
+            let limit = next_kept.map_or(aligned, |next| next.min(aligned)).min(scan_end);
+            let span = self.scan_span(&mut window, offset, limit)?;
+            self.apply_span(&span)?;
+            let end = span.end;
+            if let Some(spans) = spans.as_deref_mut().filter(|spans| spans.span_bytes() > 0) {
+                spans.insert(offset, Arc::new(span));
             }
-            let header = cursor.position() as u64;
-            let total = header + body_len + 4;
-            if offset.checked_add(total).is_none_or(|end| end > scan_end) {
-                return Err(StoreError::corrupt(FileKind::Pack, offset, "record runs past the scanned end"));
+            offset = end;
+        }
+        self.result.roots = self.pending.len() as u64;
+        Ok(())
+    }
+
+    /// Pushes what a span contributes to the roots (through [`Marker::push`]'s filter): its
+    /// pointers, and for each patch whose base lies below the GC's commit, the base as base-only
+    /// and the patch's decoded children (what a read of the span's records pushes).
+    fn apply_span(&mut self, span: &RootSpan) -> Result<()> {
+        for offset in span.pointers.iter() {
+            self.push(offset, Mark::Full);
+        }
+        for (patch, base) in span.patches.iter() {
+            if base < self.bounds.keep_from {
+                self.push(base, Mark::BaseOnly);
+                self.push_patch_children(patch)?;
             }
-            if first && kind != RecordKind::Commit {
+        }
+        Ok(())
+    }
+
+    /// Reads the records from `start` (a record boundary) up to the first one starting at or after
+    /// `limit`, and summarises what they point to below `start`.
+    fn scan_span(&mut self, window: &mut WindowBuf, start: u64, limit: u64) -> Result<RootSpan> {
+        let MarkBounds { keep_from, scan_end, .. } = self.bounds;
+        let (mut own, mut patches, mut records) = (Vec::new(), PackedPairs::default(), 0);
+        let mut pointers = Pointers::default();
+        let mut offset = start;
+        while offset < limit {
+            let (kind, header, record) = window.record(self.source, offset, scan_end, &mut self.result)?;
+            let total = record.len() as u64;
+            if offset == keep_from && kind != RecordKind::Commit {
                 return Err(StoreError::GcRefused(format!(
                     "the record at {keep_from} is a {}, not a commit",
                     kind.name()
                 )));
             }
-            first = false;
-            if offset + total > window_start + window.len() as u64 {
-                // A record larger than what is left of the window: read it whole (bounded by the
-                // format's body limit, checked above, and by the published end).
-                let len = usize::try_from(total.max(PIECE).min(scan_end - offset))
-                    .map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "huge record"))?;
-                window.resize(len, 0);
-                self.source.read_raw(offset, &mut window)?;
-                self.result.bytes_read += len as u64;
-                window_start = offset;
-            }
-            let at = usize::try_from(offset - window_start).unwrap_or(usize::MAX);
-            let record = usize::try_from(total)
-                .ok()
-                .and_then(|total| window.get(at..at.checked_add(total)?))
-                .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "record past the window"))?;
             let (data, crc) = record.split_at(record.len().saturating_sub(4));
             if crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default()) {
                 return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
             }
-            let body = data.get(header as usize..).unwrap_or_default();
+            let body = data.get(header..).unwrap_or_default();
             record_pointers(kind, body, offset, &mut pointers)?;
-            match pointers.base {
-                Some(base) if base < keep_from => {
-                    // The base is not in the window: the decoded node's children are needed.
-                    self.push(base, Mark::BaseOnly);
-                    self.push_patch_children(offset)?;
-                }
-                _ => {
-                    for &child in &pointers.children {
-                        self.push(child, Mark::Full);
-                    }
-                }
+            own.extend(pointers.children.iter().filter(|&&child| child < start));
+            if let Some(base) = pointers.base.filter(|&base| base < start) {
+                patches.push(offset, base);
             }
+            records += 1;
             self.result.window_records += 1;
             self.result.window_bytes += total;
             offset += total;
         }
-        self.result.roots = self.pending.len() as u64;
-        Ok(())
+        patches.shrink();
+        Ok(RootSpan { end: offset, pointers: PackedOffsets::new(&mut own), patches, records })
     }
 
     /// Step 2: the descending traversal.
@@ -521,12 +596,19 @@ impl<S: RecordSource> Marker<'_, S> {
 /// Computes the live records of the region `[16, region_end)` for a GC keeping every commit at or
 /// after `bounds.keep_from` (docs/gc-design.md §4).
 pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<GcMark> {
-    mark_above(source, bounds, 0)
+    mark_above(source, bounds, 0, None)
 }
 
 /// [`mark`] ignoring every record below `floor` (older GC segments that this GC keeps whole: their
-/// records only point lower, so nothing of the region is reached through them).
-pub(crate) fn mark_above<S: RecordSource>(source: &S, bounds: MarkBounds, floor: u64) -> Result<GcMark> {
+/// records only point lower, so nothing of the region is reached through them), taking the roots
+/// of the window's spans that `spans` summarises from there, and adding the spans it reads to it
+/// ([`crate::gc_roots`]).
+pub(crate) fn mark_above<S: RecordSource>(
+    source: &S,
+    bounds: MarkBounds,
+    floor: u64,
+    spans: Option<&mut RootSpans>,
+) -> Result<GcMark> {
     let MarkBounds { keep_from, region_end, scan_end } = bounds;
     if region_end < PACK_HEADER_LEN
         || region_end > keep_from
@@ -549,7 +631,7 @@ pub(crate) fn mark_above<S: RecordSource>(source: &S, bounds: MarkBounds, floor:
         floor,
     };
     let start = Instant::now();
-    marker.scan_window()?;
+    marker.scan_window(spans)?;
     marker.result.scan_time = start.elapsed();
     marker.result.max_pending = marker.pending.len();
     let start = Instant::now();

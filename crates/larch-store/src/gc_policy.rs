@@ -52,10 +52,16 @@ pub struct GcPolicy {
     /// imported snapshot: one commit, so one chunk however large). A later deep mark merges it
     /// like any old segment once it holds enough garbage. 0: always copy.
     pub keep_in_place_percent: u64,
-    /// While a GC runs, the writer's cache gives up this many bytes of its capacity (at most half
-    /// of it), so that the worker's memory (its live set, pending offsets and buffers: 10–25 MiB
+    /// While a GC runs, the writer's cache gives up this many bytes of its capacity, plus the
+    /// root summaries kept from earlier GCs (at most half of it in all), so that the worker's memory (its live set, pending offsets and buffers: 10–25 MiB
     /// on the default trace) comes out of the store's memory budget instead of adding to it.
     pub cache_reserve_bytes: u64,
+    /// The mark summarises what each span of the window (records between multiples of this many
+    /// bytes) points to below it, and the next GC takes those roots from the summaries instead of
+    /// reading the span's records again (docs/gc-design.md §4, *Roots*): consecutive GCs of a
+    /// rolling node share most of their windows. Smaller spans reread less and keep more
+    /// offsets (at most 2 Mi of them, 16 MiB); 0 keeps none (every GC reads its whole window).
+    pub root_span_bytes: u64,
 }
 
 impl Default for GcPolicy {
@@ -71,6 +77,7 @@ impl Default for GcPolicy {
             worker_nice: 10,
             keep_in_place_percent: 50,
             cache_reserve_bytes: 24 << 20,
+            root_span_bytes: crate::gc_roots::SPAN_BYTES,
         }
     }
 }

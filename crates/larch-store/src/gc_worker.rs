@@ -10,6 +10,7 @@ use crate::error::{FileKind, Result, StoreError};
 use crate::gc::{GcPhase, dir_bytes};
 use crate::gc_mark::{self, MarkBounds};
 use crate::gc_policy::{Compaction, SegmentStat};
+use crate::gc_roots::RootSpans;
 use crate::index;
 use crate::layout::{Layout, SegmentExtent, segment_name};
 use crate::pack::PackReader;
@@ -56,6 +57,10 @@ pub(crate) struct WorkerOutput {
     pub(crate) index_keep_from: u64,
     pub(crate) copied_bytes: u64,
     pub(crate) mark_time: Duration,
+    /// The window's bytes, and those whose roots came from an earlier GC's summary.
+    pub(crate) window: (u64, u64),
+    /// Bytes of the root summaries kept for the next GC.
+    pub(crate) summary_bytes: u64,
     pub(crate) copy_time: Duration,
     /// Disk bytes once the segment was written.
     pub(crate) disk_after_copy: u64,
@@ -106,6 +111,11 @@ pub(crate) struct Job {
     pub(crate) compaction: Compaction,
     /// The worker's nice value (Linux; [`crate::GcPolicy::worker_nice`]).
     pub(crate) nice: i32,
+    /// The window's root summaries kept between GCs ([`crate::gc_roots`]): the worker takes
+    /// them, uses and extends them, drops those below its commit and puts them back.
+    pub(crate) root_spans: Arc<Mutex<RootSpans>>,
+    /// [`crate::GcPolicy::root_span_bytes`].
+    pub(crate) span_bytes: u64,
 }
 
 /// Copy reads of at most this many bytes.
@@ -140,13 +150,23 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         late_roots,
         compaction,
         nice: _,
+        root_spans,
+        span_bytes,
     } = job;
     let dir = layout.directory().clone();
     let floor = compaction.floor(region_start);
     counters.set_phase(GcPhase::Mark, bounds.scan_end - floor);
     let started = Instant::now();
     let reader = PackReader::new(layout.clone(), bounds.scan_end, 0);
-    let mut mark = gc_mark::mark_above(&reader, bounds, floor)?;
+    // A panicked earlier worker leaves its spans poisoned: they are only summaries, start anew.
+    let mut spans = std::mem::take(&mut *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+    if spans.span_bytes() != span_bytes {
+        spans = RootSpans::new(span_bytes);
+    }
+    let mut mark = gc_mark::mark_above(&reader, bounds, floor, Some(&mut spans))?;
+    spans.prune(bounds.keep_from);
+    let summary_bytes = spans.heap_bytes() as u64;
+    *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = spans;
     let index_keep_from = index_position(&*index, index_range, bounds.keep_from)?;
     let mark_time = started.elapsed();
     counters.done.store(bounds.scan_end - floor, Ordering::Relaxed);
@@ -296,6 +316,8 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         index_keep_from,
         copied_bytes,
         mark_time,
+        window: (mark.window_bytes, mark.window_summarised_bytes),
+        summary_bytes,
         copy_time,
         disk_after_copy,
         first_chunk,

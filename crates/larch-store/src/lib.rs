@@ -55,6 +55,7 @@ mod gc;
 mod gc_children;
 mod gc_mark;
 mod gc_policy;
+mod gc_roots;
 mod gc_worker;
 mod hashing;
 #[cfg(feature = "fault-injection")]

@@ -47,14 +47,32 @@ impl Default for ReplayOptions {
 }
 
 /// When a replay collects garbage, as irmin-bench's `--gc-every` and `--gc-distance-in-the-past`:
-/// after block `b` with `b % every == 0` and `b > keep`, a GC starts that keeps the commit of
-/// block `b - keep` and every later one. A GC still running when the next is due is waited for.
+/// after block `b` with `b % every == 0` and `b > keep`, a GC is due that keeps the commit of
+/// block `b - keep` and every later one. What happens when the previous GC is still running then
+/// is `when_busy`'s choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GcSchedule {
     /// Blocks between two GCs (at least 1).
     pub every: u64,
     /// Blocks kept behind the newest one (at least 1).
     pub keep: u64,
+    /// What a due GC does while the previous one still runs.
+    pub when_busy: GcWhenBusy,
+}
+
+/// What a replay does with a GC that is due while the previous one still runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GcWhenBusy {
+    /// Start it after the first block that ends with the running GC finished, on the commit it
+    /// was due on (a later due GC replaces a deferred one, which then counts as skipped): the
+    /// replay never waits, and no GC commit is moved (the default).
+    #[default]
+    Defer,
+    /// Wait for the running GC to finish, then start it: the block pays the wait.
+    Wait,
+    /// Do not start it (irmin-bench's behaviour: Irmin's `Gc.start_exn` starts no GC while one
+    /// runs, and the replay logs "GC skipped").
+    Skip,
 }
 
 /// Descriptions of the run for the stat file's header.
@@ -142,6 +160,8 @@ pub struct Replayer<'r, R: ContextRepo> {
     recent_commits: VecDeque<Hash>,
     /// What the GC hooks did since the last block closed: carried into the next block's stats.
     gc_pending: BlockGc,
+    /// A GC that was due while another ran, deferred ([`GcWhenBusy::Defer`]): its commit.
+    gc_deferred: Option<Hash>,
 }
 
 impl<'r, R: ContextRepo> Replayer<'r, R> {
@@ -172,6 +192,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             excluded_wchar: 0,
             recent_commits: VecDeque::new(),
             gc_pending: BlockGc::default(),
+            gc_deferred: None,
         }
     }
 
@@ -218,10 +239,11 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
     }
 
     /// The GC schedule's work after a block: finish a GC whose worker is done, then start the next
-    /// one when due (waiting for a running one first). Runs after the block's stats were taken,
-    /// so its time counts in the next block, whose stats report what it did.
+    /// one when due (or a deferred one once the previous has finished; [`GcWhenBusy`]). Runs after
+    /// the block's stats were taken, so its time counts in the next block, whose stats report what
+    /// it did.
     fn collect_garbage(&mut self, commit: Hash) -> Result<(), ReplayError> {
-        let Some(GcSchedule { every, keep }) = self.options.gc else { return Ok(()) };
+        let Some(GcSchedule { every, keep, when_busy }) = self.options.gc else { return Ok(()) };
         let gc_error = |source: R::Error| ReplayError::Gc { block: self.blocks, source: Box::new(source) };
         self.recent_commits.push_back(commit);
         while self.recent_commits.len() as u64 > keep + 1 {
@@ -231,18 +253,45 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             self.gc_pending.finished.push(done);
         }
         let block = self.blocks - 1;
-        if every == 0 || block % every != 0 || block <= keep {
-            return Ok(());
-        }
-        let Some(target) = self.recent_commits.front().copied() else { return Ok(()) };
+        let due = every != 0 && block % every == 0 && block > keep;
+        let target = match (due, self.recent_commits.front().copied()) {
+            (true, Some(target)) => target,
+            _ => {
+                // Nothing due: start a deferred GC once the previous one has finished.
+                if !self.repo.gc_running()
+                    && let Some(target) = self.gc_deferred.take()
+                {
+                    self.gc_pending.started |= self.repo.gc_start(&target).map_err(gc_error)?;
+                }
+                return Ok(());
+            }
+        };
         if self.repo.gc_running() {
-            let waited = Instant::now();
-            let done = self.repo.gc_finish(true).map_err(gc_error)?;
-            self.gc_pending.waited_s += waited.elapsed().as_secs_f64();
-            self.gc_pending.finished.extend(done);
+            match when_busy {
+                GcWhenBusy::Wait => {
+                    let waited = Instant::now();
+                    let done = self.repo.gc_finish(true).map_err(gc_error)?;
+                    self.gc_pending.waited_s += waited.elapsed().as_secs_f64();
+                    self.gc_pending.finished.extend(done);
+                }
+                GcWhenBusy::Defer => {
+                    self.gc_pending.deferred = true;
+                    if self.gc_deferred.replace(target).is_some() {
+                        self.gc_pending.skipped += 1;
+                    }
+                    return Ok(());
+                }
+                GcWhenBusy::Skip => {
+                    self.gc_pending.skipped += 1;
+                    return Ok(());
+                }
+            }
         }
-        let started = self.repo.gc_start(&target).map_err(gc_error)?;
-        self.gc_pending.started |= started;
+        // A due GC supersedes a deferred one (its commit is newer).
+        if self.gc_deferred.take().is_some() {
+            self.gc_pending.skipped += 1;
+        }
+        self.gc_pending.started |= self.repo.gc_start(&target).map_err(gc_error)?;
         Ok(())
     }
 

@@ -27,6 +27,12 @@ pub struct GcRunSummary {
     pub max_switch_pause_s: Option<f64>,
     /// Total time blocks waited for a GC still running when the next was due, in seconds.
     pub waited_s: f64,
+    /// Due GCs deferred because the previous one still ran (started once it finished).
+    #[serde(default)]
+    pub deferred: u64,
+    /// Due GCs never started: skipped while another ran, or deferred and then superseded.
+    #[serde(default)]
+    pub skipped: u64,
     /// Bytes copied by all finished GCs.
     pub copied_bytes: u64,
     /// The largest size of the store's files seen (the GCs' peaks and every block's end).
@@ -49,6 +55,8 @@ pub struct GcAccumulator {
     gc_times: Vec<(f64, u64)>,
     max_switch_pause_s: Option<f64>,
     waited_s: f64,
+    deferred: u64,
+    skipped: u64,
     copied_bytes: u64,
     disk_peak: Option<u64>,
     max_peak_over_start: Option<f64>,
@@ -65,6 +73,8 @@ impl GcAccumulator {
         self.seen = true;
         self.started += u64::from(gc.started);
         self.waited_s += gc.waited_s;
+        self.deferred += u64::from(gc.deferred);
+        self.skipped += gc.skipped;
         let mut peak = disk;
         for done in &gc.finished {
             if done.abandoned {
@@ -105,6 +115,8 @@ impl GcAccumulator {
             gc_time: Distribution::of(&self.gc_times),
             max_switch_pause_s: self.max_switch_pause_s,
             waited_s: self.waited_s,
+            deferred: self.deferred,
+            skipped: self.skipped,
             copied_bytes: self.copied_bytes,
             disk_peak_bytes: self.disk_peak,
             max_peak_over_start: self.max_peak_over_start,
@@ -145,6 +157,15 @@ impl sfmt::Display for GcRunSummary {
             fmt::count(self.abandoned),
             fmt::count(self.extra_slices)
         )?;
+        if self.deferred > 0 || self.skipped > 0 {
+            writeln!(
+                f,
+                "  {:<16} {:>12}  (due while the previous GC still ran; {} never started)",
+                "GCs deferred",
+                fmt::count(self.deferred),
+                fmt::count(self.skipped)
+            )?;
+        }
         writeln!(
             f,
             "  {:<16} {:>12}  (waited for a running GC: {})",
@@ -197,6 +218,7 @@ mod tests {
             copied_bytes: 7,
             abandoned: false,
             slice: 0,
+            ..GcSummary::default()
         };
         acc.push(&block(5, 0.05, 80, BlockGc { finished: vec![done], ..BlockGc::default() }));
         let gave_up = GcSummary { abandoned: true, ..GcSummary::default() };

@@ -147,6 +147,11 @@ pub struct BlockGc {
     pub started: bool,
     /// Seconds this block waited for a GC still running when the next was due.
     pub waited_s: f64,
+    /// Whether a GC due at the start of this block was deferred (the previous one still ran).
+    pub deferred: bool,
+    /// Due GCs dropped at the start of this block: skipped while another ran, or a deferred one
+    /// superseded by a newer due GC before it could start.
+    pub skipped: u64,
     /// GCs that finished (switched) during this block.
     pub finished: Vec<GcSummary>,
 }
