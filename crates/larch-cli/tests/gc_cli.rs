@@ -65,6 +65,26 @@ fn replays_collect_as_they_go_and_larch_gc_collects_down_to_the_last_blocks() {
     let out = larch(&["fsck", path_str(&collected)]);
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(summary["last_commit"], plain_summary["last_commit"]);
+    assert_eq!(
+        (gc["deferred"].as_u64(), gc["skipped"].as_u64()),
+        (Some(0), Some(0)),
+        "waits by default: {gc}"
+    );
+    // `--gc-when-busy skip` (irmin-bench's schedule): every due GC is started or counted skipped.
+    let skipping = dir.path().join("skipping");
+    let args = ["replay", path_str(&trace), "--store", path_str(&skipping), "--chunk-size", "16K"];
+    let gc_args = ["--gc-every", "20", "--gc-keep", "30", "--json", "--gc-when-busy"];
+    let skipped = larch_json(&[&args[..], &gc_args[..], &["skip"]].concat());
+    let skipped_gc = &skipped["gc"];
+    assert_eq!(
+        skipped_gc["started"].as_u64().unwrap() + skipped_gc["skipped"].as_u64().unwrap(),
+        5,
+        "{skipped_gc}"
+    );
+    assert_eq!(skipped_gc["waited_s"].as_f64(), Some(0.0), "{skipped_gc}");
+    assert_eq!(skipped["last_commit"], plain_summary["last_commit"]);
+    let out = larch(&[&args[..], &gc_args[..], &["later"]].concat());
+    assert!(!out.status.success() && text(&out.stderr).contains("later"), "{}", text(&out.stderr));
     // `larch stats` scans the segments' runs and the chunks, skipping collected space.
     let stats = larch_json(&["stats", path_str(&collected), "--json"]);
     assert!(stats["gc_generation"].as_u64().unwrap() >= 3, "{stats}");
