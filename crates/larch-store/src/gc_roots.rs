@@ -15,9 +15,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Spans end at the first record boundary at or after a multiple of this many bytes (or at the
-/// scanned end), so that the spans of consecutive GCs line up (the default of
-/// [`crate::GcPolicy::root_span_bytes`]).
+/// The span size the window is read in when no summaries are kept, and a good
+/// [`crate::GcPolicy::root_span_bytes`]. Spans end at the first record boundary at or after a
+/// multiple of the span size (or at the scanned end), so that the spans of consecutive GCs line
+/// up.
 pub(crate) const SPAN_BYTES: u64 = 8 << 20;
 
 /// At most this many bytes of packed offsets are kept over all spans: beyond it the oldest spans
