@@ -461,10 +461,10 @@ impl<S: RecordSource> Marker<'_, S> {
             let aligned = (offset / step + 1).saturating_mul(step);
             let next_kept = spans.as_deref().and_then(|spans| spans.next_start(offset));
             let limit = next_kept.map_or(aligned, |next| next.min(aligned)).min(scan_end);
-            let span = self.scan_span(&mut window, offset, limit)?;
-            self.apply_span(&span)?;
-            let end = span.end;
-            if let Some(spans) = spans.as_deref_mut().filter(|spans| spans.span_bytes() > 0) {
+            let keep = spans.as_deref_mut().filter(|spans| spans.span_bytes() > 0);
+            let (end, span) = self.scan_span(&mut window, offset, limit, keep.is_some())?;
+            if let (Some(spans), Some(span)) = (keep, span) {
+                self.apply_span(&span)?;
                 spans.insert(offset, Arc::new(span));
             }
             offset = end;
@@ -490,10 +490,20 @@ impl<S: RecordSource> Marker<'_, S> {
     }
 
     /// Reads the records from `start` (a record boundary) up to the first one starting at or after
-    /// `limit`, and summarises what they point to below `start`.
-    fn scan_span(&mut self, window: &mut WindowBuf, start: u64, limit: u64) -> Result<RootSpan> {
+    /// `limit`; returns the end of the last one read. With `summarise`, returns what they point to
+    /// below `start` (for [`Marker::apply_span`] and later GCs); without, pushes their roots.
+    fn scan_span(
+        &mut self,
+        window: &mut WindowBuf,
+        start: u64,
+        limit: u64,
+        summarise: bool,
+    ) -> Result<(u64, Option<RootSpan>)> {
         let MarkBounds { keep_from, scan_end, .. } = self.bounds;
         let (mut own, mut patches, mut records) = (Vec::new(), PackedPairs::default(), 0);
+        // The span's pointers repeat (the same old subtrees, block after block): deduplicated as
+        // they accumulate, so that the list stays near the span's distinct targets.
+        let mut dedup_at = 1 << 16;
         let mut pointers = Pointers::default();
         let mut offset = start;
         while offset < limit {
@@ -511,17 +521,40 @@ impl<S: RecordSource> Marker<'_, S> {
             }
             let body = data.get(header..).unwrap_or_default();
             record_pointers(kind, body, offset, &mut pointers)?;
-            own.extend(pointers.children.iter().filter(|&&child| child < start));
-            if let Some(base) = pointers.base.filter(|&base| base < start) {
-                patches.push(offset, base);
+            if summarise {
+                own.extend(pointers.children.iter().filter(|&&child| child < start));
+                if own.len() >= dedup_at {
+                    own.sort_unstable();
+                    own.dedup();
+                    dedup_at = dedup_at.max(own.len() * 2);
+                }
+                if let Some(base) = pointers.base.filter(|&base| base < start) {
+                    patches.push(offset, base);
+                }
+            } else {
+                match pointers.base {
+                    Some(base) if base < keep_from => {
+                        // The base is not in the window: the decoded node's children are needed.
+                        self.push(base, Mark::BaseOnly);
+                        self.push_patch_children(offset)?;
+                    }
+                    _ => {
+                        for &child in &pointers.children {
+                            self.push(child, Mark::Full);
+                        }
+                    }
+                }
             }
             records += 1;
             self.result.window_records += 1;
             self.result.window_bytes += total;
             offset += total;
         }
+        if !summarise {
+            return Ok((offset, None));
+        }
         patches.shrink();
-        Ok(RootSpan { end: offset, pointers: PackedOffsets::new(&mut own), patches, records })
+        Ok((offset, Some(RootSpan { end: offset, pointers: PackedOffsets::new(&mut own), patches, records })))
     }
 
     /// Step 2: the descending traversal.
