@@ -301,20 +301,8 @@ pub(crate) fn apply(base: &NodeChildren, changes: Changes, offset: u64) -> Resul
             Ok(NodeChildren::Entries { values: *values, names: out_names, targets: out_targets })
         }
         (NodeChildren::Tree { depth, buckets: base_buckets }, Changes::Tree(length, changes)) => {
-            let mut buckets = Vec::with_capacity(base_buckets.len() + changes.len());
-            let mut rest = base_buckets.iter().peekable();
-            for (bucket, change) in changes {
-                while let Some(child) = rest.next_if(|(existing, _)| *existing < bucket) {
-                    buckets.push(*child);
-                }
-                let present = rest.next_if(|(existing, _)| *existing == bucket).is_some();
-                match change {
-                    Some(child) => buckets.push((bucket, child)),
-                    None if !present => return Err(corrupt("the patch removes a bucket its base lacks")),
-                    None => {}
-                }
-            }
-            buckets.extend(rest.copied());
+            let buckets = crate::patch::merge_changes(base_buckets, changes)
+                .ok_or_else(|| corrupt("the patch removes a bucket its base lacks"))?;
             if buckets.is_empty() {
                 return Err(corrupt("the patched inode has no children"));
             }

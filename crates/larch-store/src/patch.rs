@@ -154,25 +154,37 @@ pub fn decode(
     Ok(patch)
 }
 
+/// `base` (sorted by key) with sorted `changes` applied: a value replaces or adds its key's, `None`
+/// removes it. `None` when a change removes a key the base lacks. Shared by the reader's patch
+/// decoding and the GC mark's (`gc_children`).
+pub(crate) fn merge_changes<K: Ord + Clone, V: Clone>(
+    base: &[(K, V)],
+    changes: Vec<(K, Option<V>)>,
+) -> Option<Vec<(K, V)>> {
+    let mut out = Vec::with_capacity(base.len() + changes.len());
+    let mut rest = base.iter().peekable();
+    for (key, change) in changes {
+        while let Some(kept) = rest.next_if(|(existing, _)| *existing < key) {
+            out.push(kept.clone());
+        }
+        let present = rest.next_if(|(existing, _)| *existing == key).is_some();
+        match change {
+            Some(value) => out.push((key, value)),
+            None if !present => return None,
+            None => {}
+        }
+    }
+    out.extend(rest.cloned());
+    Some(out)
+}
+
 /// The body a patch at `offset` describes, given its base's body.
 pub fn apply(base: &NodeBody, patch: Patch, offset: u64) -> Result<NodeBody> {
     let corrupt = |reason: &str| StoreError::corrupt(FileKind::Pack, offset, reason);
     match (base, patch) {
         (NodeBody::Flat(entries) | NodeBody::Values(entries), Patch::Entries { changes, .. }) => {
-            let mut out = Vec::with_capacity(entries.len() + changes.len());
-            let mut rest = entries.iter().peekable();
-            for (name, change) in changes {
-                while let Some(entry) = rest.next_if(|(existing, _)| *existing < name) {
-                    out.push(entry.clone());
-                }
-                let present = rest.next_if(|(existing, _)| *existing == name).is_some();
-                match change {
-                    Some(entry) => out.push((name, entry)),
-                    None if !present => return Err(corrupt("the patch removes a name its base lacks")),
-                    None => {}
-                }
-            }
-            out.extend(rest.cloned());
+            let out = merge_changes(entries, changes)
+                .ok_or_else(|| corrupt("the patch removes a name its base lacks"))?;
             match base {
                 NodeBody::Flat(_) if out.len() <= STABLE_HASH_MAX => Ok(NodeBody::Flat(out)),
                 NodeBody::Values(_) if out.len() <= INODE_VALUES_MAX => Ok(NodeBody::Values(out)),
@@ -180,20 +192,8 @@ pub fn apply(base: &NodeBody, patch: Patch, offset: u64) -> Result<NodeBody> {
             }
         }
         (NodeBody::Tree(tree), Patch::Tree { length, changes, .. }) => {
-            let mut children = Vec::with_capacity(tree.children.len() + changes.len());
-            let mut rest = tree.children.iter().peekable();
-            for (bucket, change) in changes {
-                while let Some(child) = rest.next_if(|(existing, _)| *existing < bucket) {
-                    children.push(child.clone());
-                }
-                let present = rest.next_if(|(existing, _)| *existing == bucket).is_some();
-                match change {
-                    Some(child) => children.push((bucket, child)),
-                    None if !present => return Err(corrupt("the patch removes a bucket its base lacks")),
-                    None => {}
-                }
-            }
-            children.extend(rest.cloned());
+            let children = merge_changes(&tree.children, changes)
+                .ok_or_else(|| corrupt("the patch removes a bucket its base lacks"))?;
             if children.is_empty() {
                 return Err(corrupt("the patched inode has no children"));
             }
