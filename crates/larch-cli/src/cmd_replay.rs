@@ -40,7 +40,7 @@ pub struct ReplayArgs {
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`).
     #[arg(long, value_parser = parse_size, default_value = DEFAULT_CACHE_SIZE)]
     cache_size: u64,
-    /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `every N`, or `never` (only at the end).
+    /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `pipelined` (the same syncs on a publisher thread while the next block runs: a commit is durable when the next one returns), `every N`, or `never` (only at the end).
     #[arg(long, default_value = "commit")]
     sync: SyncPolicy,
     /// The pack rolls to a new chunk file once its head chunk holds this many bytes (e.g. `16M`).

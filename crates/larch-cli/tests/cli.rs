@@ -153,6 +153,28 @@ fn trace_with_wrong_commit(path: &Path) {
 }
 
 #[test]
+fn a_pipelined_replay_writes_the_same_store_as_syncing_every_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = small_trace(dir.path(), "larch");
+    let mut heads = Vec::new();
+    for sync in ["commit", "pipelined"] {
+        let store = dir.path().join(format!("store-{sync}"));
+        let args = ["replay", path_str(&trace), "--store", path_str(&store), "--sync", sync, "--json"];
+        let out = larch(&args);
+        assert!(out.status.success(), "{sync}: {}", stderr(&out));
+        let summary: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(summary["commits_checked"], 22, "{sync}");
+        assert_eq!(summary["last_commit"], summary["store_head"], "{sync}: every commit published");
+        assert!(summary["store"].as_str().unwrap().contains(&format!("sync {sync}")), "{summary}");
+        let fsck = larch(&["fsck", path_str(&store)]);
+        assert!(fsck.status.success(), "{sync}: {}{}", stdout(&fsck), stderr(&fsck));
+        heads.push((summary["store_head"].clone(), std::fs::read(store.join("chunk.000000")).unwrap()));
+    }
+    assert_eq!(heads[0].0, heads[1].0);
+    assert!(heads[0].1 == heads[1].1, "the two packs differ");
+}
+
+#[test]
 fn a_wrong_recorded_hash_fails_naming_the_block_and_removes_the_partial_store() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("wrong.trace");

@@ -18,6 +18,14 @@ pub trait ContextRepo {
     /// Commits `tree` with `parents` and `info`; returns the commit hash.
     fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash, Self::Error>;
 
+    /// Waits until every commit returned so far is durable. Stores whose `commit` returns only
+    /// once durable (or that keep nothing) leave this default, which returns at once; a store that
+    /// publishes commits beside the caller (larch's `--sync pipelined`) waits for the last one, so
+    /// that a replay's wall time includes it.
+    fn wait_durable(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// The store's counters, sampled by the replayer after every commit. Stores that keep no
     /// counters leave this default, which reports every figure as unknown.
     fn stats(&self) -> BackendStats {

@@ -20,6 +20,10 @@ impl ContextRepo for Repo {
         Repo::commit(self, tree, parents, info)
     }
 
+    fn wait_durable(&mut self) -> Result<(), StoreError> {
+        Repo::wait_durable(self)
+    }
+
     /// Cache counters, objects and commits written, the encoded bytes appended, and the size of
     /// the store's files on disk ([`Repo::disk_bytes`]; the published size of the pack and the
     /// index if the directory cannot be listed).

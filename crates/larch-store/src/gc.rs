@@ -308,6 +308,8 @@ impl Repo {
         if self.gc.is_some() {
             return Err(StoreError::GcRefused("a garbage collection is already running".into()));
         }
+        // A GC starts from a durable commit: the publish in flight first.
+        self.settle_publish()?;
         let keep_from = match self.commit_offset_of(commit) {
             Some(offset) => offset,
             None if self.is_collected(commit)? => {

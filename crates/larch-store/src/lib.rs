@@ -73,6 +73,7 @@ mod pack;
 pub mod patch;
 #[cfg(not(feature = "fault-injection"))]
 mod patch;
+mod publisher;
 mod recover;
 mod repo;
 mod scan;

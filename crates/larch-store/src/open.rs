@@ -9,6 +9,7 @@ use crate::index;
 use crate::layout::{self, CHUNK_HEADER_LEN, Layout};
 use crate::options::{RepoOptions, StoreStats, SyncPolicy};
 use crate::pack::{DEFAULT_CACHE_BYTES, PackReader, PackSource};
+use crate::publisher::{Publisher, SwitchJob};
 use crate::repo::Repo;
 use crate::storage::{Directory, DiskDirectory, FileStorage, Storage, StoreFiles};
 use crate::switch;
@@ -546,6 +547,7 @@ impl Repo {
             last_write: WriteCounts::default(),
             gc: None,
             gc_after: crate::gc::GcAfter::with_oldest_kept(oldest_kept),
+            publisher: None,
             _lock: None,
         }
     }
@@ -682,6 +684,7 @@ impl Repo {
         if !self.writable || self.poisoned {
             return Ok(());
         }
+        self.settle_publish()?;
         if self.gc_ready() {
             // A finished GC switches here (the switch forces a publish).
             let state = self.state.clone();
@@ -711,6 +714,7 @@ impl Repo {
         // could reuse its segment's name) and switches with the flush; the files GCs retired are
         // unlinked before the handle goes (else the next writer's open removes them).
         self.gc_delete_synchronously();
+        let _ = self.settle_publish();
         self.gc_join();
         if self.gc_ready() && !self.poisoned {
             let state = self.state.clone();
@@ -735,35 +739,93 @@ impl Repo {
     }
 
     /// Makes the pack durable up to `state.pack_end`, then writes `state` with a new generation
-    /// into the slot the current state is not in, syncs the control file, and confirms.
+    /// into the slot the current state is not in, syncs the control file, and confirms (after the
+    /// switch in flight, if any, is done).
     pub(crate) fn write_switch(&mut self, state: &mut ControlState) -> Result<()> {
+        self.settle_publish()?;
+        let job = self.switch_job(state)?;
+        let syncs = job.run()?;
+        self.adopt_switch(&job, syncs);
+        Ok(())
+    }
+
+    /// [`Repo::write_switch`] on the publisher thread ([`SyncPolicy::Pipelined`]): returns once
+    /// the switch is handed over; [`Repo::settle_publish`] adopts it.
+    fn send_switch(&mut self, state: &mut ControlState) -> Result<()> {
+        self.settle_publish()?;
+        let job = self.switch_job(state)?;
+        let publisher = match self.publisher.as_mut() {
+            Some(publisher) => publisher,
+            None => self.publisher.insert(Publisher::start()?),
+        };
+        publisher.send(job)
+    }
+
+    /// The switch to `state`, given the next generation.
+    fn switch_job(&self, state: &mut ControlState) -> Result<SwitchJob> {
         let generation = self.max_generation + 1;
         state.generation = generation;
         let bytes = state.encode()?;
         let layout = self.source.reader.layout().clone();
         // Sync 1: every chunk written since the last publish (one; two at a roll, with the
         // directory, so that the new chunk file exists durably before a slot names it).
-        if state.pack_end > self.synced_pack_end || layout.needs_sync() {
-            let pack_end = self.synced_pack_end;
-            layout.sync().map_err(|e| StoreError::io(FileKind::Pack, pack_end, "sync", e))?;
-            self.stats.syncs += 1;
-        }
-        // A file replaced under the writer (deleted, renamed over) would take this publish with it.
-        let pack: &dyn Storage = &*layout;
-        for (storage, kind) in [(&*self.files.control, FileKind::Control), (pack, FileKind::Pack)] {
-            storage.check_identity().map_err(|e| StoreError::io(kind, 0, "check identity", e))?;
-        }
-        let target = 1 - self.slot;
-        switch::write_slot(&*self.files.control, target, &bytes)?;
-        self.files.control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
-        self.stats.syncs += 1;
-        switch::write_confirm(&*self.files.control, generation)?;
+        let sync_pack_from =
+            (state.pack_end > self.synced_pack_end || layout.needs_sync()).then_some(self.synced_pack_end);
+        Ok(SwitchJob {
+            layout,
+            control: self.files.control.clone(),
+            bytes,
+            slot: 1 - self.slot,
+            generation,
+            pack_end: state.pack_end,
+            sync_pack_from,
+        })
+    }
+
+    /// After a switch reached the disk: the slot and generation it wrote are the current ones.
+    fn adopt_switch(&mut self, job: &SwitchJob, syncs: u64) {
+        self.stats.syncs += syncs;
         self.confirm_synced = false;
-        self.slot = target;
-        self.max_generation = generation;
-        self.synced_pack_end = state.pack_end;
+        self.slot = job.slot;
+        self.max_generation = job.generation;
+        self.synced_pack_end = job.pack_end;
         self.unsynced_commits = 0;
-        self.gc_delete_retired(generation);
+        self.gc_delete_retired(job.generation);
+    }
+
+    /// Waits for the switch in flight on the publisher thread ([`SyncPolicy::Pipelined`]), if
+    /// any, and adopts it. Its failure poisons the handle (whether the state reached the disk is
+    /// unknown) and is returned here, once.
+    pub(crate) fn settle_publish(&mut self) -> Result<()> {
+        let Some((job, result)) = self.publisher.as_mut().and_then(Publisher::wait) else {
+            return Ok(());
+        };
+        match (job, result) {
+            (Some(job), Ok(syncs)) => {
+                self.adopt_switch(&job, syncs);
+                Ok(())
+            }
+            (_, Err(e)) => {
+                self.poisoned = true;
+                Err(e)
+            }
+            (None, Ok(_)) => {
+                self.poisoned = true;
+                Err(StoreError::Poisoned)
+            }
+        }
+    }
+
+    /// Waits until every commit this handle returned is durable and published. Under
+    /// [`SyncPolicy::Pipelined`] this is the last commit's publish, running beside the caller;
+    /// under `commit` there is nothing to wait for; under `every N` and `never` staged commits
+    /// stay staged ([`Repo::flush`] publishes them). Returns the error of a publish that failed
+    /// (the handle is then poisoned), or [`StoreError::Poisoned`] on a poisoned handle.
+    pub fn wait_durable(&mut self) -> Result<()> {
+        self.settle_publish()?;
+        if self.poisoned {
+            return Err(StoreError::Poisoned);
+        }
         Ok(())
     }
 
@@ -793,9 +855,11 @@ impl Repo {
         let durable = switch.is_some()
             || match self.options.sync {
                 SyncPolicy::Never => false,
-                SyncPolicy::Commit => true,
+                SyncPolicy::Commit | SyncPolicy::Pipelined => true,
                 SyncPolicy::Every(n) => self.unsynced_commits + 1 >= n.max(1),
             };
+        // A GC's switch is published on this thread (its files change with it).
+        let pipelined = switch.is_none() && self.options.sync == SyncPolicy::Pipelined;
         if durable {
             let outcome = (|| {
                 if switch.is_some() {
@@ -803,7 +867,7 @@ impl Repo {
                     self.files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                     state.index_synced = state.index_end;
                 }
-                self.write_switch(&mut state)
+                if pipelined { self.send_switch(&mut state) } else { self.write_switch(&mut state) }
             })();
             if let Err(e) = outcome {
                 self.poisoned = true;

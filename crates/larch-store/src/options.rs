@@ -18,22 +18,32 @@ pub enum SyncPolicy {
     Commit,
     /// Publish every `n`-th commit (and at flush, close, drop).
     Every(u32),
+    /// Publish every commit, on a publisher thread (`--sync pipelined`): a commit returns once
+    /// its records are written and it is staged (this handle sees it), while its two syncs and
+    /// the switch run beside the caller's next block. At most one commit is in flight: when a
+    /// commit returns, every commit before it is durable and published, and
+    /// [`crate::Repo::wait_durable`] (or `flush`, `close`) waits for the last one. A process crash
+    /// or a power loss keeps every commit but the last one returned before
+    /// [`crate::Repo::wait_durable`]; a failed publish poisons the handle, and the next commit,
+    /// `wait_durable` or `flush` returns its error.
+    Pipelined,
 }
 
 /// A sync policy that does not parse.
 #[derive(Debug, thiserror::Error)]
-#[error("invalid sync policy {0:?}: expected `never`, `commit` or `every N` (N ≥ 1)")]
+#[error("invalid sync policy {0:?}: expected `never`, `commit`, `pipelined` or `every N` (N ≥ 1)")]
 pub struct SyncPolicyParseError(String);
 
 impl std::str::FromStr for SyncPolicy {
     type Err = SyncPolicyParseError;
 
-    /// Parses `never`, `commit`, `every N` or `every:N` (the CLI's `--sync`).
+    /// Parses `never`, `commit`, `pipelined`, `every N` or `every:N` (the CLI's `--sync`).
     fn from_str(text: &str) -> Result<SyncPolicy, SyncPolicyParseError> {
         let fail = || SyncPolicyParseError(text.to_string());
         match text.trim() {
             "never" => Ok(SyncPolicy::Never),
             "commit" => Ok(SyncPolicy::Commit),
+            "pipelined" => Ok(SyncPolicy::Pipelined),
             other => {
                 let n = other.strip_prefix("every").ok_or_else(fail)?;
                 let n = n.trim_start_matches([' ', ':', '=']).parse::<u32>().map_err(|_| fail())?;
@@ -49,6 +59,7 @@ impl std::fmt::Display for SyncPolicy {
             SyncPolicy::Never => f.write_str("never"),
             SyncPolicy::Commit => f.write_str("commit"),
             SyncPolicy::Every(n) => write!(f, "every {n}"),
+            SyncPolicy::Pipelined => f.write_str("pipelined"),
         }
     }
 }
@@ -161,6 +172,7 @@ mod tests {
     fn sync_policies_parse_and_print() {
         for (text, policy) in [
             ("never", SyncPolicy::Never),
+            ("pipelined", SyncPolicy::Pipelined),
             ("commit", SyncPolicy::Commit),
             ("every 10", SyncPolicy::Every(10)),
             ("every:3", SyncPolicy::Every(3)),

@@ -62,6 +62,8 @@ pub struct Repo {
     pub(crate) gc: Option<Box<crate::gc::GcRun>>,
     /// What GC left: the oldest kept commit, files to unlink, the last report.
     pub(crate) gc_after: crate::gc::GcAfter,
+    /// The thread publishing commits under `SyncPolicy::Pipelined`, once started.
+    pub(crate) publisher: Option<crate::publisher::Publisher>,
     /// The writer's lock: the store directory, `flock`ed.
     pub(crate) _lock: Option<File>,
 }
@@ -304,10 +306,12 @@ impl Repo {
     /// `chunk_bytes` (or is a format-2 `pack`, never written by format 3). The new chunk starts at
     /// the pack's end; it is synced, with the directory, by the next publish.
     fn roll_if_full(&mut self) -> Result<()> {
-        let layout = self.source.reader.layout();
+        let layout = self.source.reader.layout().clone();
         let (_, head_start) = layout.head();
         let held = self.state.pack_end.saturating_sub(head_start);
         if layout.head_is_legacy() || held >= self.options.chunk_bytes.max(1) {
+            // The switch in flight syncs the chunks written so far: it finishes before a roll.
+            self.settle_publish()?;
             layout.roll(self.state.pack_end)?;
             self.stats.chunk_rolls += 1;
         }

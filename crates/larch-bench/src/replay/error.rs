@@ -143,6 +143,14 @@ pub enum ReplayError {
         /// The store's error.
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// Waiting for the last commits to become durable (a pipelined store's publish) failed.
+    #[error("making the commits up to block {block} durable: {source}")]
+    Durability {
+        /// Blocks completed when it failed.
+        block: u64,
+        /// The store's error.
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// Writing the stat file failed.
     #[error("writing the stat file: {0}")]
     StatsOutput(#[source] std::io::Error),
@@ -159,7 +167,10 @@ impl ReplayError {
             | ReplayError::CopySourceMissing { at }
             | ReplayError::Tree { at, .. }
             | ReplayError::Store { at, .. } => Some(&**at),
-            ReplayError::Trace { .. } | ReplayError::Gc { .. } | ReplayError::StatsOutput(_) => None,
+            ReplayError::Trace { .. }
+            | ReplayError::Gc { .. }
+            | ReplayError::Durability { .. }
+            | ReplayError::StatsOutput(_) => None,
         }
     }
 }

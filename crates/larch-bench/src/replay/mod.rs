@@ -343,6 +343,15 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         self.excluded_wchar += bytes;
     }
 
+    /// Waits until every commit of the replay is durable (the store's
+    /// [`ContextRepo::wait_durable`]): the end of a replay, so that its wall time includes the
+    /// last publish of a pipelined store.
+    pub fn wait_durable(&mut self) -> Result<(), ReplayError> {
+        self.repo
+            .wait_durable()
+            .map_err(|source| ReplayError::Durability { block: self.blocks, source: Box::new(source) })
+    }
+
     /// The end line of the stat file, describing the replay so far.
     pub fn end(&self) -> StatEnd {
         StatEnd {
@@ -452,6 +461,7 @@ where
                 progress(&block);
             }
         }
+        replayer.wait_durable()?;
         let end = replayer.end();
         if let Some(out) = stats_out.as_deref_mut() {
             write_line(out, &StatLine::End(end.clone())).map_err(ReplayError::StatsOutput)?;

@@ -4,7 +4,7 @@
 
 pub mod crash;
 
-use larch_core::{CommitInfo, ContentsRef, Entry, NodeBody, NodeRef, Tree};
+use larch_core::{CommitInfo, ContentsRef, Entry, NodeBody, NodeRef, Tree, TreeError};
 use larch_testkit::{Model, TestRng};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,21 +57,26 @@ fn random_value(rng: &mut TestRng) -> Vec<u8> {
 
 /// Applies one random operation to both the tree and the model.
 pub fn random_op(rng: &mut TestRng, tree: &mut Tree, model: &mut Model) {
+    try_random_op(rng, tree, model).unwrap();
+}
+
+/// [`random_op`], returning the tree's error (a store that failed under it) instead of panicking.
+pub fn try_random_op(rng: &mut TestRng, tree: &mut Tree, model: &mut Model) -> Result<(), TreeError> {
     match rng.random_range(0..100) {
         0..=59 => {
             let (path, value) = (random_path(rng), random_value(rng));
-            tree.add(&path, value.clone()).unwrap();
+            tree.add(&path, value.clone())?;
             model.add(&path, value);
         }
         60..=79 => {
             let path = random_path(rng);
-            tree.remove(&path).unwrap();
+            tree.remove(&path)?;
             model.remove(&path);
         }
         80..=84 => {
             let (from, to) = (random_path(rng), random_path(rng));
             if !to.starts_with(&from) && !from.starts_with(&to) {
-                tree.copy(&from, &to).unwrap();
+                tree.copy(&from, &to)?;
                 model.copy(&from, &to);
             }
         }
@@ -82,11 +87,12 @@ pub fn random_op(rng: &mut TestRng, tree: &mut Tree, model: &mut Model) {
                 let name = format!("{:016x}", rng.random_range(0..600u64)).into_bytes();
                 let path = vec![b"big".to_vec(), dir.clone(), name];
                 let value = random_value(rng);
-                tree.add(&path, value.clone()).unwrap();
+                tree.add(&path, value.clone())?;
                 model.add(&path, value);
             }
         }
     }
+    Ok(())
 }
 
 /// Commit info of block `n`.
