@@ -4,13 +4,13 @@
 
 use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
-use crate::size::{DEFAULT_CACHE_SIZE, parse_size};
+use crate::size::parse_size;
 use anyhow::{Context, bail};
 use clap::Args;
 use larch_bench::stats::plot_stat_files;
 use larch_bench::{GcSchedule, GcWhenBusy, GenParams, ReplayOptions, RunMeta, RunSummary};
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
-use larch_store::{Repo, RepoOptions, SyncPolicy};
+use larch_store::{PipelinedRepo, Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
 use larch_trace::open_trace;
 use std::fs::File;
@@ -37,12 +37,21 @@ pub struct ReplayArgs {
     /// Seed of the generated trace (without a trace only).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Byte budget of the store's cache of decoded objects (e.g. `256M`).
-    #[arg(long, value_parser = parse_size, default_value = DEFAULT_CACHE_SIZE)]
-    cache_size: u64,
+    /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 128M
+    /// with the pipeline (its commit thread's heap and the trees carried in memory take the
+    /// rest of the memory budget; docs/benchmarks.md).
+    #[arg(long, value_parser = parse_size)]
+    cache_size: Option<u64>,
     /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `pipelined` (the same syncs on a publisher thread while the next block runs: a commit is durable when the next one returns), `every N`, or `never` (only at the end).
     #[arg(long, default_value = "commit")]
     sync: SyncPolicy,
+    /// Commit on the calling thread only. By default a store replay pipelines its commits: each
+    /// block's tree is hashed on the replay's thread, then encoded, written, synced and published
+    /// by a commit thread while the next block runs (from the committed tree, in memory); a
+    /// commit is written and durable (under `--sync commit`) when the next one returns, and the
+    /// replay ends once the last one is (docs/store.md, *Pipelined commits*).
+    #[arg(long)]
+    no_pipeline: bool,
     /// The pack rolls to a new chunk file once its head chunk holds this many bytes (e.g. `16M`).
     #[arg(long, value_parser = parse_size, default_value = "16M")]
     chunk_size: u64,
@@ -106,6 +115,12 @@ impl From<WhenBusyArg> for GcWhenBusy {
     }
 }
 
+/// The default cache budget of a pipelined replay: the commit thread's heap (its own pages for
+/// the records it decodes and primes) and the trees carried from block to block in memory add
+/// ~30 MiB to the resident set at the same cache size; 128 MiB keeps the default trace's peak
+/// under 300 MB (docs/benchmarks.md). Reads through the trees in memory need fewer cache hits.
+const PIPELINE_CACHE_BYTES: u64 = 128 << 20;
+
 /// Where the replay goes.
 enum Target {
     Memory,
@@ -144,7 +159,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         trace: trace_path.display().to_string(),
         store: match &target {
             Target::Memory => "memory".to_string(),
-            Target::Store { path, .. } => format!("pack:{} (sync {})", path.display(), args.sync),
+            Target::Store { path, .. } => format!(
+                "pack:{} (sync {}{})",
+                path.display(),
+                args.sync,
+                if args.no_pipeline { "" } else { ", pipeline" }
+            ),
         },
     };
     let gc = args.gc_every.zip(args.gc_keep).map(|(every, keep)| GcSchedule {
@@ -166,7 +186,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         Target::Store { path, .. } => {
             let store_options = RepoOptions {
                 sync: args.sync,
-                cache_bytes: args.cache_size,
+                cache_bytes: args.cache_size.unwrap_or(if args.no_pipeline {
+                    larch_store::DEFAULT_CACHE_BYTES
+                } else {
+                    PIPELINE_CACHE_BYTES
+                }),
                 create: true,
                 mmap: args.mmap,
                 verify_on_load: args.verify_reads,
@@ -178,9 +202,27 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             if repo.commit_count() > 0 {
                 bail!("store {} already holds commits: replay needs a fresh store", path.display());
             }
-            let outcome =
-                run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks)
-                    .map(|(summary, last)| (summary, last, repo.head()));
+            let (outcome, repo) = if !args.no_pipeline {
+                let mut pipelined = PipelinedRepo::new(repo)
+                    .with_context(|| format!("starting the commit thread of {}", path.display()))?;
+                let outcome = run_replay(
+                    &mut pipelined,
+                    source,
+                    &options,
+                    &meta,
+                    stats_path.as_deref(),
+                    expected_blocks,
+                );
+                let repo = pipelined
+                    .into_inner()
+                    .with_context(|| format!("finishing the commits into {}", path.display()))?;
+                (outcome, repo)
+            } else {
+                let outcome =
+                    run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks);
+                (outcome, repo)
+            };
+            let outcome = outcome.map(|(summary, last)| (summary, last, repo.head()));
             let closed = repo.close().with_context(|| format!("closing store {}", path.display()));
             outcome.and_then(|summary| closed.map(|()| summary))
         }

@@ -19,18 +19,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     number.checked_mul(1u64 << shift).ok_or_else(|| format!("size {trimmed:?} is too large"))
 }
 
-/// The store's default cache budget ([`larch_store::DEFAULT_CACHE_BYTES`]) as `--cache-size` text,
-/// so that `--help` shows it readably.
-pub const DEFAULT_CACHE_SIZE: &str = "152M";
-
 #[cfg(test)]
 mod tests {
-    use super::{DEFAULT_CACHE_SIZE, parse_size};
-
-    #[test]
-    fn the_default_cache_size_text_is_the_store_default() {
-        assert_eq!(parse_size(DEFAULT_CACHE_SIZE), Ok(larch_store::DEFAULT_CACHE_BYTES));
-    }
+    use super::parse_size;
 
     #[test]
     fn sizes_parse_with_binary_suffixes() {

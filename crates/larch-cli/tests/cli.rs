@@ -153,25 +153,33 @@ fn trace_with_wrong_commit(path: &Path) {
 }
 
 #[test]
-fn a_pipelined_replay_writes_the_same_store_as_syncing_every_commit() {
+fn pipelined_replays_write_the_same_commits_as_committing_on_the_replay_thread() {
     let dir = tempfile::tempdir().unwrap();
     let trace = small_trace(dir.path(), "larch");
-    let mut heads = Vec::new();
-    for sync in ["commit", "pipelined"] {
-        let store = dir.path().join(format!("store-{sync}"));
-        let args = ["replay", path_str(&trace), "--store", path_str(&store), "--sync", sync, "--json"];
+    let mut runs = Vec::new();
+    // The commit thread (the default), syncs on a publisher thread, both, neither.
+    for (name, extra) in [
+        ("plain", &["--no-pipeline", "--sync", "commit"][..]),
+        ("publisher", &["--no-pipeline", "--sync", "pipelined"][..]),
+        ("pipeline", &[][..]),
+        ("both", &["--sync", "pipelined"][..]),
+    ] {
+        let store = dir.path().join(name);
+        let mut args = vec!["replay", path_str(&trace), "--store", path_str(&store), "--json"];
+        args.extend_from_slice(extra);
         let out = larch(&args);
-        assert!(out.status.success(), "{sync}: {}", stderr(&out));
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
         let summary: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-        assert_eq!(summary["commits_checked"], 22, "{sync}");
-        assert_eq!(summary["last_commit"], summary["store_head"], "{sync}: every commit published");
-        assert!(summary["store"].as_str().unwrap().contains(&format!("sync {sync}")), "{summary}");
+        assert_eq!(summary["commits_checked"], 22, "{name}");
+        assert_eq!(summary["last_commit"], summary["store_head"], "{name}: every commit published");
+        let pipelined = summary["store"].as_str().unwrap().contains("pipeline)");
+        assert_eq!(pipelined, !extra.contains(&"--no-pipeline"), "{name}: {summary}");
         let fsck = larch(&["fsck", path_str(&store)]);
-        assert!(fsck.status.success(), "{sync}: {}{}", stdout(&fsck), stderr(&fsck));
-        heads.push((summary["store_head"].clone(), std::fs::read(store.join("chunk.000000")).unwrap()));
+        assert!(fsck.status.success(), "{name}: {}{}", stdout(&fsck), stderr(&fsck));
+        runs.push((summary["store_head"].clone(), std::fs::read(store.join("chunk.000000")).unwrap()));
     }
-    assert_eq!(heads[0].0, heads[1].0);
-    assert!(heads[0].1 == heads[1].1, "the two packs differ");
+    assert!(runs.iter().all(|(head, _)| *head == runs[0].0), "the same last commit");
+    assert!(runs[0].1 == runs[1].1, "syncing on a publisher thread writes the same pack");
 }
 
 #[test]
@@ -295,7 +303,7 @@ fn replay_accepts_sync_every_n_as_two_words_and_names_its_last_commit() {
     let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--sync", "every", "5"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("(sync every 5)"), "{text}");
+    assert!(text.contains("(sync every 5, pipeline)"), "{text}");
     // The last commit named by the summary is the store's head, as `larch log` reads it.
     let log = larch(&["log", path_str(&store), "-n", "1", "--json"]);
     let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();

@@ -106,6 +106,15 @@ pub enum StoreError {
     /// A durability step failed earlier; the handle refuses work until the store is reopened.
     #[error("an earlier sync or publish failed; reopen the store")]
     Poisoned,
+    /// A pipelined writer's commit thread wrote another commit than the one hashed before it
+    /// (a bug: the tree changed in between).
+    #[error("the commit thread wrote commit {actual}, not {expected} as hashed before it")]
+    CommitMismatch {
+        /// The hash returned to the caller.
+        expected: Hash,
+        /// The hash of the commit written.
+        actual: Hash,
+    },
     /// No commit with this hash.
     #[error("unknown commit {0}")]
     UnknownCommit(Hash),

@@ -73,6 +73,7 @@ mod pack;
 pub mod patch;
 #[cfg(not(feature = "fault-injection"))]
 mod patch;
+mod pipeline;
 mod publisher;
 mod recover;
 mod repo;
@@ -100,6 +101,7 @@ pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
 };
 pub use pack::DEFAULT_CACHE_BYTES;
+pub use pipeline::PipelinedRepo;
 #[cfg(feature = "fault-injection")]
 pub use recover::plan_recovery_files;
 pub use recover::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};

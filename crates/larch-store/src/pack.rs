@@ -103,6 +103,10 @@ pub(crate) struct PackReader {
     /// Rehash every object loaded (and compare full hashes on cache hits): tampering is then
     /// detected on reads, not only by fsck ([`crate::RepoOptions::verify_on_load`]).
     verify: bool,
+    /// Copy-on-write refers to in-memory children this store holds by key
+    /// ([`ObjectSource::held_keys`]): set while a [`crate::PipelinedRepo`] carries trees from
+    /// commit to commit.
+    detach: std::sync::atomic::AtomicBool,
     pub counters: ReadCounters,
 }
 
@@ -161,8 +165,15 @@ impl PackReader {
             cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), ItemWeight),
             cache_capacity: cache_bytes,
             verify: false,
+            detach: std::sync::atomic::AtomicBool::new(false),
             counters: ReadCounters::default(),
         }
+    }
+
+    /// Whether copy-on-write of this store's trees refers to in-memory children by key
+    /// ([`ObjectSource::held_keys`]).
+    pub fn set_detach(&self, detach: bool) {
+        self.detach.store(detach, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// This reader, verifying the full hash of every object it loads when `verify`.
@@ -461,6 +472,16 @@ impl PackSource {
 }
 
 impl ObjectSource for PackSource {
+    /// Records from the first chunk on are never collected while this handle reads them. Only
+    /// while a pipelined writer carries trees across commits: other writers' callers may keep a
+    /// tree after a commit and read it after the store failed or was collected.
+    fn held_keys(&self) -> Option<(StoreId, u64)> {
+        self.reader
+            .detach
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .then(|| (self.reader.store, self.reader.layout().first_chunk_start()))
+    }
+
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
         self.offset(key).and_then(|offset| self.reader.node(offset, hash)).map_err(|e| LoadError {
             what: "node",

@@ -186,31 +186,13 @@ impl Repo {
         info: CommitInfo,
         allow_absent: bool,
     ) -> Result<Hash> {
-        self.check_writable()?;
         if let Some(name) = branch {
             check_branch_name(name)?;
         }
+        let parent_offsets = self.check_commit(tree, parents, allow_absent)?;
         let Entry::Node(root) = tree.root() else {
             return Err(StoreError::RootIsContents);
         };
-        if parents.len() > codec::MAX_PARENTS {
-            return Err(StoreError::TooLarge(format!(
-                "{} parents (at most {} are allowed)",
-                parents.len(),
-                codec::MAX_PARENTS
-            )));
-        }
-        let parent_offsets = parents
-            .iter()
-            .map(|parent| match self.commits.get(parent).copied() {
-                Some(offset) => Ok((*parent, Some(offset))),
-                None if allow_absent => Ok((*parent, None)),
-                None => match self.missing_commit(parent) {
-                    collected @ StoreError::Collected { .. } => Err(collected),
-                    _ => Err(StoreError::UnknownParent(*parent)),
-                },
-            })
-            .collect::<Result<Vec<_>>>()?;
         let tree_hash = crate::hashing::tree_hash(tree);
         let hash = schema::commit_hash(&tree_hash, parents, &info);
         if let Some(offset) = self.commits.get(&hash).copied() {
@@ -300,6 +282,39 @@ impl Repo {
         self.stats.commits_written += 1;
         self.last_write = counts;
         Ok(hash)
+    }
+
+    /// The checks of a commit before anything is hashed or written: a writable handle, a
+    /// directory at the root, at most `MAX_PARENTS` parents, each in the store (or, with
+    /// `allow_absent`, recorded as absent). Returns the parents with their record offsets.
+    pub(crate) fn check_commit(
+        &self,
+        tree: &Tree,
+        parents: &[Hash],
+        allow_absent: bool,
+    ) -> Result<Vec<(Hash, Option<u64>)>> {
+        self.check_writable()?;
+        if !matches!(tree.root(), Entry::Node(_)) {
+            return Err(StoreError::RootIsContents);
+        }
+        if parents.len() > codec::MAX_PARENTS {
+            return Err(StoreError::TooLarge(format!(
+                "{} parents (at most {} are allowed)",
+                parents.len(),
+                codec::MAX_PARENTS
+            )));
+        }
+        parents
+            .iter()
+            .map(|parent| match self.commits.get(parent).copied() {
+                Some(offset) => Ok((*parent, Some(offset))),
+                None if allow_absent => Ok((*parent, None)),
+                None => match self.missing_commit(parent) {
+                    collected @ StoreError::Collected { .. } => Err(collected),
+                    _ => Err(StoreError::UnknownParent(*parent)),
+                },
+            })
+            .collect()
     }
 
     /// At the start of a commit: rolls to a new chunk when the head chunk holds at least

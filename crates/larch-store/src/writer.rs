@@ -440,12 +440,32 @@ impl<'a> Encoder<'a> {
                 // Only a dirty child node (in memory, without a stored key) is encoded, and only it
                 // needs its base: looking the base up for every entry would cost a binary search
                 // of the base's names per entry, most of them unchanged.
+                // A value in memory that the base holds already (a tree kept across commits, as a
+                // pipelined writer's: the value was written by an earlier commit) is pointed at.
+                let base_contents = |name: &Name, contents: &Contents| -> Option<Entry> {
+                    let list = base_entries?;
+                    let index = list.binary_search_by(|(probe, _)| probe.cmp(name)).ok()?;
+                    match list.get(index) {
+                        Some((_, stored @ Entry::Contents(ContentsRef::Stored { hash, key })))
+                            if *hash == contents.hash() && key.offset_in(store).is_some() =>
+                        {
+                            Some(stored.clone())
+                        }
+                        _ => None,
+                    }
+                };
                 let locs = entries
                     .iter()
                     .map(|(name, entry)| {
                         let child = match entry {
                             Entry::Node(NodeRef::Mem(child)) if child.stored_offset_in(store).is_none() => {
                                 child_base(name)
+                            }
+                            Entry::Contents(ContentsRef::Mem(contents)) if contents.len() > INLINE_MAX => {
+                                if let Some(stored) = base_contents(name, contents) {
+                                    return self.entry(&stored, None);
+                                }
+                                None
                             }
                             _ => None,
                         };

@@ -27,7 +27,15 @@ pub(crate) fn node_mut<'a>(
         *node = NodeRef::Mem(Arc::new(Node::clone(&loaded)));
     }
     match node {
-        NodeRef::Mem(arc) => Ok(Arc::make_mut(arc)),
+        NodeRef::Mem(arc) => {
+            // A shared node is copied; the copy refers by key to the children its store holds.
+            if Arc::get_mut(arc).is_none()
+                && let Some((store, from)) = source.held_keys()
+            {
+                *arc = Arc::new(arc.detached_copy(store, from));
+            }
+            Ok(Arc::make_mut(arc))
+        }
         NodeRef::Stored { .. } => Err(TreeError::Malformed("stored node not replaced after load")),
     }
 }

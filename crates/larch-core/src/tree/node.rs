@@ -431,6 +431,48 @@ impl Node {
         &self.body
     }
 
+    /// A copy of this node whose in-memory children that `store` holds (a stored key of `store`
+    /// at a position from `from` on, and a cached hash) are referred to by key instead: the copy
+    /// does not keep them in memory. Same value, same hash; the caches are kept. Copy-on-write
+    /// uses it when the tree's source is such a store
+    /// ([`ObjectSource::held_keys`](crate::ObjectSource::held_keys)).
+    pub fn detached_copy(&self, store: StoreId, from: u64) -> Node {
+        let detach = |child: &NodeRef| match child {
+            NodeRef::Mem(node) => match (node.stored_key(), node.cached_hash()) {
+                (Some(key), Some(hash)) if key.offset_in(store).is_some_and(|at| at >= from) => {
+                    NodeRef::Stored { hash, key }
+                }
+                _ => child.clone(),
+            },
+            NodeRef::Stored { .. } => child.clone(),
+        };
+        let body = match &self.body {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                let entries = entries
+                    .iter()
+                    .map(|(name, entry)| {
+                        let entry = match entry {
+                            Entry::Node(child) => Entry::Node(detach(child)),
+                            Entry::Contents(_) => entry.clone(),
+                        };
+                        (name.clone(), entry)
+                    })
+                    .collect();
+                if matches!(self.body, NodeBody::Flat(_)) {
+                    NodeBody::Flat(entries)
+                } else {
+                    NodeBody::Values(entries)
+                }
+            }
+            NodeBody::Tree(tree) => NodeBody::Tree(InodeTree {
+                depth: tree.depth,
+                length: tree.length,
+                children: tree.children.iter().map(|(index, child)| (*index, detach(child))).collect(),
+            }),
+        };
+        Node { body, hash: self.hash.clone(), key: self.key.clone() }
+    }
+
     /// Mutable access to the body; forgets the cached hash and key, since the value changes.
     pub fn body_mut(&mut self) -> &mut NodeBody {
         self.hash = OnceLock::new();

@@ -1,0 +1,295 @@
+//! A writer that commits on a second thread (`larch replay --pipeline`): the caller hashes a
+//! block's tree and goes on with the next block while a commit thread encodes, writes, syncs and
+//! publishes it. See `docs/store.md`, *Pipelined commits*.
+
+use crate::error::{Result, StoreError};
+use crate::repo::Repo;
+use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, Tree, schema};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+/// A commit that rewrote at least this many nodes is checked out from the store, not from
+/// memory (the default trace's setup block writes ~347,000 objects, its large bursts ~16,000).
+const MEMORY_CHECKOUT_MAX_DIRTY: usize = 1 << 16;
+
+/// A commit handed to the commit thread.
+struct Job {
+    tree: Tree,
+    parents: Vec<Hash>,
+    info: CommitInfo,
+    /// The hash the caller computed and returned.
+    hash: Hash,
+    /// The tree of the commit before, dropped on the commit thread (its nodes are freed there).
+    retired: Option<Tree>,
+}
+
+/// What the commit thread reports after a job.
+struct Done {
+    result: Result<()>,
+    stats: BackendStats,
+    gc_running: bool,
+}
+
+/// A [`Repo`] writer whose commits run on a commit thread, one at a time, in order.
+///
+/// [`PipelinedRepo::commit`] checks the commit, hashes the tree on the calling thread (the hash
+/// it returns is the commit's), waits for the commit before it to be done, and hands the tree to
+/// the commit thread, which runs [`Repo::commit`] (encode, write, sync and publish under the
+/// store's sync policy). So when `commit` returns, the commit before it is written and, under
+/// `SyncPolicy::Commit`, durable; [`PipelinedRepo::wait_durable`] waits for the last one. A
+/// checkout of the last commit handed over is served from memory (its tree as committed), so the
+/// next block starts at once. A failure on the commit thread is returned by the next call (then
+/// [`StoreError::Poisoned`]), and nothing after it is committed.
+///
+/// The store's counters ([`ContextRepo::stats`]) are those sampled after the last finished
+/// commit. Everything else (garbage collection, checkout of older commits, closing) waits for the
+/// commit in flight first.
+pub struct PipelinedRepo {
+    repo: Arc<Mutex<Repo>>,
+    jobs: Option<SyncSender<Job>>,
+    done: Receiver<Done>,
+    thread: Option<JoinHandle<()>>,
+    in_flight: bool,
+    /// The last commit handed over, with its tree.
+    last: Option<(Hash, Tree)>,
+    empty: Tree,
+    stats: BackendStats,
+    gc_running: bool,
+    /// A GC was started whose end was not reported yet.
+    gc_unreported: bool,
+    failed: bool,
+}
+
+impl std::fmt::Debug for PipelinedRepo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelinedRepo")
+            .field("in_flight", &self.in_flight)
+            .field("last", &self.last.as_ref().map(|(hash, _)| hash))
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock(repo: &Mutex<Repo>) -> MutexGuard<'_, Repo> {
+    repo.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl PipelinedRepo {
+    /// Wraps the writer `repo`, starting its commit thread.
+    pub fn new(repo: Repo) -> Result<PipelinedRepo> {
+        repo.check_writable()?;
+        repo.source.reader.set_detach(true);
+        let empty = repo.empty_tree();
+        let stats = ContextRepo::stats(&repo);
+        let gc_running = repo.gc_running();
+        let repo = Arc::new(Mutex::new(repo));
+        let (jobs, receive_jobs) = sync_channel::<Job>(1);
+        let (send_done, done) = sync_channel::<Done>(1);
+        let shared = repo.clone();
+        let thread = std::thread::Builder::new()
+            .name("larch-commit".into())
+            .spawn(move || {
+                while let Ok(job) = receive_jobs.recv() {
+                    drop(job.retired);
+                    let mut repo = lock(&shared);
+                    let result = repo.commit(&job.tree, &job.parents, job.info).and_then(|actual| {
+                        if actual == job.hash {
+                            Ok(())
+                        } else {
+                            Err(StoreError::CommitMismatch { expected: job.hash, actual })
+                        }
+                    });
+                    let stats = ContextRepo::stats(&*repo);
+                    let gc_running = repo.gc_running();
+                    drop(repo);
+                    drop(job.tree);
+                    if send_done.send(Done { result, stats, gc_running }).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| StoreError::io(crate::FileKind::Pack, 0, "start the commit thread", e))?;
+        Ok(PipelinedRepo {
+            repo,
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            in_flight: false,
+            last: None,
+            empty,
+            stats,
+            gc_running,
+            gc_unreported: gc_running,
+            failed: false,
+        })
+    }
+
+    /// Waits for the commit in flight, if any. Its failure is returned once; after it, every
+    /// call returns [`StoreError::Poisoned`].
+    fn settle(&mut self) -> Result<()> {
+        if self.in_flight {
+            self.in_flight = false;
+            match self.done.recv() {
+                Ok(done) => {
+                    self.stats = done.stats;
+                    self.gc_running = done.gc_running;
+                    if let Err(e) = done.result {
+                        self.failed = true;
+                        self.last = None;
+                        return Err(e);
+                    }
+                }
+                Err(_) => {
+                    self.failed = true;
+                    self.last = None;
+                    return Err(StoreError::Poisoned);
+                }
+            }
+        }
+        if self.failed { Err(StoreError::Poisoned) } else { Ok(()) }
+    }
+
+    /// The repository, once the commit in flight is done.
+    fn settled(&mut self) -> Result<MutexGuard<'_, Repo>> {
+        self.settle()?;
+        Ok(lock(&self.repo))
+    }
+
+    /// Checks `tree` and `parents`, hashes the tree here, waits for the commit before, and hands
+    /// this one to the commit thread; returns the commit hash. See [`PipelinedRepo`] for what is
+    /// done when it returns.
+    pub fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash> {
+        if self.failed {
+            return Err(StoreError::Poisoned);
+        }
+        // A tree this large (a setup block, an import) is not served from memory afterwards: its
+        // nodes would stay reachable from the next blocks' trees until each is copied again.
+        let huge = !tree.dirty_subtrees(MEMORY_CHECKOUT_MAX_DIRTY).is_empty();
+        // Parents other than the commit in flight must be in the store: checked after it.
+        let tree_hash = crate::hashing::tree_hash(tree);
+        let hash = schema::commit_hash(&tree_hash, parents, &info);
+        self.settled()?.check_commit(tree, parents, false)?;
+        let kept = (!huge).then(|| (hash, tree.clone()));
+        let retired = std::mem::replace(&mut self.last, kept).map(|(_, tree)| tree);
+        let job = Job { tree: tree.clone(), parents: parents.to_vec(), info, hash, retired };
+        let sent = self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+        if sent {
+            self.in_flight = true;
+            Ok(hash)
+        } else {
+            self.failed = true;
+            self.last = None;
+            Err(StoreError::Poisoned)
+        }
+    }
+
+    /// The tree of commit `hash`: from memory for the last commit handed over (done or not; unless
+    /// it rewrote more than 65,536 nodes), else from the store once the commit in flight is done.
+    pub fn checkout(&mut self, hash: &Hash) -> Result<Tree> {
+        if let Some((last, tree)) = &self.last
+            && last == hash
+            && !self.failed
+        {
+            return Ok(tree.clone());
+        }
+        self.settled()?.checkout(hash)
+    }
+
+    /// Waits until every commit returned so far is written and durable as the store's sync
+    /// policy makes it ([`Repo::wait_durable`]).
+    pub fn wait_durable(&mut self) -> Result<()> {
+        self.settled()?.wait_durable()
+    }
+
+    /// Runs `f` on the repository once the commit in flight is done.
+    pub fn with_repo<T>(&mut self, f: impl FnOnce(&mut Repo) -> T) -> Result<T> {
+        Ok(f(&mut *self.settled()?))
+    }
+
+    /// Waits for the commit in flight, stops the commit thread and returns the repository (to
+    /// close it, or to go on without the pipeline).
+    pub fn into_inner(mut self) -> Result<Repo> {
+        let settled = self.settle();
+        self.stop();
+        let repo = self.repo.clone();
+        // Dropping `self` drops its own reference; the commit thread's is gone with it.
+        drop(self);
+        settled?;
+        match Arc::try_unwrap(repo) {
+            Ok(mutex) => {
+                let repo = mutex.into_inner().unwrap_or_else(PoisonError::into_inner);
+                repo.source.reader.set_detach(false);
+                Ok(repo)
+            }
+            Err(_) => Err(StoreError::Poisoned),
+        }
+    }
+
+    fn stop(&mut self) {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for PipelinedRepo {
+    fn drop(&mut self) {
+        let _ = self.settle();
+        self.stop();
+    }
+}
+
+impl ContextRepo for PipelinedRepo {
+    type Error = StoreError;
+
+    fn empty_tree(&self) -> Tree {
+        self.empty.clone()
+    }
+
+    fn checkout(&mut self, commit: &Hash) -> Result<Tree> {
+        PipelinedRepo::checkout(self, commit)
+    }
+
+    fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash> {
+        PipelinedRepo::commit(self, tree, parents, info)
+    }
+
+    fn wait_durable(&mut self) -> Result<()> {
+        PipelinedRepo::wait_durable(self)
+    }
+
+    /// The counters sampled after the last finished commit (one block behind while a commit is
+    /// in flight).
+    fn stats(&self) -> BackendStats {
+        self.stats
+    }
+
+    fn gc_start(&mut self, commit: &Hash) -> Result<bool> {
+        let started = ContextRepo::gc_start(&mut *self.settled()?, commit);
+        self.gc_running = lock(&self.repo).gc_running();
+        self.gc_unreported |= matches!(started, Ok(true));
+        started
+    }
+
+    /// As sampled after the last finished commit or GC call.
+    fn gc_running(&self) -> bool {
+        self.gc_running
+    }
+
+    /// Without `wait`: nothing to do when no GC was started since the last report; while a
+    /// commit is in flight and the GC was still running after the last commit, nothing is done
+    /// either (it finishes at a later call); else the commit in flight is waited for first.
+    fn gc_finish(&mut self, wait: bool) -> Result<Option<GcSummary>> {
+        if !wait && (!self.gc_unreported || (self.in_flight && self.gc_running)) {
+            return Ok(None);
+        }
+        let finished = ContextRepo::gc_finish(&mut *self.settled()?, wait);
+        self.gc_running = lock(&self.repo).gc_running();
+        if matches!(finished, Ok(Some(_))) {
+            self.gc_unreported = self.gc_running;
+        }
+        finished
+    }
+}

@@ -1,0 +1,193 @@
+//! `PipelinedRepo`: commits encoded, written and published on a commit thread while the caller
+//! goes on from the committed tree in memory. Against a plain `Repo` fed the same random script
+//! (each block continuing from a checkout of the previous commit, as a node and the replay do):
+//! the same commit hashes, the same contents, a clean store of about the same size; a tree kept
+//! across many commits does not keep the nodes of old commits in memory; a failure on the commit
+//! thread is returned by the next call; GC through the wrapper.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+use common::{contents_of, info, random_op};
+use larch_core::{ContextRepo, Entry, Hash, NodeBody, NodeRef, Tree};
+use larch_store::{PipelinedRepo, Repo, RepoOptions, StoreError, SyncPolicy};
+use larch_testkit::{Model, seeded_rng};
+use std::path::Path;
+
+fn options() -> RepoOptions {
+    RepoOptions { sync: SyncPolicy::Commit, cache_bytes: 4 << 20, ..RepoOptions::default() }
+}
+
+/// Runs `blocks` blocks of the seeded script through `repo` (a checkout of each commit starts
+/// the next block); returns the commit hashes and the model after each.
+fn run_script<R: ContextRepo>(repo: &mut R, seed: u64, blocks: u64) -> Vec<(Hash, Model)> {
+    let (mut rng, _) = seeded_rng("pipelined_repo", seed);
+    let mut tree = repo.empty_tree();
+    let mut model = Model::new();
+    let mut out: Vec<(Hash, Model)> = Vec::new();
+    for block in 0..blocks {
+        for _ in 0..40 {
+            random_op(&mut rng, &mut tree, &mut model);
+        }
+        let parents: Vec<Hash> = out.last().map(|(hash, _)| *hash).into_iter().collect();
+        let hash = repo.commit(&tree, &parents, info(block)).unwrap();
+        out.push((hash, model.clone()));
+        tree = repo.checkout(&hash).unwrap();
+    }
+    out
+}
+
+fn store_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().metadata().unwrap().len()).sum()
+}
+
+#[test]
+fn the_same_commits_and_contents_as_a_plain_writer() {
+    for seed in [1, 2, 3] {
+        let plain_dir = tempfile::tempdir().unwrap();
+        let mut plain = Repo::open_with(plain_dir.path(), options()).unwrap();
+        let expected = run_script(&mut plain, seed, 30);
+        plain.close().unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut pipelined = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+        let got = run_script(&mut pipelined, seed, 30);
+        pipelined.wait_durable().unwrap();
+        pipelined.into_inner().unwrap().close().unwrap();
+        let hashes = |run: &[(Hash, Model)]| run.iter().map(|(hash, _)| *hash).collect::<Vec<_>>();
+        assert_eq!(hashes(&got), hashes(&expected), "seed {seed}");
+
+        let repo = Repo::open(dir.path()).unwrap();
+        assert_eq!(repo.head(), got.last().map(|(hash, _)| *hash), "seed {seed}");
+        assert_eq!(repo.commit_count(), got.len());
+        for (hash, model) in &got {
+            assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values, "seed {seed}");
+        }
+        assert!(repo.fsck().is_clean(), "seed {seed}");
+        // Values moved under new names in memory may be written again: a little larger at most.
+        let (size, plain_size) = (store_bytes(dir.path()), store_bytes(plain_dir.path()));
+        assert!(size * 100 <= plain_size * 102, "seed {seed}: {size} bytes against {plain_size}");
+    }
+}
+
+/// The in-memory nodes reachable from `tree` (through in-memory links only).
+fn nodes_in_memory(tree: &Tree) -> usize {
+    let mut stack: Vec<std::sync::Arc<larch_core::Node>> = match tree.root() {
+        Entry::Node(NodeRef::Mem(node)) => vec![node.clone()],
+        _ => vec![],
+    };
+    let mut count = 0;
+    while let Some(node) = stack.pop() {
+        count += 1;
+        let mut push = |child: &NodeRef| {
+            if let NodeRef::Mem(child) = child {
+                stack.push(child.clone());
+            }
+        };
+        match node.body() {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                for (_, entry) in entries {
+                    if let Entry::Node(child) = entry {
+                        push(child);
+                    }
+                }
+            }
+            NodeBody::Tree(inode) => inode.children.iter().for_each(|(_, child)| push(child)),
+        }
+    }
+    count
+}
+
+#[test]
+fn a_tree_carried_from_commit_to_commit_keeps_only_recent_nodes_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+    let mut tree = repo.empty_tree();
+    // A large first commit: 3,000 entries under 60 directories.
+    for i in 0..3000 {
+        tree.add(&["data", &format!("d{:02}", i % 60), &format!("k{i:05}")], vec![1; 40]).unwrap();
+    }
+    let mut parent = repo.commit(&tree, &[], info(0)).unwrap();
+    let first_size = nodes_in_memory(&tree);
+    assert!(first_size > 60, "{first_size} nodes");
+    let mut most = 0;
+    for block in 1..40u64 {
+        tree = repo.checkout(&parent).unwrap();
+        // A few changes per block, in a few directories.
+        for j in 0..5 {
+            let i = (block * 37 + j * 11) % 3000;
+            tree.add(&["data", &format!("d{:02}", i % 60), &format!("k{i:05}")], vec![2; 40]).unwrap();
+        }
+        parent = repo.commit(&tree, &[parent], info(block)).unwrap();
+        // The first blocks may still reach the first commit's nodes (copied while it was in
+        // flight, before its nodes had keys): at most one level of the tree per block.
+        if block >= 4 {
+            most = most.max(nodes_in_memory(&tree));
+        }
+    }
+    // Each block rewrites at most ~7 nodes; without detaching, the first commit's 60+ nodes would
+    // stay reachable in memory from every later tree.
+    assert!(most < first_size / 2, "{most} nodes in memory (the first commit had {first_size})");
+    repo.wait_durable().unwrap();
+    let repo = repo.into_inner().unwrap();
+    assert_eq!(repo.checkout(&parent).unwrap().length(&["data"]).unwrap(), 60);
+    assert!(repo.fsck().is_clean());
+}
+
+#[test]
+fn a_failure_on_the_commit_thread_is_returned_by_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["a"], b"1".to_vec()).unwrap();
+    let first = repo.commit(&tree, &[], info(0)).unwrap();
+    repo.wait_durable().unwrap();
+    // The control file replaced under the writer: the next commit's publish refuses.
+    let control = dir.path().join("control");
+    std::fs::copy(&control, dir.path().join("control.copy")).unwrap();
+    std::fs::rename(dir.path().join("control.copy"), &control).unwrap();
+    tree.add(&["b"], b"2".to_vec()).unwrap();
+    let second = repo.commit(&tree, &[first], info(1)).unwrap();
+    tree.add(&["c"], b"3".to_vec()).unwrap();
+    let error = repo.commit(&tree, &[second], info(2)).unwrap_err();
+    assert!(error.to_string().contains("replaced"), "{error}");
+    assert!(matches!(repo.commit(&tree, &[second], info(2)), Err(StoreError::Poisoned)));
+    assert!(matches!(repo.wait_durable(), Err(StoreError::Poisoned)));
+    // The failed commit is not served from memory.
+    assert!(repo.checkout(&second).is_err());
+    drop(repo);
+    let repo = Repo::open(dir.path()).unwrap();
+    assert_eq!(repo.head(), Some(first));
+}
+
+#[test]
+fn an_unknown_parent_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["a"], b"1".to_vec()).unwrap();
+    let bogus = Hash([7; 32]);
+    assert!(matches!(repo.commit(&tree, &[bogus], info(0)), Err(StoreError::UnknownParent(h)) if h == bogus));
+    // The wrapper is still usable.
+    let first = repo.commit(&tree, &[], info(0)).unwrap();
+    assert_eq!(repo.checkout(&first).unwrap().find(&["a"]).unwrap().unwrap().as_bytes(), b"1");
+    assert!(matches!(repo.checkout(&bogus), Err(StoreError::UnknownCommit(_))));
+}
+
+#[test]
+fn garbage_collection_through_the_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+    let run = run_script(&mut repo, 9, 12);
+    assert!(ContextRepo::gc_start(&mut repo, &run[8].0).unwrap());
+    let summary = ContextRepo::gc_finish(&mut repo, true).unwrap().expect("a finished GC");
+    assert!(!summary.abandoned);
+    assert!(!ContextRepo::gc_running(&repo));
+    let repo = repo.into_inner().unwrap();
+    assert!(repo.checkout(&run[2].0).is_err(), "collected");
+    for (hash, model) in &run[8..] {
+        assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values);
+    }
+    assert!(repo.fsck().is_clean());
+}
