@@ -4,8 +4,9 @@
 use crate::measure::{Latency, RunResult, Usage, dir_size};
 use crate::workload::Workload;
 use anyhow::{Context, Result, bail};
+use larch_core::ContextRepo;
 use larch_core::{CommitInfo, Hash, Tree};
-use larch_store::{Repo, RepoOptions, SyncPolicy};
+use larch_store::{PipelinedRepo, Repo, RepoOptions, SyncPolicy};
 use std::path::Path;
 use std::time::Instant;
 
@@ -36,6 +37,10 @@ pub enum TreeMode {
     Checkout,
     /// Keep mutating the committed tree: its loaded and written nodes stay in memory.
     Keep,
+    /// `PipelinedRepo`: each batch's commit is encoded, written and synced on a commit thread
+    /// while the next batch is added to the committed tree (in memory); a commit is durable when
+    /// the next one returns, and the insert time includes waiting for the last one.
+    Pipeline,
 }
 
 /// Options of the larch run.
@@ -51,6 +56,43 @@ pub struct LarchConfig {
     pub cache_bytes: u64,
     /// Read the pack through a memory map.
     pub mmap: bool,
+}
+
+/// The writer of a run: the repository itself, or wrapped in a commit thread.
+enum Writer {
+    Plain(Box<Repo>),
+    Pipelined(Box<PipelinedRepo>),
+}
+
+impl Writer {
+    fn empty_tree(&self) -> Tree {
+        match self {
+            Writer::Plain(repo) => repo.empty_tree(),
+            Writer::Pipelined(repo) => ContextRepo::empty_tree(&**repo),
+        }
+    }
+
+    fn checkout(&mut self, hash: &Hash) -> Result<Tree> {
+        Ok(match self {
+            Writer::Plain(repo) => repo.checkout(hash)?,
+            Writer::Pipelined(repo) => repo.checkout(hash)?,
+        })
+    }
+
+    fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash> {
+        Ok(match self {
+            Writer::Plain(repo) => repo.commit(tree, parents, info)?,
+            Writer::Pipelined(repo) => repo.commit(tree, parents, info)?,
+        })
+    }
+
+    fn wait_durable(&mut self) -> Result<()> {
+        match self {
+            Writer::Plain(repo) => repo.wait_durable()?,
+            Writer::Pipelined(repo) => repo.wait_durable()?,
+        }
+        Ok(())
+    }
 }
 
 fn add(tree: &mut Tree, shape: Shape, key: &[u8; 32], value: &[u8; 32]) -> Result<()> {
@@ -81,7 +123,11 @@ pub fn run(work: &Workload, batch: usize, dir: &Path, config: &LarchConfig, roun
         mmap: config.mmap,
         ..RepoOptions::default()
     };
-    let mut repo = Repo::open_with(dir, options).with_context(|| format!("open {}", dir.display()))?;
+    let repo = Repo::open_with(dir, options).with_context(|| format!("open {}", dir.display()))?;
+    let mut repo = match config.tree_mode {
+        TreeMode::Pipeline => Writer::Pipelined(Box::new(PipelinedRepo::new(repo)?)),
+        _ => Writer::Plain(Box::new(repo)),
+    };
     let mut tree = repo.empty_tree();
     let mut parent: Option<Hash> = None;
     let mut batch_times = Vec::new();
@@ -90,7 +136,7 @@ pub fn run(work: &Workload, batch: usize, dir: &Path, config: &LarchConfig, roun
     let start = Instant::now();
     for (number, range) in work.batches(batch).enumerate() {
         let t0 = Instant::now();
-        if let (TreeMode::Checkout, Some(parent)) = (config.tree_mode, parent) {
+        if let (TreeMode::Checkout | TreeMode::Pipeline, Some(parent)) = (config.tree_mode, parent) {
             tree = repo.checkout(&parent)?;
         }
         for i in range {
@@ -104,7 +150,12 @@ pub fn run(work: &Workload, batch: usize, dir: &Path, config: &LarchConfig, roun
         commit_times.push(t2 - t1);
         parent = Some(hash);
     }
+    repo.wait_durable()?;
     let insert_wall = start.elapsed();
+    let repo = match repo {
+        Writer::Pipelined(pipelined) => pipelined.into_inner()?,
+        Writer::Plain(repo) => *repo,
+    };
     let insert_usage = Usage::now();
     let write_stats = repo.stats();
     let Some(last) = parent else { bail!("no keys, no commit") };

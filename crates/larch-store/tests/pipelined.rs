@@ -92,19 +92,25 @@ fn the_same_store_and_the_same_sync_calls_as_syncing_every_commit() {
     assert!(commit.4 == pipelined.4, "the commit indexes differ");
 }
 
-#[test]
-fn a_failed_publish_poisons_the_writer_and_is_reported_once_then_as_poisoned() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut repo = writer(dir.path(), SyncPolicy::Pipelined);
+/// A pipelined writer with one durable commit, whose control file is then replaced under it:
+/// the next publish refuses to write into the unlinked file (it would be lost), on the publisher
+/// thread. Returns the writer, its tree and the commit.
+fn writer_losing_its_control_file(dir: &Path) -> (Repo, larch_core::Tree, Hash) {
+    let mut repo = writer(dir, SyncPolicy::Pipelined);
     let mut tree = repo.empty_tree();
     let first = commit_level(&mut repo, &mut tree, None, 0);
     repo.wait_durable().unwrap();
-    // Replace the control file under the writer: the next publish refuses to write into the
-    // unlinked file (it would be lost), on the publisher thread.
-    let control = dir.path().join("control");
-    let copy = dir.path().join("control.copy");
+    let control = dir.join("control");
+    let copy = dir.join("control.copy");
     std::fs::copy(&control, &copy).unwrap();
     std::fs::rename(&copy, &control).unwrap();
+    (repo, tree, first)
+}
+
+#[test]
+fn a_failed_publish_poisons_the_writer_and_is_reported_once_then_as_poisoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut repo, mut tree, first) = writer_losing_its_control_file(dir.path());
     // The commit itself is staged and returns; its publish fails beside the caller.
     let second = commit_level(&mut repo, &mut tree, Some(first), 1);
     let error = repo.wait_durable().unwrap_err();
@@ -124,14 +130,7 @@ fn a_failed_publish_poisons_the_writer_and_is_reported_once_then_as_poisoned() {
 #[test]
 fn the_next_commit_reports_a_publish_that_failed() {
     let dir = tempfile::tempdir().unwrap();
-    let mut repo = writer(dir.path(), SyncPolicy::Pipelined);
-    let mut tree = repo.empty_tree();
-    let first = commit_level(&mut repo, &mut tree, None, 0);
-    repo.wait_durable().unwrap();
-    let control = dir.path().join("control");
-    let copy = dir.path().join("control.copy");
-    std::fs::copy(&control, &copy).unwrap();
-    std::fs::rename(&copy, &control).unwrap();
+    let (mut repo, mut tree, first) = writer_losing_its_control_file(dir.path());
     let second = commit_level(&mut repo, &mut tree, Some(first), 1);
     tree.add(&["k", "0002"], b"v2".to_vec()).unwrap();
     let error = repo.commit(&tree, &[second], info(2)).unwrap_err();
