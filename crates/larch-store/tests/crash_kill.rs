@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 const DIR_VAR: &str = "LARCH_KILL_TEST_DIR";
 const SYNC_VAR: &str = "LARCH_KILL_TEST_SYNC";
+/// Set: the writer commits through a `PipelinedRepo` (a commit is acknowledged when the next one
+/// returns: it is then durable).
+const PIPELINE_VAR: &str = "LARCH_KILL_TEST_PIPELINE";
 
 /// Commits per publish under `sync`.
 fn publish_every(sync: SyncPolicy) -> u64 {
@@ -41,14 +44,28 @@ fn main() {
     match std::env::var(DIR_VAR) {
         Ok(dir) => {
             let sync = std::env::var(SYNC_VAR).ok().and_then(|text| text.parse().ok()).unwrap_or_default();
-            child_writer(&dir, sync)
+            if std::env::var_os(PIPELINE_VAR).is_some() {
+                child_pipelined_writer(&dir)
+            } else {
+                child_writer(&dir, sync)
+            }
         }
         Err(_) => {
             let kills = std::env::var("LARCH_KILLS").ok().and_then(|n| n.parse().ok()).unwrap_or(50);
             let started = Instant::now();
-            sigkill_at_random_moments_loses_nothing_acknowledged(kills, SyncPolicy::Commit);
+            sigkill_at_random_moments_loses_nothing_acknowledged(kills, SyncPolicy::Commit, false);
             // Staged commits: the writer acknowledges only the published ones (every 3rd).
-            sigkill_at_random_moments_loses_nothing_acknowledged((kills / 2).max(10), SyncPolicy::Every(3));
+            sigkill_at_random_moments_loses_nothing_acknowledged(
+                (kills / 2).max(10),
+                SyncPolicy::Every(3),
+                false,
+            );
+            // Commits on a commit thread, each durable once the next one returned.
+            sigkill_at_random_moments_loses_nothing_acknowledged(
+                (kills / 2).max(10),
+                SyncPolicy::Commit,
+                true,
+            );
             deleting_the_lock_file_lets_no_second_writer_in();
             eprintln!("crash_kill: {kills} kills in {:.1} s: ok", started.elapsed().as_secs_f64());
         }
@@ -92,7 +109,39 @@ fn child_writer(dir: &str, sync: SyncPolicy) {
     }
 }
 
-fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPolicy) {
+/// The pipelined writer: as [`child_writer`] through a `PipelinedRepo`, carrying its tree from
+/// commit to commit; when commit `n` returns, commit `n - 1` is durable and acknowledged.
+fn child_pipelined_writer(dir: &str) {
+    let options = RepoOptions { cache_bytes: 4 << 20, chunk_bytes: 4096, ..RepoOptions::default() };
+    let repo = loop {
+        match Repo::open_with(dir, options.clone()) {
+            Err(StoreError::Locked { .. }) => std::thread::sleep(Duration::from_millis(1)),
+            other => break other.unwrap(),
+        }
+    };
+    let (mut tree, mut level, mut parents) = match repo.head() {
+        Some(head) => {
+            let level = repo.commit_details(&head).unwrap().info.date as u64 + 1;
+            (repo.checkout(&head).unwrap(), level, vec![head])
+        }
+        None => (repo.empty_tree(), 0, vec![]),
+    };
+    let mut repo = larch_store::PipelinedRepo::new(repo).unwrap();
+    loop {
+        tree.add(&["k", &key(level)], value_of(level)).unwrap();
+        let hash = repo.commit(&tree, &parents, CommitInfo::tezos(level as i64, "kill test")).unwrap();
+        if let Some(previous) = parents.first() {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "ack {} {}", previous.to_hex(), level - 1).unwrap();
+            out.flush().unwrap();
+        }
+        tree = repo.checkout(&hash).unwrap();
+        parents = vec![hash];
+        level += 1;
+    }
+}
+
+fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPolicy, pipeline: bool) {
     let (mut rng, _) = seeded_rng("sigkill_at_random_moments_loses_nothing_acknowledged", 2024);
     let every = publish_every(sync);
     let dir = tempfile::tempdir().unwrap();
@@ -105,6 +154,7 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPo
         let mut child = Command::new(&exe)
             .env(DIR_VAR, dir.path())
             .env(SYNC_VAR, sync.to_string())
+            .envs(pipeline.then_some((PIPELINE_VAR, "1")))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -162,14 +212,24 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPo
         // The head is the newest commit known to be published (acknowledged, or seen at the end
         // of the previous round), or the publish in flight when killed (staged commits between
         // publishes are lost: they were not acknowledged).
+        // A pipelined writer acknowledges a commit once the next one returned: the one after it
+        // may be durable too, and the one after that in flight.
         let known = last_acked.map(|(_, level)| level).max(previous_head);
         match known {
+            None if pipeline => assert!(level < 2, "round {round}: head {level}, nothing acknowledged"),
             None => assert_eq!(level + 1, every, "round {round}"),
-            Some(known) => assert!(
-                level == known || level == known + every,
-                "round {round}: head {level}, known {known}: {:?}",
-                &lines[lines.len().saturating_sub(3)..]
-            ),
+            Some(known) => {
+                let allowed = if pipeline {
+                    (known..=known + 2).contains(&level)
+                } else {
+                    level == known || level == known + every
+                };
+                assert!(
+                    allowed,
+                    "round {round}: head {level}, known {known}: {:?}",
+                    &lines[lines.len().saturating_sub(3)..]
+                )
+            }
         }
         if let Some((acked_hash, _)) = last_acked {
             assert!(
@@ -193,7 +253,8 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPo
         previous_head = Some(level);
     }
     eprintln!(
-        "sync {sync}: {kills} kills, {acked_total} commits acknowledged, {reader_checks} reader checks"
+        "sync {sync}{}: {kills} kills, {acked_total} commits acknowledged, {reader_checks} reader checks",
+        if pipeline { ", pipelined" } else { "" }
     );
     // Every round gives the writer time for a few commits (each published one acknowledged).
     assert!(
