@@ -6,7 +6,8 @@
 #
 #   scripts/gc_bench.sh TRACE OUT_DIR [ROUNDS] [EVERY] [KEEP]
 #
-# GC_REPLAY_OPTS adds options to the GC runs' replays (e.g. `--gc-when-busy wait`).
+# GC_REPLAY_OPTS adds options to the GC runs' replays (e.g. `--gc-when-busy wait`), REPLAY_OPTS to
+# every replay (e.g. `--no-pipeline`).
 #
 # Needs `cargo build --release -p larch-cli && cargo build --release -p larch-store --example reader_loop`.
 set -euo pipefail
@@ -26,7 +27,7 @@ for round in $(seq 1 "$rounds"); do
     "$reader" "$run/store" 100000 "$round" "$run/stop" > "$run/reader.json" &
     reader_pid=$!
     /usr/bin/time -v "$larch" replay "$trace" --store "$run/store" --sync commit --json \
-      --stats "$run/stats.jsonl" "${gc_args[@]}" > "$run/summary.json" 2> "$run/time.txt"
+      --stats "$run/stats.jsonl" "${gc_args[@]}" ${REPLAY_OPTS:-} > "$run/summary.json" 2> "$run/time.txt"
     touch "$run/stop"
     wait "$reader_pid" || echo "$run: the reader failed" >&2
     du -sb "$run/store" | cut -f1 > "$run/final_bytes"
