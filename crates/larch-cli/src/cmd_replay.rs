@@ -213,18 +213,28 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     stats_path.as_deref(),
                     expected_blocks,
                 );
-                let repo = pipelined
-                    .into_inner()
-                    .with_context(|| format!("finishing the commits into {}", path.display()))?;
-                (outcome, repo)
+                // The replay's own error (e.g. the commit thread's, returned by the next call) comes
+                // first; the commit thread's last word only if the replay had none.
+                match pipelined.into_inner() {
+                    Ok(repo) => (outcome, Some(repo)),
+                    Err(e) => {
+                        let finishing = || format!("finishing the commits into {}", path.display());
+                        (outcome.and_then(|_| Err(anyhow::Error::new(e).context(finishing()))), None)
+                    }
+                }
             } else {
                 let outcome =
                     run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks);
-                (outcome, repo)
+                (outcome, Some(repo))
             };
-            let outcome = outcome.map(|(summary, last)| (summary, last, repo.head()));
-            let closed = repo.close().with_context(|| format!("closing store {}", path.display()));
-            outcome.and_then(|summary| closed.map(|()| summary))
+            match repo {
+                Some(repo) => {
+                    let outcome = outcome.map(|(summary, last)| (summary, last, repo.head()));
+                    let closed = repo.close().with_context(|| format!("closing store {}", path.display()));
+                    outcome.and_then(|summary| closed.map(|()| summary))
+                }
+                None => outcome.map(|(summary, last)| (summary, last, None)),
+            }
         }
     };
     let (summary, last_commit, store_head) = match outcome {

@@ -835,6 +835,9 @@ impl Repo {
     pub(crate) fn publish(&mut self, mut state: ControlState, pack_len: u64, index_len: u64) -> Result<()> {
         state.pack_end += pack_len;
         state.index_end += index_len;
+        // The publish in flight first (`SyncPolicy::Pipelined`): a GC's switch taken below must
+        // not be dropped by its failure.
+        self.settle_publish()?;
         let layout = self.source.reader.layout();
         (state.head_chunk, state.head_start) = layout.head();
         state.first_chunk = layout.first_seq();

@@ -127,24 +127,46 @@ impl PipelinedRepo {
     fn settle(&mut self) -> Result<()> {
         if self.in_flight {
             self.in_flight = false;
-            match self.done.recv() {
+            let done = self.done.recv().ok();
+            self.take(done)?;
+        }
+        if self.failed { Err(StoreError::Poisoned) } else { Ok(()) }
+    }
+
+    /// Takes the result of the commit in flight if it is already done (without waiting): a
+    /// failure is returned now rather than after a checkout served from memory.
+    fn poll(&mut self) -> Result<()> {
+        if self.in_flight {
+            match self.done.try_recv() {
                 Ok(done) => {
-                    self.stats = done.stats;
-                    self.gc_running = done.gc_running;
-                    if let Err(e) = done.result {
-                        self.failed = true;
-                        self.last = None;
-                        return Err(e);
-                    }
+                    self.in_flight = false;
+                    self.take(Some(done))?;
                 }
-                Err(_) => {
-                    self.failed = true;
-                    self.last = None;
-                    return Err(StoreError::Poisoned);
+                Err(std::sync::mpsc::TryRecvError::Empty) => {}
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.in_flight = false;
+                    self.take(None)?;
                 }
             }
         }
         if self.failed { Err(StoreError::Poisoned) } else { Ok(()) }
+    }
+
+    /// Adopts what the commit thread reported (nothing: it is gone).
+    fn take(&mut self, done: Option<Done>) -> Result<()> {
+        let Some(done) = done else {
+            self.failed = true;
+            self.last = None;
+            return Err(StoreError::Poisoned);
+        };
+        self.stats = done.stats;
+        self.gc_running = done.gc_running;
+        if let Err(e) = done.result {
+            self.failed = true;
+            self.last = None;
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// The repository, once the commit in flight is done.
@@ -193,6 +215,7 @@ impl PipelinedRepo {
     /// The tree of commit `hash`: from memory for the last commit handed over (done or not; unless
     /// it rewrote more than 65,536 nodes), else from the store once the commit in flight is done.
     pub fn checkout(&mut self, hash: &Hash) -> Result<Tree> {
+        self.poll()?;
         if let Some((last, tree)) = &self.last
             && last == hash
             && !self.failed
@@ -214,14 +237,19 @@ impl PipelinedRepo {
     }
 
     /// Waits for the commit in flight, stops the commit thread and returns the repository (to
-    /// close it, or to go on without the pipeline).
+    /// close it, or to go on without the pipeline). Returns the commit in flight's failure if it
+    /// failed; after a failure already returned by an earlier call, the repository is returned
+    /// (its own state says what it can still do: a failed publish poisons it).
     pub fn into_inner(mut self) -> Result<Repo> {
+        let reported = self.failed;
         let settled = self.settle();
         self.stop();
         let repo = self.repo.clone();
         // Dropping `self` drops its own reference; the commit thread's is gone with it.
         drop(self);
-        settled?;
+        if !reported {
+            settled?;
+        }
         match Arc::try_unwrap(repo) {
             Ok(mutex) => {
                 let repo = mutex.into_inner().unwrap_or_else(PoisonError::into_inner);

@@ -162,6 +162,37 @@ fn a_failure_on_the_commit_thread_is_returned_by_the_next_call() {
 }
 
 #[test]
+fn a_failed_commit_is_not_checked_out_from_memory_once_the_thread_reported_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["a"], b"1".to_vec()).unwrap();
+    let first = repo.commit(&tree, &[], info(0)).unwrap();
+    repo.wait_durable().unwrap();
+    let control = dir.path().join("control");
+    std::fs::copy(&control, dir.path().join("control.copy")).unwrap();
+    std::fs::rename(dir.path().join("control.copy"), &control).unwrap();
+    tree.add(&["b"], b"2".to_vec()).unwrap();
+    let second = repo.commit(&tree, &[first], info(1)).unwrap();
+    // Checkouts alone (no commit, no wait): once the commit thread has failed, they say so.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let error = loop {
+        match repo.checkout(&second) {
+            Ok(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+            Ok(_) => panic!("the failed commit was still served from memory"),
+            Err(e) => break e,
+        }
+    };
+    assert!(error.to_string().contains("replaced"), "{error}");
+    assert!(matches!(repo.checkout(&second), Err(StoreError::Poisoned)));
+    // The repository is handed back after a failure already reported.
+    let repo = repo.into_inner().unwrap();
+    assert_eq!(repo.commit_count(), 1);
+}
+
+#[test]
 fn an_unknown_parent_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
