@@ -82,19 +82,8 @@ fn child_writer(dir: &str, sync: SyncPolicy) {
         RepoOptions { sync, cache_bytes: 4 << 20, mmap: true, chunk_bytes: 4096, ..RepoOptions::default() };
     let every = publish_every(sync);
     let mut since_open = 0;
-    let mut repo = loop {
-        match Repo::open_with(dir, options.clone()) {
-            Err(StoreError::Locked { .. }) => std::thread::sleep(Duration::from_millis(1)),
-            other => break other.unwrap(),
-        }
-    };
-    let (mut tree, mut level, mut parents) = match repo.head() {
-        Some(head) => {
-            let level = repo.commit_details(&head).unwrap().info.date as u64 + 1;
-            (repo.checkout(&head).unwrap(), level, vec![head])
-        }
-        None => (repo.empty_tree(), 0, vec![]),
-    };
+    let mut repo = open_writer(dir, &options);
+    let (mut tree, mut level, mut parents) = resume(&repo);
     loop {
         tree.add(&["k", &key(level)], value_of(level)).unwrap();
         let hash = repo.commit(&tree, &parents, CommitInfo::tezos(level as i64, "kill test")).unwrap();
@@ -109,23 +98,33 @@ fn child_writer(dir: &str, sync: SyncPolicy) {
     }
 }
 
-/// The pipelined writer: as [`child_writer`] through a `PipelinedRepo`, carrying its tree from
-/// commit to commit; when commit `n` returns, commit `n - 1` is durable and acknowledged.
-fn child_pipelined_writer(dir: &str) {
-    let options = RepoOptions { cache_bytes: 4 << 20, chunk_bytes: 4096, ..RepoOptions::default() };
-    let repo = loop {
+/// Opens the writer, waiting while the killed one's lock goes away.
+fn open_writer(dir: &str, options: &RepoOptions) -> Repo {
+    loop {
         match Repo::open_with(dir, options.clone()) {
             Err(StoreError::Locked { .. }) => std::thread::sleep(Duration::from_millis(1)),
             other => break other.unwrap(),
         }
-    };
-    let (mut tree, mut level, mut parents) = match repo.head() {
+    }
+}
+
+/// Where the chain continues: the head's tree, the next level, the head as parent.
+fn resume(repo: &Repo) -> (larch_core::Tree, u64, Vec<Hash>) {
+    match repo.head() {
         Some(head) => {
             let level = repo.commit_details(&head).unwrap().info.date as u64 + 1;
             (repo.checkout(&head).unwrap(), level, vec![head])
         }
         None => (repo.empty_tree(), 0, vec![]),
-    };
+    }
+}
+
+/// The pipelined writer: as [`child_writer`] through a `PipelinedRepo`, carrying its tree from
+/// commit to commit; when commit `n` returns, commit `n - 1` is durable and acknowledged.
+fn child_pipelined_writer(dir: &str) {
+    let options = RepoOptions { cache_bytes: 4 << 20, chunk_bytes: 4096, ..RepoOptions::default() };
+    let repo = open_writer(dir, &options);
+    let (mut tree, mut level, mut parents) = resume(&repo);
     let mut repo = larch_store::PipelinedRepo::new(repo).unwrap();
     loop {
         tree.add(&["k", &key(level)], value_of(level)).unwrap();

@@ -135,20 +135,27 @@ fn a_tree_carried_from_commit_to_commit_keeps_only_recent_nodes_in_memory() {
     assert!(repo.fsck().is_clean());
 }
 
-#[test]
-fn a_failure_on_the_commit_thread_is_returned_by_the_next_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+/// A pipelined writer with a first durable commit, whose control file is then replaced under it
+/// (its next publish refuses), and a second commit handed to the commit thread, which fails.
+/// Returns the writer, its tree and both commits.
+fn writer_whose_second_commit_fails(dir: &Path) -> (PipelinedRepo, Tree, Hash, Hash) {
+    let mut repo = PipelinedRepo::new(Repo::open_with(dir, options()).unwrap()).unwrap();
     let mut tree = repo.empty_tree();
     tree.add(&["a"], b"1".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(0)).unwrap();
     repo.wait_durable().unwrap();
-    // The control file replaced under the writer: the next commit's publish refuses.
-    let control = dir.path().join("control");
-    std::fs::copy(&control, dir.path().join("control.copy")).unwrap();
-    std::fs::rename(dir.path().join("control.copy"), &control).unwrap();
+    let control = dir.join("control");
+    std::fs::copy(&control, dir.join("control.copy")).unwrap();
+    std::fs::rename(dir.join("control.copy"), &control).unwrap();
     tree.add(&["b"], b"2".to_vec()).unwrap();
     let second = repo.commit(&tree, &[first], info(1)).unwrap();
+    (repo, tree, first, second)
+}
+
+#[test]
+fn a_failure_on_the_commit_thread_is_returned_by_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut repo, mut tree, first, second) = writer_whose_second_commit_fails(dir.path());
     tree.add(&["c"], b"3".to_vec()).unwrap();
     let error = repo.commit(&tree, &[second], info(2)).unwrap_err();
     assert!(error.to_string().contains("replaced"), "{error}");
@@ -164,16 +171,7 @@ fn a_failure_on_the_commit_thread_is_returned_by_the_next_call() {
 #[test]
 fn a_failed_commit_is_not_checked_out_from_memory_once_the_thread_reported_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
-    let mut tree = repo.empty_tree();
-    tree.add(&["a"], b"1".to_vec()).unwrap();
-    let first = repo.commit(&tree, &[], info(0)).unwrap();
-    repo.wait_durable().unwrap();
-    let control = dir.path().join("control");
-    std::fs::copy(&control, dir.path().join("control.copy")).unwrap();
-    std::fs::rename(dir.path().join("control.copy"), &control).unwrap();
-    tree.add(&["b"], b"2".to_vec()).unwrap();
-    let second = repo.commit(&tree, &[first], info(1)).unwrap();
+    let (mut repo, _, _, second) = writer_whose_second_commit_fails(dir.path());
     // Checkouts alone (no commit, no wait): once the commit thread has failed, they say so.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let error = loop {
