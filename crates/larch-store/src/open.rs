@@ -797,21 +797,15 @@ impl Repo {
     /// any, and adopts it. Its failure poisons the handle (whether the state reached the disk is
     /// unknown) and is returned here, once.
     pub(crate) fn settle_publish(&mut self) -> Result<()> {
-        let Some((job, result)) = self.publisher.as_mut().and_then(Publisher::wait) else {
-            return Ok(());
-        };
-        match (job, result) {
-            (Some(job), Ok(syncs)) => {
+        match self.publisher.as_mut().and_then(Publisher::wait) {
+            None => Ok(()),
+            Some(Ok((job, syncs))) => {
                 self.adopt_switch(&job, syncs);
                 Ok(())
             }
-            (_, Err(e)) => {
+            Some(Err(e)) => {
                 self.poisoned = true;
                 Err(e)
-            }
-            (None, Ok(_)) => {
-                self.poisoned = true;
-                Err(StoreError::Poisoned)
             }
         }
     }

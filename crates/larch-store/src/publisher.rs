@@ -105,17 +105,17 @@ impl Publisher {
         }
     }
 
-    /// Waits for the switch in flight, if any, and returns it with its result (no job when the
-    /// thread vanished without an answer: nothing is known of that switch).
-    pub(crate) fn wait(&mut self) -> Option<(Option<SwitchJob>, Result<u64>)> {
+    /// Waits for the switch in flight, if any: the job done and its sync calls, or its error
+    /// (also when the thread vanished without an answer: nothing is known of that switch).
+    pub(crate) fn wait(&mut self) -> Option<Result<(SwitchJob, u64)>> {
         if !self.in_flight {
             return None;
         }
         self.in_flight = false;
         let done = self.done.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         Some(match done.recv() {
-            Ok((job, result)) => (Some(job), result),
-            Err(_) => (None, Err(lost_switch())),
+            Ok((job, result)) => result.map(|syncs| (job, syncs)),
+            Err(_) => Err(lost_switch()),
         })
     }
 }
