@@ -69,6 +69,7 @@ mod layout;
 mod open;
 mod options;
 mod pack;
+mod pack_front;
 #[cfg(feature = "fault-injection")]
 pub mod patch;
 #[cfg(not(feature = "fault-injection"))]
