@@ -11,18 +11,18 @@ mod formats_support;
 use formats_support::{write_irmin, write_larch};
 use larch_bench::{ReplayOptions, RunMeta, replay};
 use larch_core::{CommitInfo, Hash, MemoryRepo, Tree, schema};
-use larch_trace::{Op, Scoped, trace_info};
+use larch_trace::{Op, Path, Scoped, trace_info};
 
 const DATE: i64 = 1_600_000_000;
 
 /// A one-block trace: add a value at a `depth`-step path, read it back, copy the deep directory
 /// one level up, commit. Returns the operations and the commit hash they must produce.
 fn deep_trace(depth: usize) -> (Vec<Op>, Hash) {
-    let path: Vec<Vec<u8>> = (0..depth).map(|i| format!("k{}", i % 3).into_bytes()).collect();
+    let path: Path = (0..depth).map(|i| format!("k{}", i % 3).into_bytes().into()).collect();
     let mut tree = Tree::empty();
     tree.add(&path, b"deep".to_vec()).unwrap();
-    let from: Vec<Vec<u8>> = path[..depth - 1].to_vec();
-    let to: Vec<Vec<u8>> = vec![b"copy".to_vec()];
+    let from: Path = path[..depth - 1].to_vec();
+    let to: Path = vec![b"copy".as_slice().into()];
     assert!(tree.copy(&from, &to).unwrap());
     let info = CommitInfo::tezos(DATE, "deep");
     let hash = schema::commit_hash(&tree.hash(), &[], &info);

@@ -39,8 +39,8 @@ fn small(seed: u64) -> GenParams {
     }
 }
 
-fn path(steps: &[&str]) -> Vec<Vec<u8>> {
-    steps.iter().map(|s| s.as_bytes().to_vec()).collect()
+fn path(steps: &[&str]) -> larch_trace::Path {
+    steps.iter().map(|s| s.as_bytes().into()).collect()
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn take_hash(hashes: &mut HashMap<Hash, Hash>, hash: Scoped<Hash>, at: usize) ->
 }
 
 /// Directories watched for shrinking between consecutive commits.
-fn watched() -> Vec<Vec<Vec<u8>>> {
+fn watched() -> Vec<larch_trace::Path> {
     let mut dirs = vec![path(&["data", "contracts", "index"]), path(&["data", "big_maps", "index"])];
     for m in 0..10 {
         dirs.push(path(&["data", "big_maps", "index", &m.to_string(), "contents"]));
@@ -182,10 +182,10 @@ fn replay(ops: &[Op]) -> Replayed {
             Op::Remove { path, input, out } => {
                 let mut tree = take_ctx(&mut contexts, *input, at);
                 assert!(tree.mem_tree(path).unwrap(), "op {at}: removal of a missing path");
-                if path.len() == 3 && path[1] == b"cycle" {
+                if path.len() == 3 && *path[1] == *b"cycle" {
                     seen.cycle_removals += 1;
                 }
-                if path.len() == 4 && path[1] == b"big_maps" {
+                if path.len() == 4 && *path[1] == *b"big_maps" {
                     seen.map_removals += 1;
                 }
                 tree.remove(path).unwrap();

@@ -12,8 +12,8 @@ use std::convert::Infallible;
 
 const GENESIS: &str = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj";
 
-fn path(text: &str) -> Vec<Vec<u8>> {
-    text.split('/').map(|step| step.as_bytes().to_vec()).collect()
+fn path(text: &str) -> larch_trace::Path {
+    text.split('/').map(|step| step.as_bytes().into()).collect()
 }
 
 fn keep<T>(value: T) -> Scoped<T> {

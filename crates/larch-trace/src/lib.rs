@@ -13,5 +13,5 @@ pub mod record;
 
 pub use format::{OpSink, OpSource, TraceError, TraceFormat, convert, convert_file, open_trace};
 pub use info::{TraceInfo, trace_info};
-pub use op::{ContextId, Op, OpKind, Path, Scoped};
+pub use op::{ContextId, Op, OpKind, Path, Scoped, Step};
 pub use record::{RecordError, RecordedTree, Recorder};

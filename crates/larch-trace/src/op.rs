@@ -5,8 +5,12 @@
 
 use larch_core::Hash;
 
-/// A path: its steps, each arbitrary bytes.
-pub type Path = Vec<Vec<u8>>;
+/// One step of a [`Path`]: arbitrary bytes, shared (a decoder hands out the same step to every
+/// path that has it, without copying it: a path's steps are mostly those of the path before).
+pub type Step = std::sync::Arc<[u8]>;
+
+/// A path: its steps.
+pub type Path = Vec<Step>;
 
 /// Identifies a context (an immutable tree value) within one trace.
 pub type ContextId = u64;

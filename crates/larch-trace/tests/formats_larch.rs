@@ -58,7 +58,7 @@ fn large_traces_span_several_checksummed_chunks() {
     // A few big values force chunk splits (1 MiB soft limit) in the middle of a block.
     for op in ops.iter_mut().step_by(40) {
         *op = Op::Add {
-            path: vec![b"big".to_vec()],
+            path: vec![b"big".as_slice().into()],
             value: vec![7; 700 << 10],
             input: larch_trace::Scoped::Keep(1),
             out: larch_trace::Scoped::Keep(2),

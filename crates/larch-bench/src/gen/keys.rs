@@ -4,7 +4,7 @@
 //! stays small, cheap to snapshot (for abandoned contexts and reorganisations) and never has to be
 //! exact.
 
-use larch_trace::op::Path;
+use larch_trace::op::{Path, Step};
 
 /// SplitMix64's finaliser: a bijective 64-bit mixer.
 fn mix(mut z: u64) -> u64 {
@@ -63,8 +63,8 @@ pub(crate) struct MapInfo {
 /// `data` followed by `steps`.
 pub(crate) fn data(steps: &[&[u8]]) -> Path {
     let mut path = Vec::with_capacity(steps.len() + 1);
-    path.push(b"data".to_vec());
-    path.extend(steps.iter().map(|step| step.to_vec()));
+    path.push(b"data".as_slice().into());
+    path.extend(steps.iter().map(|step| Step::from(*step)));
     path
 }
 
@@ -72,7 +72,7 @@ pub(crate) fn data(steps: &[&[u8]]) -> Path {
 pub(crate) fn child(path: &Path, step: &[u8]) -> Path {
     let mut out = Vec::with_capacity(path.len() + 2);
     out.extend(path.iter().cloned());
-    out.push(step.to_vec());
+    out.push(step.into());
     out
 }
 

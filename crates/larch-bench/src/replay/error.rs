@@ -39,7 +39,7 @@ pub fn display_path(path: &Path) -> String {
             }
             _ => {
                 out.push_str("0x");
-                for byte in step {
+                for byte in step.iter() {
                     out.push_str(&format!("{byte:02x}"));
                 }
             }

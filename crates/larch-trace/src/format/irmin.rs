@@ -141,7 +141,7 @@ fn get_path(s: &mut Slice<'_>) -> Result<Path, Fail> {
     let count = s.varint("path step count")?;
     let mut path = Vec::with_capacity(count.min(64) as usize);
     for _ in 0..count {
-        path.push(s.bytes("path step")?.to_vec());
+        path.push(s.bytes("path step")?.into());
     }
     Ok(path)
 }

@@ -3,7 +3,7 @@
 //! a small state that starts afresh in every chunk.
 
 use super::bytes::{Fail, Slice, put_bytes, put_varint};
-use crate::op::{ContextId, Op, Path, Scoped};
+use crate::op::{ContextId, Op, Path, Scoped, Step};
 use larch_core::Hash;
 use std::collections::HashMap;
 
@@ -55,9 +55,9 @@ pub(crate) struct CodecState {
     /// The last commit date.
     last_date: i64,
     /// Writer side of the step table: step → index.
-    step_ids: HashMap<Vec<u8>, u64>,
+    step_ids: HashMap<Step, u64>,
     /// Reader side of the step table: index → step.
-    steps: Vec<Vec<u8>>,
+    steps: Vec<Step>,
 }
 
 fn zigzag(value: i64) -> u64 {
@@ -163,14 +163,18 @@ impl CodecState {
         self.prev_path.truncate(keep);
         for _ in 0..count {
             let step_head = s.varint("path step header")?;
-            let step: Vec<u8> = match step_head & 3 {
-                STEP_RAW => s.take(step_head >> 2, "path step")?.to_vec(),
+            let step: Step = match step_head & 3 {
+                STEP_RAW => s.take(step_head >> 2, "path step")?.into(),
                 STEP_HEX => {
                     let bytes = s.take(step_head >> 2, "hex path step")?;
                     if bytes.is_empty() {
                         return Err(Fail::Expected("a non-empty hex step"));
                     }
-                    bytes.iter().flat_map(|byte| [nibble(byte >> 4), nibble(byte & 0x0f)]).collect()
+                    bytes
+                        .iter()
+                        .flat_map(|byte| [nibble(byte >> 4), nibble(byte & 0x0f)])
+                        .collect::<Vec<u8>>()
+                        .into()
                 }
                 STEP_REF => {
                     let index = usize::try_from(step_head >> 2).unwrap_or(usize::MAX);

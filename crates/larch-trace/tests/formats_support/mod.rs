@@ -23,7 +23,7 @@ pub const FIXTURE_COMPLETE: usize = 296;
 pub const GENESIS: &str = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj";
 
 pub fn steps(path: &[&str]) -> Path {
-    path.iter().map(|step| step.as_bytes().to_vec()).collect()
+    path.iter().map(|step| step.as_bytes().into()).collect()
 }
 
 /// The six operations of the fixture, written out by hand from spec §2.6.
@@ -92,11 +92,11 @@ fn random_path(rng: &mut TestRng, previous: &Path) -> Path {
     let mut path = previous[..keep].to_vec();
     let fresh = rng.random_range(0..4);
     for _ in 0..fresh {
-        path.push(random_step(rng));
+        path.push(random_step(rng).into());
     }
     if rng.random_range(0..20) == 0 {
         let len = rng.random_range(7..20);
-        path = (0..len).map(|_| random_step(rng)).collect();
+        path = (0..len).map(|_| random_step(rng).into()).collect();
     }
     path
 }
