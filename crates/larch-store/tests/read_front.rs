@@ -2,8 +2,6 @@
 //! cache serves, keeps the checks of a cache hit, and never serves one store's node for another
 //! store's key at the same offset.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
-
 mod common;
 
 use common::info;
