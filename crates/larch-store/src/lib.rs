@@ -69,7 +69,6 @@ mod layout;
 mod open;
 mod options;
 mod pack;
-mod pack_front;
 #[cfg(feature = "fault-injection")]
 pub mod patch;
 #[cfg(not(feature = "fault-injection"))]

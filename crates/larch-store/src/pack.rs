@@ -5,7 +5,6 @@
 use crate::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
 use crate::layout::Layout;
-use crate::pack_front as front;
 use crate::patch;
 use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource, StoreId};
 use quick_cache::Weighter;
@@ -33,7 +32,7 @@ enum CachedObject {
 }
 
 #[derive(Clone)]
-pub(crate) struct CacheItem {
+struct CacheItem {
     object: CachedObject,
     weight: u32,
     /// For nodes: the patch chain length of the record (0 for a full record).
@@ -42,13 +41,6 @@ pub(crate) struct CacheItem {
     /// Kept here, next to the cache's own entry, so that a hit does not read the node's hash (a
     /// cache line of its own, one more memory access per hit, which the lookups rarely need).
     hash_prefix: u64,
-}
-
-impl CacheItem {
-    /// A node item (its weight is not needed outside the shared cache).
-    pub(crate) fn node(node: Arc<Node>, chain: u8, hash_prefix: u64) -> CacheItem {
-        CacheItem { object: CachedObject::Node(node), weight: 0, chain, hash_prefix }
-    }
 }
 
 /// The first 8 bytes of `hash`, as an integer.
@@ -305,14 +297,9 @@ impl PackReader {
     /// [`PackReader::node_chained`]; a node decoded on a miss enters the cache when `keep` (the
     /// bases of a patch are not kept: they are older versions, rarely wanted for themselves).
     fn node_loaded(&self, offset: u64, hash: &Hash, max_chain: u8, keep: bool) -> Result<(Arc<Node>, u8)> {
-        let cached = front::get(self.store, offset).or_else(|| {
-            let item = self.cache.get(&offset)?;
-            if let CachedObject::Node(node) = &item.object {
-                front::put(self.store, offset, node, item.chain, item.hash_prefix);
-            }
-            Some(item)
-        });
-        if let Some(CacheItem { object: CachedObject::Node(node), chain, hash_prefix: prefix, .. }) = cached {
+        if let Some(CacheItem { object: CachedObject::Node(node), chain, hash_prefix: prefix, .. }) =
+            self.cache.get(&offset)
+        {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
             if prefix != hash_prefix(hash) || (self.verify && node.hash() != *hash) {
                 return Err(StoreError::corrupt(
@@ -385,7 +372,6 @@ impl PackReader {
         node.set_stored_key(self.key(offset));
         let node = Arc::new(node);
         if keep {
-            front::put(self.store, offset, &node, chain, hash_prefix(hash));
             let weight = node_weight(&node);
             let item = CacheItem {
                 object: CachedObject::Node(node.clone()),
