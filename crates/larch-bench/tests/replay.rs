@@ -206,6 +206,32 @@ fn wrong_recorded_hash_names_block_and_op() {
 }
 
 #[test]
+fn wrong_recorded_hash_fails_a_pipelined_replay_too() {
+    // Through a pipelined store writer the commit's hash is checked on its commit thread: the
+    // mismatch fails a later operation (the next block's), naming both hashes.
+    let mut ops = scenario();
+    let b2b = expected_hashes()[3];
+    if let Op::Commit { hash, .. } = &mut ops[17] {
+        *hash = keep(b2b);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = larch_store::Repo::open(dir.path()).unwrap();
+    let mut repo = larch_store::PipelinedRepo::new(store).unwrap();
+    let error =
+        replay(&mut repo, ok_ops(ops), &ReplayOptions::default(), &RunMeta::default(), None, &mut |_| {})
+            .unwrap_err();
+    match &error {
+        ReplayError::Store { at, source } => {
+            assert!(at.block >= 2, "{error}");
+            let message = source.to_string();
+            assert!(message.contains(&b2b.to_string()), "{message}");
+            assert!(message.contains(&expected_hashes()[2].to_string()), "{message}");
+        }
+        other => panic!("unexpected error {other}"),
+    }
+}
+
+#[test]
 fn wrong_read_result_names_path_and_results() {
     let mut ops = scenario();
     ops[8] = Op::Mem { path: path("a/b"), found: false, input: keep(11) };

@@ -350,6 +350,22 @@ impl<R: ContextRepo> ContextRepo for LastCommit<'_, R> {
         Ok(hash)
     }
 
+    fn commit_expected(
+        &mut self,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+        expected: &Hash,
+    ) -> Result<Hash, R::Error> {
+        let hash = self.inner.commit_expected(tree, parents, info, expected)?;
+        self.last = Some(hash);
+        Ok(hash)
+    }
+
+    fn wait_durable(&mut self) -> Result<(), R::Error> {
+        self.inner.wait_durable()
+    }
+
     fn stats(&self) -> BackendStats {
         self.inner.stats()
     }

@@ -18,6 +18,23 @@ pub trait ContextRepo {
     /// Commits `tree` with `parents` and `info`; returns the commit hash.
     fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash, Self::Error>;
 
+    /// Commits `tree` like [`commit`](ContextRepo::commit), for a caller that knows the hash the
+    /// commit must have (a node checking the context hash of a block header, a replay checking
+    /// its trace). Returns the commit hash, which the caller compares with `expected`. A store
+    /// may instead return `expected` at once and compute the hash later, beside the caller: a
+    /// commit whose hash then differs fails a later call (and nothing after it is committed).
+    /// The default commits and returns the hash.
+    fn commit_expected(
+        &mut self,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+        expected: &Hash,
+    ) -> Result<Hash, Self::Error> {
+        let _ = expected;
+        self.commit(tree, parents, info)
+    }
+
     /// Waits until every commit returned so far is durable. Stores whose `commit` returns only
     /// once durable (or that keep nothing) leave this default, which returns at once; a store that
     /// publishes commits beside the caller (larch's `--sync pipelined`) waits for the last one, so

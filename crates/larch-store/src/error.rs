@@ -115,6 +115,16 @@ pub enum StoreError {
         /// The hash of the commit written.
         actual: Hash,
     },
+    /// A commit made with [`ContextRepo::commit_expected`](larch_core::ContextRepo::commit_expected)
+    /// has another hash than the one expected: the tree (or parents, or info) differ from those of
+    /// the expected commit. The commit was written; nothing after it is.
+    #[error("commit {actual} was made where commit {expected} was expected (its tree differs)")]
+    UnexpectedCommit {
+        /// The hash the caller expected.
+        expected: Hash,
+        /// The hash of the commit made.
+        actual: Hash,
+    },
     /// No commit with this hash.
     #[error("unknown commit {0}")]
     UnknownCommit(Hash),

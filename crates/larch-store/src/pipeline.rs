@@ -18,8 +18,11 @@ struct Job {
     tree: Tree,
     parents: Vec<Hash>,
     info: CommitInfo,
-    /// The hash the caller computed and returned.
+    /// The hash returned to the caller: computed by it ([`PipelinedRepo::commit`]), or the one it
+    /// expects ([`PipelinedRepo::commit_expected`]).
     hash: Hash,
+    /// Whether `hash` is the caller's expectation (a mismatch is then the caller's, not a bug).
+    expected: bool,
 }
 
 /// What the commit thread reports after a job.
@@ -93,6 +96,8 @@ impl PipelinedRepo {
                     let result = repo.commit(&job.tree, &job.parents, job.info).and_then(|actual| {
                         if actual == job.hash {
                             Ok(())
+                        } else if job.expected {
+                            Err(StoreError::UnexpectedCommit { expected: job.hash, actual })
                         } else {
                             Err(StoreError::CommitMismatch { expected: job.hash, actual })
                         }
@@ -179,6 +184,31 @@ impl PipelinedRepo {
     /// this one to the commit thread; returns the commit hash. See [`PipelinedRepo`] for what is
     /// done when it returns.
     pub fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash> {
+        self.submit(tree, parents, info, None)
+    }
+
+    /// [`PipelinedRepo::commit`] for a caller that knows the commit's hash: returns `expected`
+    /// without hashing the tree; the commit thread hashes it while the caller goes on, and a
+    /// different hash fails the next call with [`StoreError::UnexpectedCommit`] (nothing after it
+    /// is committed). A checkout of `expected` is served from memory meanwhile, as for `commit`.
+    pub fn commit_expected(
+        &mut self,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+        expected: &Hash,
+    ) -> Result<Hash> {
+        self.submit(tree, parents, info, Some(*expected))
+    }
+
+    /// [`PipelinedRepo::commit`] (`expected` `None`) and [`PipelinedRepo::commit_expected`].
+    fn submit(
+        &mut self,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+        expected: Option<Hash>,
+    ) -> Result<Hash> {
         if self.failed {
             return Err(StoreError::Poisoned);
         }
@@ -187,15 +217,18 @@ impl PipelinedRepo {
         // its commit is waited for here.
         let huge = !tree.dirty_subtrees(MEMORY_CHECKOUT_MAX_DIRTY).is_empty();
         // Parents other than the commit in flight must be in the store: checked after it.
-        let tree_hash = crate::hashing::tree_hash(tree);
-        let hash = schema::commit_hash(&tree_hash, parents, &info);
+        let hash = match expected {
+            Some(expected) => expected,
+            None => schema::commit_hash(&crate::hashing::tree_hash(tree), parents, &info),
+        };
         self.settled()?.check_commit(tree, parents, false)?;
         let kept = (!huge).then(|| (hash, tree.clone()));
         // The tree of the commit before is freed here, where its nodes were allocated: freeing
         // them on the commit thread measured 3-7% more CPU time and 11-16 MiB more peak RSS (the
         // allocator's pages freed from another thread are reclaimed late).
         self.last = kept;
-        let job = Job { tree: tree.clone(), parents: parents.to_vec(), info, hash };
+        let job =
+            Job { tree: tree.clone(), parents: parents.to_vec(), info, hash, expected: expected.is_some() };
         let sent = self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
         if sent {
             self.in_flight = true;
@@ -288,6 +321,16 @@ impl ContextRepo for PipelinedRepo {
 
     fn commit(&mut self, tree: &Tree, parents: &[Hash], info: CommitInfo) -> Result<Hash> {
         PipelinedRepo::commit(self, tree, parents, info)
+    }
+
+    fn commit_expected(
+        &mut self,
+        tree: &Tree,
+        parents: &[Hash],
+        info: CommitInfo,
+        expected: &Hash,
+    ) -> Result<Hash> {
+        PipelinedRepo::commit_expected(self, tree, parents, info, expected)
     }
 
     fn wait_durable(&mut self) -> Result<()> {

@@ -124,10 +124,15 @@ impl<R: ContextRepo> Replayer<'_, R> {
                 for parent in parents {
                     real_parents.push(self.map_commit(parent, at)?);
                 }
-                let real = self
-                    .repo
-                    .commit(&tree, &real_parents, CommitInfo::tezos(date, message))
-                    .map_err(|source| ReplayError::Store { at: at(), source: Box::new(source) })?;
+                let info = CommitInfo::tezos(date, message);
+                // When hashes are checked, a store may check this one beside the replay (and fail a
+                // later operation if it differs).
+                let real = if self.options.check_hashes {
+                    self.repo.commit_expected(&tree, &real_parents, info, &hash.value())
+                } else {
+                    self.repo.commit(&tree, &real_parents, info)
+                }
+                .map_err(|source| ReplayError::Store { at: at(), source: Box::new(source) })?;
                 if self.options.check_hashes {
                     self.commits_checked += 1;
                     if real != hash.value() {
