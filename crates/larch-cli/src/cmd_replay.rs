@@ -366,6 +366,10 @@ impl<R: ContextRepo> ContextRepo for LastCommit<'_, R> {
         self.inner.wait_durable()
     }
 
+    fn unexpected_commit(error: &R::Error) -> Option<(Hash, Hash)> {
+        R::unexpected_commit(error)
+    }
+
     fn stats(&self) -> BackendStats {
         self.inner.stats()
     }

@@ -35,6 +35,15 @@ pub trait ContextRepo {
         self.commit(tree, parents, info)
     }
 
+    /// If `error` is a later call's report that a commit made with
+    /// [`commit_expected`](ContextRepo::commit_expected) had another hash: the expected hash and
+    /// the commit's. A store that checks hashes beside its caller says so here, so that the caller
+    /// can name the commit at fault; the default: `None`.
+    fn unexpected_commit(error: &Self::Error) -> Option<(Hash, Hash)> {
+        let _ = error;
+        None
+    }
+
     /// Waits until every commit returned so far is durable. Stores whose `commit` returns only
     /// once durable (or that keep nothing) leave this default, which returns at once; a store that
     /// publishes commits beside the caller (larch's `--sync pipelined`) waits for the last one, so

@@ -337,6 +337,13 @@ impl ContextRepo for PipelinedRepo {
         PipelinedRepo::wait_durable(self)
     }
 
+    fn unexpected_commit(error: &StoreError) -> Option<(Hash, Hash)> {
+        match error {
+            StoreError::UnexpectedCommit { expected, actual } => Some((*expected, *actual)),
+            _ => None,
+        }
+    }
+
     /// The counters sampled after the last finished commit (one block behind while a commit is
     /// in flight).
     fn stats(&self) -> BackendStats {

@@ -68,10 +68,11 @@ impl<R: ContextRepo> Replayer<'_, R> {
             Op::Checkout { commit, out } => {
                 let at = || location(format!("checkout {}", commit.value()));
                 let real = self.map_commit(commit, at)?;
-                let tree = self
-                    .repo
-                    .checkout(&real)
-                    .map_err(|source| ReplayError::Store { at: at(), source: Box::new(source) })?;
+                let commit_at = self.last_expected_commit;
+                let tree = self.repo.checkout(&real).map_err(|source| {
+                    super::mismatch_at::<R>(commit_at, &source)
+                        .unwrap_or_else(|| ReplayError::Store { at: at(), source: Box::new(source) })
+                })?;
                 self.bind_context(out, tree);
                 Ok(None)
             }
@@ -127,12 +128,19 @@ impl<R: ContextRepo> Replayer<'_, R> {
                 let info = CommitInfo::tezos(date, message);
                 // When hashes are checked, a store may check this one beside the replay (and fail a
                 // later operation if it differs).
+                let commit_at = self.last_expected_commit;
                 let real = if self.options.check_hashes {
                     self.repo.commit_expected(&tree, &real_parents, info, &hash.value())
                 } else {
                     self.repo.commit(&tree, &real_parents, info)
                 }
-                .map_err(|source| ReplayError::Store { at: at(), source: Box::new(source) })?;
+                .map_err(|source| {
+                    super::mismatch_at::<R>(commit_at, &source)
+                        .unwrap_or_else(|| ReplayError::Store { at: at(), source: Box::new(source) })
+                })?;
+                if self.options.check_hashes {
+                    self.last_expected_commit = Some((block, op_index));
+                }
                 if self.options.check_hashes {
                     self.commits_checked += 1;
                     if real != hash.value() {

@@ -164,6 +164,20 @@ pub struct Replayer<'r, R: ContextRepo> {
     gc_pending: BlockGc,
     /// A GC that was due while another ran, deferred ([`GcWhenBusy::Defer`]): its commit.
     gc_deferred: Option<Hash>,
+    /// Where the last commit made with an expected hash is in the trace (block, op index): a
+    /// store that checks the hash beside the replay reports a difference at a later call.
+    last_expected_commit: Option<(u64, u64)>,
+}
+
+/// The replay's error for a store error that reports a commit with another hash than the trace's
+/// ([`ContextRepo::unexpected_commit`]), located at the commit (`at`: block and op index) that the
+/// store checked beside the replay.
+pub(crate) fn mismatch_at<R: ContextRepo>(at: Option<(u64, u64)>, error: &R::Error) -> Option<ReplayError> {
+    let (expected, actual) = R::unexpected_commit(error)?;
+    let (block, op_index) = at?;
+    let at =
+        Box::new(OpLocation { block, op_index, kind: OpKind::Commit, description: "commit".to_string() });
+    Some(ReplayError::HashMismatch { at, expected, actual })
 }
 
 impl<'r, R: ContextRepo> Replayer<'r, R> {
@@ -195,6 +209,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             recent_commits: VecDeque::new(),
             gc_pending: BlockGc::default(),
             gc_deferred: None,
+            last_expected_commit: None,
         }
     }
 
@@ -246,7 +261,11 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
     /// it did.
     fn collect_garbage(&mut self, commit: Hash) -> Result<(), ReplayError> {
         let Some(GcSchedule { every, keep, when_busy }) = self.options.gc else { return Ok(()) };
-        let gc_error = |source: R::Error| ReplayError::Gc { block: self.blocks, source: Box::new(source) };
+        let commit_at = self.last_expected_commit;
+        let gc_error = |source: R::Error| {
+            mismatch_at::<R>(commit_at, &source)
+                .unwrap_or_else(|| ReplayError::Gc { block: self.blocks, source: Box::new(source) })
+        };
         self.recent_commits.push_back(commit);
         while self.recent_commits.len() as u64 > keep + 1 {
             self.recent_commits.pop_front();
@@ -347,9 +366,11 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
     /// [`ContextRepo::wait_durable`]): the end of a replay, so that its wall time includes the
     /// last publish of a pipelined store.
     pub fn wait_durable(&mut self) -> Result<(), ReplayError> {
-        self.repo
-            .wait_durable()
-            .map_err(|source| ReplayError::Durability { block: self.blocks, source: Box::new(source) })
+        let commit_at = self.last_expected_commit;
+        self.repo.wait_durable().map_err(|source| {
+            mismatch_at::<R>(commit_at, &source)
+                .unwrap_or_else(|| ReplayError::Durability { block: self.blocks, source: Box::new(source) })
+        })
     }
 
     /// The end line of the stat file, describing the replay so far.
