@@ -184,23 +184,31 @@ fn replays_a_reorg_and_an_abandoned_context() {
     assert_eq!(repo.commit_count(), 5);
 }
 
-#[test]
-fn wrong_recorded_hash_names_block_and_op() {
+/// The scenario with block 2's commit (op 17) recording b2b's hash instead of b2a's.
+fn scenario_with_wrong_commit_hash() -> Vec<Op> {
     let mut ops = scenario();
-    // Block 2's commit (op 17) records b2b's hash instead of b2a's.
-    let b2b = expected_hashes()[3];
     if let Op::Commit { hash, .. } = &mut ops[17] {
-        *hash = keep(b2b);
+        *hash = keep(expected_hashes()[3]);
     }
-    let error = run(ops, ReplayOptions::default()).unwrap_err();
-    match &error {
+    ops
+}
+
+/// Checks that `error` is the hash mismatch of block 2's commit (op 17).
+fn assert_block_2_commit_mismatch(error: &ReplayError) {
+    match error {
         ReplayError::HashMismatch { at, expected, actual } => {
             assert_eq!((at.block, at.op_index, at.kind), (2, 17, OpKind::Commit));
-            assert_eq!(*expected, b2b);
+            assert_eq!(*expected, expected_hashes()[3]);
             assert_eq!(*actual, expected_hashes()[2]);
         }
         other => panic!("unexpected error {other}"),
     }
+}
+
+#[test]
+fn wrong_recorded_hash_names_block_and_op() {
+    let error = run(scenario_with_wrong_commit_hash(), ReplayOptions::default()).unwrap_err();
+    assert_block_2_commit_mismatch(&error);
     let message = error.to_string();
     assert!(message.starts_with("block 2, op 17 (commit): trace says commit Co"), "{message}");
 }
@@ -209,25 +217,13 @@ fn wrong_recorded_hash_names_block_and_op() {
 fn wrong_recorded_hash_fails_a_pipelined_replay_naming_the_same_block_and_op() {
     // Through a pipelined store writer the commit's hash is checked on its commit thread, and the
     // difference is reported by a later call: the replay still names the commit at fault.
-    let mut ops = scenario();
-    let b2b = expected_hashes()[3];
-    if let Op::Commit { hash, .. } = &mut ops[17] {
-        *hash = keep(b2b);
-    }
     let dir = tempfile::tempdir().unwrap();
     let store = larch_store::Repo::open(dir.path()).unwrap();
     let mut repo = larch_store::PipelinedRepo::new(store).unwrap();
-    let error =
-        replay(&mut repo, ok_ops(ops), &ReplayOptions::default(), &RunMeta::default(), None, &mut |_| {})
-            .unwrap_err();
-    match &error {
-        ReplayError::HashMismatch { at, expected, actual } => {
-            assert_eq!((at.block, at.op_index, at.kind), (2, 17, OpKind::Commit));
-            assert_eq!(*expected, b2b);
-            assert_eq!(*actual, expected_hashes()[2]);
-        }
-        other => panic!("unexpected error {other}"),
-    }
+    let ops = ok_ops(scenario_with_wrong_commit_hash());
+    let error = replay(&mut repo, ops, &ReplayOptions::default(), &RunMeta::default(), None, &mut |_| {})
+        .unwrap_err();
+    assert_block_2_commit_mismatch(&error);
 }
 
 #[test]

@@ -70,8 +70,10 @@ impl<R: ContextRepo> Replayer<'_, R> {
                 let real = self.map_commit(commit, at)?;
                 let commit_at = self.last_expected_commit;
                 let tree = self.repo.checkout(&real).map_err(|source| {
-                    super::mismatch_at::<R>(commit_at, &source)
-                        .unwrap_or_else(|| ReplayError::Store { at: at(), source: Box::new(source) })
+                    super::store_error::<R>(commit_at, source, |source| ReplayError::Store {
+                        at: at(),
+                        source,
+                    })
                 })?;
                 self.bind_context(out, tree);
                 Ok(None)
@@ -135,13 +137,13 @@ impl<R: ContextRepo> Replayer<'_, R> {
                     self.repo.commit(&tree, &real_parents, info)
                 }
                 .map_err(|source| {
-                    super::mismatch_at::<R>(commit_at, &source)
-                        .unwrap_or_else(|| ReplayError::Store { at: at(), source: Box::new(source) })
+                    super::store_error::<R>(commit_at, source, |source| ReplayError::Store {
+                        at: at(),
+                        source,
+                    })
                 })?;
                 if self.options.check_hashes {
                     self.last_expected_commit = Some((block, op_index));
-                }
-                if self.options.check_hashes {
                     self.commits_checked += 1;
                     if real != hash.value() {
                         return Err(ReplayError::HashMismatch {

@@ -169,15 +169,22 @@ pub struct Replayer<'r, R: ContextRepo> {
     last_expected_commit: Option<(u64, u64)>,
 }
 
-/// The replay's error for a store error that reports a commit with another hash than the trace's
-/// ([`ContextRepo::unexpected_commit`]), located at the commit (`at`: block and op index) that the
-/// store checked beside the replay.
-pub(crate) fn mismatch_at<R: ContextRepo>(at: Option<(u64, u64)>, error: &R::Error) -> Option<ReplayError> {
-    let (expected, actual) = R::unexpected_commit(error)?;
-    let (block, op_index) = at?;
-    let at =
-        Box::new(OpLocation { block, op_index, kind: OpKind::Commit, description: "commit".to_string() });
-    Some(ReplayError::HashMismatch { at, expected, actual })
+/// The replay's error for `source`, a store error: the hash mismatch of the commit at `at` (block
+/// and op index) when the store reports one it checked beside the replay
+/// ([`ContextRepo::unexpected_commit`]), else `otherwise(source)`.
+pub(crate) fn store_error<R: ContextRepo>(
+    at: Option<(u64, u64)>,
+    source: R::Error,
+    otherwise: impl FnOnce(Box<dyn std::error::Error + Send + Sync + 'static>) -> ReplayError,
+) -> ReplayError {
+    match (R::unexpected_commit(&source), at) {
+        (Some((expected, actual)), Some((block, op_index))) => {
+            let at =
+                Box::new(OpLocation { block, op_index, kind: OpKind::Commit, description: "commit".into() });
+            ReplayError::HashMismatch { at, expected, actual }
+        }
+        _ => otherwise(Box::new(source)),
+    }
 }
 
 impl<'r, R: ContextRepo> Replayer<'r, R> {
@@ -262,9 +269,9 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
     fn collect_garbage(&mut self, commit: Hash) -> Result<(), ReplayError> {
         let Some(GcSchedule { every, keep, when_busy }) = self.options.gc else { return Ok(()) };
         let commit_at = self.last_expected_commit;
+        let block = self.blocks;
         let gc_error = |source: R::Error| {
-            mismatch_at::<R>(commit_at, &source)
-                .unwrap_or_else(|| ReplayError::Gc { block: self.blocks, source: Box::new(source) })
+            store_error::<R>(commit_at, source, |source| ReplayError::Gc { block, source })
         };
         self.recent_commits.push_back(commit);
         while self.recent_commits.len() as u64 > keep + 1 {
@@ -367,9 +374,9 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
     /// last publish of a pipelined store.
     pub fn wait_durable(&mut self) -> Result<(), ReplayError> {
         let commit_at = self.last_expected_commit;
+        let block = self.blocks;
         self.repo.wait_durable().map_err(|source| {
-            mismatch_at::<R>(commit_at, &source)
-                .unwrap_or_else(|| ReplayError::Durability { block: self.blocks, source: Box::new(source) })
+            store_error::<R>(commit_at, source, |source| ReplayError::Durability { block, source })
         })
     }
 
