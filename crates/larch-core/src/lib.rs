@@ -31,7 +31,8 @@ pub use hash::{Hash, HashParseError};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};
 pub use tree::node::{
-    Contents, ContentsRef, Entry, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey, StoreId,
+    Contents, ContentsRef, Entry, InlineValue, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey,
+    SharedBytes, StoreId,
 };
 pub use tree::source::{LoadError, MemorySource, NoSource, ObjectSource};
 pub use tree::{Tree, TreeError};

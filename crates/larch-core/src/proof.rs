@@ -157,6 +157,7 @@ impl larch_proof::Source for TreeSource<'_> {
         let contents = self.contents.get(&core_hash(hash)).cloned();
         match contents {
             Some(ContentsRef::Mem(contents)) => Ok(contents.as_bytes().to_vec()),
+            Some(ContentsRef::Inline(value)) => Ok(value.as_bytes().to_vec()),
             Some(ContentsRef::Stored { hash: stored, key }) => {
                 match self.source.load_contents(key, &stored) {
                     Ok(contents) => Ok(contents.as_bytes().to_vec()),

@@ -140,6 +140,9 @@ impl Writer {
                 let (kind, (offset, hash)) = match entry {
                     Entry::Node(node) => (Kind::Node, self.node(node, true)),
                     Entry::Contents(ContentsRef::Mem(contents)) => (Kind::Contents, self.contents(contents)),
+                    Entry::Contents(ContentsRef::Inline(value)) => {
+                        (Kind::Contents, self.contents(value.as_bytes()))
+                    }
                     Entry::Contents(ContentsRef::Stored { hash, key }) => {
                         let contents = self.source.load_contents(*key, hash).unwrap();
                         (Kind::Contents, self.contents(&contents))

@@ -274,6 +274,7 @@ impl Exporter<'_> {
     fn plan_contents(&mut self, contents: &ContentsRef, fresh: &mut u64) -> Result<Plan> {
         let (loaded, known) = match contents {
             ContentsRef::Mem(contents) => (contents.clone(), None),
+            ContentsRef::Inline(value) => (value.to_contents(), None),
             ContentsRef::Stored { hash, key } => {
                 if let Some(number) = self.window.get(hash) {
                     return Ok(Plan::Window(number));
@@ -430,6 +431,7 @@ impl Exporter<'_> {
                     Some(Child::Contents(contents)) => {
                         let loaded = match contents {
                             ContentsRef::Mem(contents) => contents.clone(),
+                            ContentsRef::Inline(value) => value.to_contents(),
                             ContentsRef::Stored { hash, key } => self.source.load_contents(*key, hash)?,
                         };
                         self.contents_record(&loaded, contents.hash())?;

@@ -4,9 +4,8 @@
 use crate::error::{FileKind, Result, StoreError};
 use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
 use larch_core::{
-    CommitInfo, Contents, ContentsRef, Entry, Hash, InodeTree, Name, NodeBody, NodeRef, ObjectKey, StoreId,
+    CommitInfo, ContentsRef, Entry, Hash, InodeTree, Name, NodeBody, NodeRef, ObjectKey, SharedBytes, StoreId,
 };
-use std::sync::Arc;
 
 /// Magic of the pack header.
 pub const PACK_MAGIC: &[u8; 8] = b"LARCHPAK";
@@ -345,70 +344,102 @@ fn decode_entries(
         return Err(cursor.error(format!("{count} entries, at most {max} allowed")));
     }
     let mut names = DecodedNames::with_capacity(count as usize);
-    let mut entries = Vec::with_capacity(count as usize);
+    let mut targets = Vec::with_capacity(count as usize);
     for _ in 0..count {
         match decode_entry(cursor, counts, &mut names, store)? {
-            Some(entry) => entries.push(entry),
+            Some(target) => targets.push(target),
             None => return Err(cursor.error("a removal where an entry was expected")),
         }
         if names.previous().is_some_and(|previous| previous >= names.last()) {
             return Err(cursor.error("entries not sorted by name (or a name repeated)"));
         }
     }
-    names.attach(entries, cursor)
+    let (buffer, names) = names.finish(cursor)?;
+    names
+        .into_iter()
+        .zip(targets)
+        .map(|(name, target)| Ok((name, target.resolve(&buffer, cursor)?)))
+        .collect()
 }
 
-/// The names of the entries of one record, decoded into one buffer: they become [`Name`]s sharing
-/// one allocation ([`Name::split`]).
+/// The names and inline values of the entries of one record, decoded into one buffer: they become
+/// [`Name`]s and [`InlineValue`](larch_core::InlineValue)s sharing one allocation
+/// ([`SharedBytes`]).
 pub(crate) struct DecodedNames {
     bytes: Vec<u8>,
-    ends: Vec<usize>,
+    /// Where each name lies in `bytes`, in order.
+    spans: Vec<(usize, usize)>,
 }
 
 impl DecodedNames {
     pub(crate) fn with_capacity(count: usize) -> DecodedNames {
-        DecodedNames { bytes: Vec::with_capacity(count * 24), ends: Vec::with_capacity(count) }
+        DecodedNames { bytes: Vec::with_capacity(count * 32), spans: Vec::with_capacity(count) }
+    }
+
+    fn span(&self, index: Option<usize>) -> Option<&[u8]> {
+        let (start, end) = *self.spans.get(index?)?;
+        self.bytes.get(start..end)
     }
 
     /// The bytes of the name decoded last.
     pub(crate) fn last(&self) -> &[u8] {
-        let end = self.ends.last().copied().unwrap_or(0);
-        let start = self.ends.len().checked_sub(2).and_then(|i| self.ends.get(i)).copied().unwrap_or(0);
-        self.bytes.get(start..end).unwrap_or_default()
+        self.span(self.spans.len().checked_sub(1)).unwrap_or_default()
     }
 
     /// The bytes of the name decoded before the last one, if any.
     pub(crate) fn previous(&self) -> Option<&[u8]> {
-        let count = self.ends.len();
-        let end = *self.ends.get(count.checked_sub(2)?)?;
-        let start = count.checked_sub(3).and_then(|i| self.ends.get(i)).copied().unwrap_or(0);
-        self.bytes.get(start..end)
+        self.span(self.spans.len().checked_sub(2))
     }
 
-    /// Pairs the names, in order, with `items` (one per name).
-    pub(crate) fn attach<T>(self, items: Vec<T>, cursor: &Cursor<'_>) -> Result<Vec<(Name, T)>> {
-        let names = Name::split(&self.bytes, &self.ends).ok_or_else(|| cursor.error("bad names"))?;
-        if names.len() != items.len() {
-            return Err(cursor.error("names and entries disagree"));
-        }
-        Ok(names.into_iter().zip(items).collect())
+    /// The shared buffer and the names, in order.
+    pub(crate) fn finish(self, cursor: &Cursor<'_>) -> Result<(SharedBytes, Vec<Name>)> {
+        let buffer = SharedBytes::new(&self.bytes);
+        let names = self
+            .spans
+            .iter()
+            .map(|&(start, end)| buffer.name(start..end))
+            .collect::<Option<Vec<Name>>>()
+            .ok_or_else(|| cursor.error("bad names"))?;
+        Ok((buffer, names))
     }
 }
 
-/// Decodes one entry, its name going to `names`; or (tag target 3, in patches only) the removal
-/// of a name: `None`.
+/// A decoded entry's target, before the record's shared buffer exists.
+pub(crate) enum DecodedTarget {
+    /// A target that needs no buffer.
+    Entry(Entry),
+    /// An inline value at this span of the buffer.
+    Inline(usize, usize),
+}
+
+impl DecodedTarget {
+    /// The entry, its inline value a piece of `buffer`.
+    pub(crate) fn resolve(self, buffer: &SharedBytes, cursor: &Cursor<'_>) -> Result<Entry> {
+        match self {
+            DecodedTarget::Entry(entry) => Ok(entry),
+            DecodedTarget::Inline(start, end) => buffer
+                .value(start..end)
+                .map(|value| Entry::Contents(ContentsRef::Inline(value)))
+                .ok_or_else(|| cursor.error("bad inline value")),
+        }
+    }
+}
+
+/// Decodes one entry, its name (and inline value) going to `names`; or (tag target 3, in patches
+/// only) the removal of a name: `None`.
 pub(crate) fn decode_entry(
     cursor: &mut Cursor<'_>,
     counts: &mut EntryCounts,
     names: &mut DecodedNames,
     store: StoreId,
-) -> Result<Option<Entry>> {
+) -> Result<Option<DecodedTarget>> {
     let tag = cursor.u8()?;
     if tag & !(TAG_HEX | 3) != 0 {
         return Err(cursor.error(format!("bad entry tag {tag:#04x}")));
     }
     let stored_len = cursor.length()?;
     let stored = cursor.take(stored_len)?;
+    let start = names.bytes.len();
     if tag & TAG_HEX != 0 {
         if stored.is_empty() {
             return Err(cursor.error("empty hex name"));
@@ -418,26 +449,28 @@ pub(crate) fn decode_entry(
     } else {
         names.bytes.extend_from_slice(stored);
     }
-    names.ends.push(names.bytes.len());
-    let entry = match tag & 3 {
+    names.spans.push((start, names.bytes.len()));
+    let target = match tag & 3 {
         TAG_NODE => {
             let (hash, key) = cursor.key_pointer(store)?;
-            Some(Entry::Node(NodeRef::Stored { hash, key }))
+            Some(DecodedTarget::Entry(Entry::Node(NodeRef::Stored { hash, key })))
         }
         TAG_INLINE => {
             let len = cursor.length()?;
             let bytes = cursor.take(len)?;
             counts.inline += 1;
             counts.inline_bytes += len as u64;
-            Some(Entry::Contents(ContentsRef::Mem(Arc::new(Contents::from_slice(bytes)))))
+            let start = names.bytes.len();
+            names.bytes.extend_from_slice(bytes);
+            Some(DecodedTarget::Inline(start, names.bytes.len()))
         }
         TAG_CONTENTS => {
             let (hash, key) = cursor.key_pointer(store)?;
-            Some(Entry::Contents(ContentsRef::Stored { hash, key }))
+            Some(DecodedTarget::Entry(Entry::Contents(ContentsRef::Stored { hash, key })))
         }
         _ => None,
     };
-    Ok(entry)
+    Ok(target)
 }
 
 /// Appends the removal of `name` (patches only): the name with tag target 3 and no target.

@@ -73,6 +73,8 @@ pub(crate) fn body_weight(body: &NodeBody) -> u32 {
             .map(|(name, entry)| {
                 let inline = match entry {
                     larch_core::Entry::Contents(larch_core::ContentsRef::Mem(c)) => 56 + c.len(),
+                    // A piece of the buffer the node's names are in.
+                    larch_core::Entry::Contents(larch_core::ContentsRef::Inline(v)) => v.as_bytes().len(),
                     _ => 0,
                 };
                 72 + name.len() + inline

@@ -114,14 +114,19 @@ pub fn decode(
                 return Err(cursor.error(format!("{count} changes")));
             }
             let mut names = codec::DecodedNames::with_capacity(count as usize);
-            let mut entries: Vec<Option<Entry>> = Vec::with_capacity(count as usize);
+            let mut targets = Vec::with_capacity(count as usize);
             for _ in 0..count {
-                entries.push(codec::decode_entry(&mut cursor, counts, &mut names, store)?);
+                targets.push(codec::decode_entry(&mut cursor, counts, &mut names, store)?);
                 if names.previous().is_some_and(|previous| previous >= names.last()) {
                     return Err(cursor.error("patch changes not sorted by name"));
                 }
             }
-            let changes: Vec<(Name, Option<Entry>)> = names.attach(entries, &cursor)?;
+            let (buffer, names) = names.finish(&cursor)?;
+            let changes: Vec<(Name, Option<Entry>)> = names
+                .into_iter()
+                .zip(targets)
+                .map(|(name, target)| Ok((name, target.map(|t| t.resolve(&buffer, &cursor)).transpose()?)))
+                .collect::<Result<_>>()?;
             Patch::Entries { base, chain, changes }
         }
         RecordKind::PatchTree => {
@@ -239,8 +244,9 @@ mod tests {
         let NodeBody::Flat(out) = apply(&flat(&["a", "b", "c"]), patch, 1000).unwrap() else { panic!() };
         let names: Vec<&[u8]> = out.iter().map(|(name, _)| name.as_bytes()).collect();
         assert_eq!(names, [&b"a"[..], b"c", b"d"]);
-        let Entry::Contents(larch_core::ContentsRef::Mem(value)) = &out[1].1 else { panic!() };
-        assert_eq!(value.as_bytes(), b"new");
+        let Entry::Contents(value) = &out[1].1 else { panic!() };
+        assert_eq!(value.held_bytes(), Some(&b"new"[..]));
+        assert_eq!(value.hash(), larch_core::schema::contents_hash(b"new"));
     }
 
     #[test]

@@ -47,8 +47,19 @@ type AddressMap = HashMap<usize, u64, std::hash::BuildHasherDefault<AddressHashe
 /// Where an entry's target went.
 enum Loc {
     Node(Hash, u64),
-    Inline(Arc<Contents>),
+    /// A value written inline: a [`ContentsRef::Mem`] or [`ContentsRef::Inline`].
+    Inline(ContentsRef),
     Contents(Hash, u64),
+}
+
+impl Loc {
+    /// The bytes of an inline value.
+    fn inline_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Loc::Inline(contents) => contents.held_bytes(),
+            _ => None,
+        }
+    }
 }
 
 /// Counts of what one commit wrote, by kind.
@@ -310,8 +321,19 @@ impl<'a> Encoder<'a> {
                 let (hash, offset) = self.node(node, base)?;
                 Loc::Node(hash, offset)
             }
-            Entry::Contents(ContentsRef::Mem(contents)) if contents.len() <= INLINE_MAX => {
+            Entry::Contents(contents @ ContentsRef::Mem(value)) if value.len() <= INLINE_MAX => {
                 Loc::Inline(contents.clone())
+            }
+            Entry::Contents(contents @ ContentsRef::Inline(value))
+                if value.as_bytes().len() <= INLINE_MAX =>
+            {
+                Loc::Inline(contents.clone())
+            }
+            Entry::Contents(ContentsRef::Inline(value)) => {
+                // Not from a record of this format (whose inline values are at most INLINE_MAX
+                // bytes): written as a contents record of its own.
+                let offset = self.contents_record(value.as_bytes())?;
+                Loc::Contents(value.hash(), offset)
             }
             Entry::Contents(ContentsRef::Mem(contents)) => {
                 let id = Arc::as_ptr(contents) as usize;
@@ -336,7 +358,7 @@ impl<'a> Encoder<'a> {
                         .load_contents(*key, hash)
                         .map_err(|e| StoreError::Tree(TreeError::from(e)))?;
                     if loaded.len() <= INLINE_MAX {
-                        Loc::Inline(loaded)
+                        Loc::Inline(ContentsRef::Mem(loaded))
                     } else if let Some((hash, offset)) = self.copied_contents.get(key) {
                         Loc::Contents(*hash, *offset)
                     } else {
@@ -376,6 +398,7 @@ impl<'a> Encoder<'a> {
                         | Entry::Contents(ContentsRef::Stored { key, .. }) => own(key),
                         Entry::Node(NodeRef::Mem(_)) => false,
                         Entry::Contents(ContentsRef::Mem(contents)) => contents.len() <= INLINE_MAX,
+                        Entry::Contents(ContentsRef::Inline(value)) => value.as_bytes().len() <= INLINE_MAX,
                     })
                 }
                 NodeBody::Tree(tree) => tree.children.iter().all(|(_, child)| match child {
@@ -536,7 +559,7 @@ impl<'a> Encoder<'a> {
                                 hash,
                                 key: ObjectKey::new(store, offset),
                             }),
-                            Loc::Inline(contents) => Entry::Contents(ContentsRef::Mem(contents)),
+                            Loc::Inline(contents) => Entry::Contents(contents),
                         };
                         (name.clone(), target)
                     })
@@ -693,7 +716,7 @@ fn target_of(loc: Option<&Loc>) -> EncodedTarget<'_> {
     match loc {
         Some(Loc::Node(hash, child)) => EncodedTarget::Node(*hash, *child),
         Some(Loc::Contents(hash, child)) => EncodedTarget::Contents(*hash, *child),
-        Some(Loc::Inline(contents)) => EncodedTarget::Inline(contents.as_bytes()),
+        Some(loc @ Loc::Inline(_)) => EncodedTarget::Inline(loc.inline_bytes().unwrap_or_default()),
         None => EncodedTarget::Inline(&[]),
     }
 }
@@ -707,10 +730,13 @@ fn same_target(loc: &Loc, entry: &Entry, store: StoreId) -> bool {
         (Loc::Contents(hash, offset), Entry::Contents(ContentsRef::Stored { hash: h, key })) => {
             hash == h && key.offset_in(store) == Some(*offset)
         }
-        (Loc::Inline(contents), Entry::Contents(ContentsRef::Mem(old))) => {
+        (Loc::Inline(ContentsRef::Mem(contents)), Entry::Contents(ContentsRef::Mem(old))) => {
             // An unchanged entry usually shares its value with the base (the node was copied from
             // it): no need to read the bytes.
             Arc::ptr_eq(contents, old) || contents.as_bytes() == old.as_bytes()
+        }
+        (loc @ Loc::Inline(_), Entry::Contents(old)) => {
+            loc.inline_bytes().is_some_and(|new| old.held_bytes() == Some(new))
         }
         _ => false,
     }

@@ -42,9 +42,13 @@ fn assert_same_record(primed: &Node, decoded: &Node, ours: StoreId, theirs: Stor
                 assert_eq!(name_a.as_bytes(), name_b.as_bytes(), "names at {at}");
                 match (entry_a, entry_b) {
                     (Entry::Node(a), Entry::Node(b)) => same_ref(a, b),
-                    (Entry::Contents(ContentsRef::Mem(a)), Entry::Contents(ContentsRef::Mem(b))) => {
+                    (
+                        Entry::Contents(a @ (ContentsRef::Mem(_) | ContentsRef::Inline(_))),
+                        Entry::Contents(b @ ContentsRef::Inline(_)),
+                    ) => {
+                        let (a, b) = (a.held_bytes().unwrap_or_default(), b.held_bytes().unwrap_or_default());
                         assert!(a.len() <= INLINE_MAX, "a primed contents value not inline at {at}");
-                        assert_eq!(a.as_bytes(), b.as_bytes(), "inline value at {at}");
+                        assert_eq!(a, b, "inline value at {at}");
                     }
                     (
                         Entry::Contents(ContentsRef::Stored { hash: ha, key: ka }),

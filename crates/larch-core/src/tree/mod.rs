@@ -137,6 +137,7 @@ impl Tree {
     fn load_contents(&self, contents: &ContentsRef) -> Result<Arc<Contents>, TreeError> {
         match contents {
             ContentsRef::Mem(contents) => Ok(contents.clone()),
+            ContentsRef::Inline(value) => Ok(value.to_contents()),
             ContentsRef::Stored { hash, key } => Ok(self.source.load_contents(*key, hash)?),
         }
     }

@@ -137,6 +137,16 @@ impl Name {
         Some(names)
     }
 
+    /// The piece `range` of `buf` as a name (sharing the buffer); `None` if the range is not
+    /// within it or starts past 4 GiB.
+    fn piece(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<Name> {
+        if range.start > range.end || range.end > buf.len() {
+            return None;
+        }
+        let len = u32::try_from(range.end - range.start).ok().filter(|len| *len < u32::MAX)?;
+        Some(Name { buf: buf.clone(), start: u32::try_from(range.start).ok()?, len })
+    }
+
     /// The name's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         let start = self.start as usize;
@@ -203,6 +213,61 @@ impl fmt::Debug for Name {
             Ok(text) => write!(f, "{text:?}"),
             Err(_) => write!(f, "0x{}", hex::encode(self.as_bytes())),
         }
+    }
+}
+
+/// One buffer holding the names and small contents values decoded from one record: each becomes
+/// a piece of it ([`SharedBytes::name`], [`SharedBytes::value`]), so that decoding a node costs one
+/// allocation for all of its names and inline values, not one per name or value.
+#[derive(Clone)]
+pub struct SharedBytes(Arc<[u8]>);
+
+impl SharedBytes {
+    /// A buffer holding a copy of `bytes`.
+    pub fn new(bytes: &[u8]) -> SharedBytes {
+        SharedBytes(Arc::from(bytes))
+    }
+
+    /// The bytes at `range` as a name; `None` if `range` is not within the buffer or starts past
+    /// 4 GiB.
+    pub fn name(&self, range: std::ops::Range<usize>) -> Option<Name> {
+        Name::piece(&self.0, range)
+    }
+
+    /// The bytes at `range` as a contents value; `None` as for [`name`](SharedBytes::name).
+    pub fn value(&self, range: std::ops::Range<usize>) -> Option<InlineValue> {
+        Name::piece(&self.0, range).map(|piece| InlineValue { piece })
+    }
+}
+
+/// A small contents value held in a piece of a [`SharedBytes`] buffer (as decoded from a store,
+/// inline in its parent's record): no allocation of its own, and no cached hash (the hash of a
+/// value of at most a few dozen bytes is one BLAKE2b block, computed when asked).
+#[derive(Clone, PartialEq, Eq)]
+pub struct InlineValue {
+    piece: Name,
+}
+
+impl InlineValue {
+    /// The value's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.piece.as_bytes()
+    }
+
+    /// The contents hash (computed at each call).
+    pub fn hash(&self) -> Hash {
+        schema::contents_hash(self.piece.as_bytes())
+    }
+
+    /// The value as [`Contents`] of its own.
+    pub fn to_contents(&self) -> Arc<Contents> {
+        Arc::new(Contents::from_slice(self.piece.as_bytes()))
+    }
+}
+
+impl fmt::Debug for InlineValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "InlineValue({} bytes)", self.piece.as_bytes().len())
     }
 }
 
@@ -286,6 +351,9 @@ impl fmt::Debug for Contents {
 pub enum ContentsRef {
     /// Held in memory.
     Mem(Arc<Contents>),
+    /// Held in memory in a piece of a buffer shared with its node's other names and values (a
+    /// small value decoded from a store's record of its parent).
+    Inline(InlineValue),
     /// Known by hash; its bytes are loaded from the source at `key`.
     Stored {
         /// The contents hash.
@@ -300,8 +368,25 @@ impl ContentsRef {
     pub fn hash(&self) -> Hash {
         match self {
             ContentsRef::Mem(contents) => contents.hash(),
+            ContentsRef::Inline(value) => value.hash(),
             ContentsRef::Stored { hash, .. } => *hash,
         }
+    }
+
+    /// The value's bytes if it is held in memory ([`Mem`](ContentsRef::Mem) or
+    /// [`Inline`](ContentsRef::Inline)); `None` if it must be loaded.
+    pub fn held_bytes(&self) -> Option<&[u8]> {
+        match self {
+            ContentsRef::Mem(contents) => Some(contents.as_bytes()),
+            ContentsRef::Inline(value) => Some(value.as_bytes()),
+            ContentsRef::Stored { .. } => None,
+        }
+    }
+
+    /// Whether computing [`hash`](ContentsRef::hash) caches it (or needs no computation): false
+    /// for an [`Inline`](ContentsRef::Inline) value, whose hash is computed at each call.
+    pub fn hash_is_cached(&self) -> bool {
+        !matches!(self, ContentsRef::Inline(_))
     }
 }
 
@@ -540,20 +625,29 @@ fn entry_refs(entries: &Entries) -> impl Iterator<Item = schema::EntryRef<'_>> {
     entries.iter().map(|(name, entry)| (name.as_bytes(), entry.kind(), entry.hash()))
 }
 
+/// Computes and caches the hashes of the entries that cache them (an inline value's hash is
+/// computed where it is used, once).
+fn prehash(entries: &Entries) {
+    for (_, entry) in entries {
+        match entry {
+            Entry::Contents(contents) if !contents.hash_is_cached() => {}
+            _ => {
+                let _ = entry.hash();
+            }
+        }
+    }
+}
+
 fn compute_hash(body: &NodeBody) -> Hash {
     // Children are hashed in a first pass, so that the pre-image buffer is free while they hash and
     // the second pass only reads their caches.
     match body {
         NodeBody::Flat(entries) => {
-            for (_, entry) in entries {
-                let _ = entry.hash();
-            }
+            prehash(entries);
             schema::flat_node_hash(entries.len(), entry_refs(entries))
         }
         NodeBody::Values(entries) => {
-            for (_, entry) in entries {
-                let _ = entry.hash();
-            }
+            prehash(entries);
             schema::values_inode_hash(entries.len(), entry_refs(entries))
         }
         NodeBody::Tree(tree) => {
@@ -594,6 +688,26 @@ mod tests {
             assert_eq!(a.hash(), b.hash());
         }
         assert_eq!(Contents::default().as_bytes(), b"");
+    }
+
+    #[test]
+    fn shared_names_and_values_are_pieces_of_one_buffer() {
+        let buffer = SharedBytes::new(b"balance\x01\x02counter");
+        let name = buffer.name(0..7).unwrap();
+        let value = buffer.value(7..9).unwrap();
+        assert_eq!(name.as_bytes(), b"balance");
+        assert_eq!(value.as_bytes(), b"\x01\x02");
+        let entry = ContentsRef::Inline(value.clone());
+        assert_eq!(entry.hash(), schema::contents_hash(b"\x01\x02"));
+        assert_eq!(entry.hash(), ContentsRef::Mem(value.to_contents()).hash());
+        assert_eq!(entry.held_bytes(), Some(&b"\x01\x02"[..]));
+        assert!(!entry.hash_is_cached());
+        assert_eq!(buffer.name(9..16).unwrap(), Name::from("counter"));
+        assert!(buffer.value(9..17).is_none(), "a piece past the end");
+        assert!(buffer.name(5..4).is_none(), "a reversed piece");
+        assert_eq!(buffer.value(16..16).unwrap().as_bytes(), b"");
+        // Same size as the other references: an inline value costs no more than a pointer.
+        assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
     }
 
     #[test]

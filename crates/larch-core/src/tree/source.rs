@@ -154,6 +154,11 @@ impl Persist<'_> {
             Entry::Contents(ContentsRef::Mem(contents)) if contents.len() >= MEMORY_INLINE_CONTENTS_MAX => {
                 Entry::Contents(self.contents(contents.clone()))
             }
+            Entry::Contents(ContentsRef::Inline(value))
+                if value.as_bytes().len() >= MEMORY_INLINE_CONTENTS_MAX =>
+            {
+                Entry::Contents(self.contents(value.to_contents()))
+            }
             Entry::Contents(ContentsRef::Stored { hash, key }) if key.store() != self.id => {
                 let loaded = self.source.load_contents(*key, hash)?;
                 if loaded.len() >= MEMORY_INLINE_CONTENTS_MAX {

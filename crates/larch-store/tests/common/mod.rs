@@ -109,7 +109,7 @@ pub fn reached_offsets(tree: &Tree, out: &mut BTreeSet<u64>) {
             Entry::Contents(ContentsRef::Stored { key, .. }) => {
                 out.insert(key.offset());
             }
-            Entry::Contents(ContentsRef::Mem(_)) => {}
+            Entry::Contents(ContentsRef::Mem(_) | ContentsRef::Inline(_)) => {}
             Entry::Node(NodeRef::Stored { key, hash }) => {
                 if !out.insert(key.offset()) {
                     continue;
