@@ -38,8 +38,9 @@ pub enum TreeMode {
     /// Keep mutating the committed tree: its loaded and written nodes stay in memory.
     Keep,
     /// `PipelinedRepo`: each batch's commit is encoded, written and synced on a commit thread
-    /// while the next batch is added to the committed tree (in memory); a commit is durable when
-    /// the next one returns, and the insert time includes waiting for the last one.
+    /// while the next batches are added to the committed tree (in memory); a commit is durable
+    /// once `--larch-pipeline-depth` commits (itself included) have returned after it, and the
+    /// insert time includes waiting for the last one.
     Pipeline,
 }
 
@@ -52,6 +53,8 @@ pub struct LarchConfig {
     pub sync: SyncPolicy,
     /// Checkout per batch or keep the tree.
     pub tree_mode: TreeMode,
+    /// With [`TreeMode::Pipeline`]: the most commits in flight.
+    pub pipeline_depth: usize,
     /// Decoded-object cache budget in bytes.
     pub cache_bytes: u64,
     /// Read the pack through a memory map.
@@ -125,7 +128,9 @@ pub fn run(work: &Workload, batch: usize, dir: &Path, config: &LarchConfig, roun
     };
     let repo = Repo::open_with(dir, options).with_context(|| format!("open {}", dir.display()))?;
     let mut repo = match config.tree_mode {
-        TreeMode::Pipeline => Writer::Pipelined(Box::new(PipelinedRepo::new(repo)?)),
+        TreeMode::Pipeline => {
+            Writer::Pipelined(Box::new(PipelinedRepo::with_depth(repo, config.pipeline_depth)?))
+        }
         _ => Writer::Plain(Box::new(repo)),
     };
     let mut tree = repo.empty_tree();

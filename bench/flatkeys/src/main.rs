@@ -60,6 +60,10 @@ struct Args {
     /// larch: start each batch from a checkout of the previous commit, or keep the tree in memory.
     #[arg(long, value_enum, default_value_t = TreeMode::Checkout)]
     larch_tree: TreeMode,
+    /// larch with `--larch-tree pipeline`: the most commits in flight on the commit thread (4
+    /// measured the same as 1 here, where the inserting thread is the slower one).
+    #[arg(long, default_value_t = 1)]
+    larch_pipeline_depth: usize,
     /// larch: when commits sync (`commit`: every commit durable, as NOMT's; `never`: to measure
     /// the syncs' share only).
     #[arg(long, default_value_t = SyncPolicy::Commit)]
@@ -146,6 +150,7 @@ fn run_child(args: &Args, variant: &str, base: &Path) -> Result<()> {
             let config = LarchConfig {
                 shape,
                 tree_mode: args.larch_tree,
+                pipeline_depth: args.larch_pipeline_depth,
                 sync: args.larch_sync,
                 cache_bytes: args.larch_cache_mib << 20,
                 mmap: args.larch_mmap,

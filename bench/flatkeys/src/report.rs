@@ -20,9 +20,10 @@ pub fn header(args: &Args, base: &Path, variants: &[String], io_uring: &str) {
     );
     println!("variants (order alternates by round): {}", variants.join(", "));
     println!(
-        "larch: sync={}, tree={:?}, cache {} MiB, mmap {}; nomt 1.0.5: BLAKE3, commit_concurrency {}, io_workers {}, buckets {}, caches {} MiB + {} MiB, warm_up {}, preallocate {}, io_uring {io_uring}",
+        "larch: sync={}, tree={:?} (pipeline depth {}), cache {} MiB, mmap {}; nomt 1.0.5: BLAKE3, commit_concurrency {}, io_workers {}, buckets {}, caches {} MiB + {} MiB, warm_up {}, preallocate {}, io_uring {io_uring}",
         args.larch_sync,
         args.larch_tree,
+        args.larch_pipeline_depth,
         args.larch_cache_mib,
         args.larch_mmap,
         args.nomt_commit_concurrency,

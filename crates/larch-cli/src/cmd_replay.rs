@@ -47,11 +47,17 @@ pub struct ReplayArgs {
     sync: SyncPolicy,
     /// Commit on the calling thread only. By default a store replay pipelines its commits: each
     /// block's tree is hashed on the replay's thread, then encoded, written, synced and published
-    /// by a commit thread while the next block runs (from the committed tree, in memory); a
-    /// commit is written and durable (under `--sync commit`) when the next one returns, and the
-    /// replay ends once the last one is (docs/store.md, *Pipelined commits*).
+    /// by a commit thread while the next blocks run (from the committed tree, in memory); a
+    /// commit is written and durable (under `--sync commit`) once `--pipeline-depth` commits
+    /// (itself included) have returned after it, and the replay ends once the last one is
+    /// (docs/store.md, *Pipelined commits*).
     #[arg(long)]
     no_pipeline: bool,
+    /// With the pipeline: the most commits in flight on the commit thread (1 to 16). Deeper lets
+    /// the replay run ahead of a commit thread that is slower for a few blocks, each commit in
+    /// flight holding its tree in memory; 1 waits for each commit before handing over the next.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=16))]
+    pipeline_depth: u8,
     /// The pack rolls to a new chunk file once its head chunk holds this many bytes (e.g. `16M`).
     #[arg(long, value_parser = parse_size, default_value = "16M")]
     chunk_size: u64,
@@ -163,7 +169,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 "pack:{} (sync {}{})",
                 path.display(),
                 args.sync,
-                if args.no_pipeline { "" } else { ", pipeline" }
+                if args.no_pipeline {
+                    String::new()
+                } else {
+                    format!(", pipeline depth {}", args.pipeline_depth)
+                }
             ),
         },
     };
@@ -203,7 +213,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 bail!("store {} already holds commits: replay needs a fresh store", path.display());
             }
             let (outcome, repo) = if !args.no_pipeline {
-                let mut pipelined = PipelinedRepo::new(repo)
+                let mut pipelined = PipelinedRepo::with_depth(repo, usize::from(args.pipeline_depth))
                     .with_context(|| format!("starting the commit thread of {}", path.display()))?;
                 let outcome = run_replay(
                     &mut pipelined,

@@ -163,6 +163,8 @@ fn pipelined_replays_write_the_same_commits_as_committing_on_the_replay_thread()
         ("publisher", &["--no-pipeline", "--sync", "pipelined"][..]),
         ("pipeline", &[][..]),
         ("both", &["--sync", "pipelined"][..]),
+        ("depth1", &["--pipeline-depth", "1"][..]),
+        ("depth16", &["--pipeline-depth", "16"][..]),
     ] {
         let store = dir.path().join(name);
         let mut args = vec!["replay", path_str(&trace), "--store", path_str(&store), "--json"];
@@ -172,7 +174,7 @@ fn pipelined_replays_write_the_same_commits_as_committing_on_the_replay_thread()
         let summary: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(summary["commits_checked"], 22, "{name}");
         assert_eq!(summary["last_commit"], summary["store_head"], "{name}: every commit published");
-        let pipelined = summary["store"].as_str().unwrap().contains("pipeline)");
+        let pipelined = summary["store"].as_str().unwrap().contains(", pipeline depth ");
         assert_eq!(pipelined, !extra.contains(&"--no-pipeline"), "{name}: {summary}");
         let fsck = larch(&["fsck", path_str(&store)]);
         assert!(fsck.status.success(), "{name}: {}{}", stdout(&fsck), stderr(&fsck));
@@ -303,7 +305,7 @@ fn replay_accepts_sync_every_n_as_two_words_and_names_its_last_commit() {
     let out = larch(&["replay", path_str(&trace), "--store", path_str(&store), "--sync", "every", "5"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("(sync every 5, pipeline)"), "{text}");
+    assert!(text.contains("(sync every 5, pipeline depth 4)"), "{text}");
     // The last commit named by the summary is the store's head, as `larch log` reads it.
     let log = larch(&["log", path_str(&store), "-n", "1", "--json"]);
     let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();

@@ -5,6 +5,7 @@
 use crate::error::{Result, StoreError};
 use crate::repo::Repo;
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, Tree, schema};
+use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -12,6 +13,9 @@ use std::thread::JoinHandle;
 /// A commit that rewrote at least this many nodes is checked out from the store, not from
 /// memory (the default trace's setup block writes ~347,000 objects, its large bursts ~16,000).
 const MEMORY_CHECKOUT_MAX_DIRTY: usize = 1 << 16;
+
+/// The most commits a [`PipelinedRepo`] keeps in flight.
+pub const PIPELINE_MAX_DEPTH: usize = 16;
 
 /// A commit handed to the commit thread.
 struct Job {
@@ -35,23 +39,28 @@ struct Done {
 /// A [`Repo`] writer whose commits run on a commit thread, one at a time, in order.
 ///
 /// [`PipelinedRepo::commit`] checks the commit, hashes the tree on the calling thread (the hash
-/// it returns is the commit's), waits for the commit before it to be done, and hands the tree to
-/// the commit thread, which runs [`Repo::commit`] (encode, write, sync and publish under the
-/// store's sync policy). So when `commit` returns, the commit before it is written and, under
-/// `SyncPolicy::Commit`, durable; [`PipelinedRepo::wait_durable`] waits for the last one. A
-/// checkout of the last commit handed over is served from memory (its tree as committed), so the
-/// next block starts at once. A failure on the commit thread is returned by the next call (then
-/// [`StoreError::Poisoned`]), and nothing after it is committed.
+/// it returns is the commit's), waits until fewer than the pipeline's *depth* commits are in
+/// flight, and hands the tree to the commit thread, which runs [`Repo::commit`] (encode, write,
+/// sync and publish under the store's sync policy). So when `commit` returns, every commit but the
+/// last *depth* ones (this one included) is written and, under `SyncPolicy::Commit`, durable: with
+/// depth 1 ([`PipelinedRepo::new`]), the commit before it; [`PipelinedRepo::wait_durable`] waits
+/// for all. A checkout of the last commit handed over is served from memory (its tree as
+/// committed), so the next block starts at once. A failure on the commit thread is returned by
+/// the next call (then [`StoreError::Poisoned`]), and nothing after it is committed (the commits
+/// queued behind it are dropped).
 ///
 /// The store's counters ([`ContextRepo::stats`]) are those sampled after the last finished
 /// commit. Everything else (garbage collection, checkout of older commits, closing) waits for the
-/// commit in flight first.
+/// commits in flight first.
 pub struct PipelinedRepo {
     repo: Arc<Mutex<Repo>>,
     jobs: Option<SyncSender<Job>>,
     done: Receiver<Done>,
     thread: Option<JoinHandle<()>>,
-    in_flight: bool,
+    /// The hashes of the commits handed over and not reported done yet, oldest first.
+    pending: VecDeque<Hash>,
+    /// At most this many commits are in flight.
+    depth: usize,
     /// The last commit handed over, with its tree.
     last: Option<(Hash, Tree)>,
     empty: Tree,
@@ -65,7 +74,7 @@ pub struct PipelinedRepo {
 impl std::fmt::Debug for PipelinedRepo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PipelinedRepo")
-            .field("in_flight", &self.in_flight)
+            .field("in_flight", &self.pending.len())
             .field("last", &self.last.as_ref().map(|(hash, _)| hash))
             .field("failed", &self.failed)
             .finish_non_exhaustive()
@@ -77,23 +86,41 @@ fn lock(repo: &Mutex<Repo>) -> MutexGuard<'_, Repo> {
 }
 
 impl PipelinedRepo {
-    /// Wraps the writer `repo`, starting its commit thread.
+    /// Wraps the writer `repo`, starting its commit thread, with one commit in flight at most:
+    /// when [`commit`](PipelinedRepo::commit) returns, the commit before it is done.
     pub fn new(repo: Repo) -> Result<PipelinedRepo> {
+        PipelinedRepo::with_depth(repo, 1)
+    }
+
+    /// Wraps the writer `repo`, starting its commit thread, with at most `depth` commits in
+    /// flight (at least 1, at most [`PIPELINE_MAX_DEPTH`]; other values are brought within): when
+    /// [`commit`](PipelinedRepo::commit) returns, every commit but the last `depth` (this one
+    /// included) is done. A deeper pipeline lets the caller run ahead of a commit thread that
+    /// is slower for a few blocks; each commit in flight holds its tree in memory.
+    pub fn with_depth(repo: Repo, depth: usize) -> Result<PipelinedRepo> {
+        let depth = depth.clamp(1, PIPELINE_MAX_DEPTH);
         repo.check_writable()?;
         repo.source.reader.set_detach(true);
         let empty = repo.empty_tree();
         let stats = ContextRepo::stats(&repo);
         let gc_running = repo.gc_running();
         let repo = Arc::new(Mutex::new(repo));
-        let (jobs, receive_jobs) = sync_channel::<Job>(1);
-        let (send_done, done) = sync_channel::<Done>(1);
+        let (jobs, receive_jobs) = sync_channel::<Job>(depth);
+        let (send_done, done) = sync_channel::<Done>(depth);
         let shared = repo.clone();
         let thread = std::thread::Builder::new()
             .name("larch-commit".into())
             .spawn(move || {
+                // After a failure, the commits queued behind it are not made.
+                let mut failed = false;
                 while let Ok(job) = receive_jobs.recv() {
                     let mut repo = lock(&shared);
-                    let result = repo.commit(&job.tree, &job.parents, job.info).and_then(|actual| {
+                    let result = if failed {
+                        Err(StoreError::Poisoned)
+                    } else {
+                        repo.commit(&job.tree, &job.parents, job.info)
+                    };
+                    let result = result.and_then(|actual| {
                         if actual == job.hash {
                             Ok(())
                         } else if job.expected {
@@ -102,6 +129,7 @@ impl PipelinedRepo {
                             Err(StoreError::CommitMismatch { expected: job.hash, actual })
                         }
                     });
+                    failed |= result.is_err();
                     let stats = ContextRepo::stats(&*repo);
                     let gc_running = repo.gc_running();
                     drop(repo);
@@ -117,7 +145,8 @@ impl PipelinedRepo {
             jobs: Some(jobs),
             done,
             thread: Some(thread),
-            in_flight: false,
+            pending: VecDeque::with_capacity(depth),
+            depth,
             last: None,
             empty,
             stats,
@@ -127,39 +156,40 @@ impl PipelinedRepo {
         })
     }
 
-    /// Waits for the commit in flight, if any. Its failure is returned once; after it, every
-    /// call returns [`StoreError::Poisoned`].
+    /// Waits for the commits in flight, if any. A failure is returned once; after it, every call
+    /// returns [`StoreError::Poisoned`].
     fn settle(&mut self) -> Result<()> {
-        if self.in_flight {
-            self.in_flight = false;
+        self.settle_to(0)
+    }
+
+    /// Waits for the oldest commits in flight until at most `most` are.
+    fn settle_to(&mut self, most: usize) -> Result<()> {
+        while self.pending.len() > most {
             let done = self.done.recv().ok();
             self.take(done)?;
         }
         if self.failed { Err(StoreError::Poisoned) } else { Ok(()) }
     }
 
-    /// Takes the result of the commit in flight if it is already done (without waiting): a
+    /// Takes the results of the commits in flight that are already done (without waiting): a
     /// failure is returned now rather than after a checkout served from memory.
     fn poll(&mut self) -> Result<()> {
-        if self.in_flight {
+        while !self.pending.is_empty() {
             match self.done.try_recv() {
-                Ok(done) => {
-                    self.in_flight = false;
-                    self.take(Some(done))?;
-                }
-                Err(std::sync::mpsc::TryRecvError::Empty) => {}
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    self.in_flight = false;
-                    self.take(None)?;
-                }
+                Ok(done) => self.take(Some(done))?,
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => self.take(None)?,
             }
         }
         if self.failed { Err(StoreError::Poisoned) } else { Ok(()) }
     }
 
-    /// Adopts what the commit thread reported (nothing: it is gone).
+    /// Adopts what the commit thread reported about the oldest commit in flight (nothing: it is
+    /// gone, and so are the others).
     fn take(&mut self, done: Option<Done>) -> Result<()> {
+        self.pending.pop_front();
         let Some(done) = done else {
+            self.pending.clear();
             self.failed = true;
             self.last = None;
             return Err(StoreError::Poisoned);
@@ -174,7 +204,7 @@ impl PipelinedRepo {
         Ok(())
     }
 
-    /// The repository, once the commit in flight is done.
+    /// The repository, once the commits in flight are done.
     fn settled(&mut self) -> Result<MutexGuard<'_, Repo>> {
         self.settle()?;
         Ok(lock(&self.repo))
@@ -216,12 +246,19 @@ impl PipelinedRepo {
         // nodes would stay reachable from the next blocks' trees until each is copied again), so
         // its commit is waited for here.
         let huge = !tree.dirty_subtrees(MEMORY_CHECKOUT_MAX_DIRTY).is_empty();
-        // Parents other than the commit in flight must be in the store: checked after it.
         let hash = match expected {
             Some(expected) => expected,
             None => schema::commit_hash(&crate::hashing::tree_hash(tree), parents, &info),
         };
-        self.settled()?.check_commit(tree, parents, false)?;
+        // Room for this commit: the oldest in flight are waited for.
+        self.settle_to(self.depth - 1)?;
+        // Parents in flight are checked by the commit thread, in order; any other parent must be
+        // in the store, checked once the commits in flight are done.
+        if self.pending.is_empty() || !parents.iter().all(|parent| self.pending.contains(parent)) {
+            self.settled()?.check_commit(tree, parents, false)?;
+        } else {
+            crate::repo::check_commit_shape(tree, parents)?;
+        }
         let kept = (!huge).then(|| (hash, tree.clone()));
         // The tree of the commit before is freed here, where its nodes were allocated: freeing
         // them on the commit thread measured 3-7% more CPU time and 11-16 MiB more peak RSS (the
@@ -231,7 +268,7 @@ impl PipelinedRepo {
             Job { tree: tree.clone(), parents: parents.to_vec(), info, hash, expected: expected.is_some() };
         let sent = self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
         if sent {
-            self.in_flight = true;
+            self.pending.push_back(hash);
             if huge {
                 // Nothing can overlap it (the next checkout reads the store): its cost is this
                 // block's, not the next one's.
@@ -246,7 +283,7 @@ impl PipelinedRepo {
     }
 
     /// The tree of commit `hash`: from memory for the last commit handed over (done or not; unless
-    /// it rewrote more than 65,536 nodes), else from the store once the commit in flight is done.
+    /// it rewrote more than 65,536 nodes), else from the store once the commits in flight are done.
     pub fn checkout(&mut self, hash: &Hash) -> Result<Tree> {
         self.poll()?;
         if let Some((last, tree)) = &self.last
@@ -264,14 +301,14 @@ impl PipelinedRepo {
         self.settled()?.wait_durable()
     }
 
-    /// Runs `f` on the repository once the commit in flight is done.
+    /// Runs `f` on the repository once the commits in flight are done.
     pub fn with_repo<T>(&mut self, f: impl FnOnce(&mut Repo) -> T) -> Result<T> {
         Ok(f(&mut *self.settled()?))
     }
 
-    /// Waits for the commit in flight, stops the commit thread and returns the repository (to
-    /// close it, or to go on without the pipeline). Returns the commit in flight's failure if it
-    /// failed; after a failure already returned by an earlier call, the repository is returned
+    /// Waits for the commits in flight, stops the commit thread and returns the repository (to
+    /// close it, or to go on without the pipeline). Returns the failure of a commit in flight if
+    /// one failed; after a failure already returned by an earlier call, the repository is returned
     /// (its own state says what it can still do: a failed publish poisons it).
     pub fn into_inner(mut self) -> Result<Repo> {
         let reported = self.failed;
@@ -364,9 +401,9 @@ impl ContextRepo for PipelinedRepo {
 
     /// Without `wait`: nothing to do when no GC was started since the last report; while a
     /// commit is in flight and the GC was still running after the last commit, nothing is done
-    /// either (it finishes at a later call); else the commit in flight is waited for first.
+    /// either (it finishes at a later call); else the commits in flight are waited for first.
     fn gc_finish(&mut self, wait: bool) -> Result<Option<GcSummary>> {
-        if !wait && (!self.gc_unreported || (self.in_flight && self.gc_running)) {
+        if !wait && (!self.gc_unreported || (!self.pending.is_empty() && self.gc_running)) {
             return Ok(None);
         }
         let finished = ContextRepo::gc_finish(&mut *self.settled()?, wait);

@@ -294,16 +294,7 @@ impl Repo {
         allow_absent: bool,
     ) -> Result<Vec<(Hash, Option<u64>)>> {
         self.check_writable()?;
-        if !matches!(tree.root(), Entry::Node(_)) {
-            return Err(StoreError::RootIsContents);
-        }
-        if parents.len() > codec::MAX_PARENTS {
-            return Err(StoreError::TooLarge(format!(
-                "{} parents (at most {} are allowed)",
-                parents.len(),
-                codec::MAX_PARENTS
-            )));
-        }
+        check_commit_shape(tree, parents)?;
         parents
             .iter()
             .map(|parent| match self.commits.get(parent).copied() {
@@ -541,6 +532,22 @@ pub struct History {
 fn check_branch_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 255 {
         return Err(StoreError::InvalidBranchName(name.to_string()));
+    }
+    Ok(())
+}
+
+/// Checks what a commit's arguments must be whatever the store holds: a directory as the root,
+/// at most [`codec::MAX_PARENTS`] parents.
+pub(crate) fn check_commit_shape(tree: &Tree, parents: &[Hash]) -> Result<()> {
+    if !matches!(tree.root(), Entry::Node(_)) {
+        return Err(StoreError::RootIsContents);
+    }
+    if parents.len() > codec::MAX_PARENTS {
+        return Err(StoreError::TooLarge(format!(
+            "{} parents (at most {} are allowed)",
+            parents.len(),
+            codec::MAX_PARENTS
+        )));
     }
     Ok(())
 }

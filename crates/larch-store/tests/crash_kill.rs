@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 const DIR_VAR: &str = "LARCH_KILL_TEST_DIR";
 const SYNC_VAR: &str = "LARCH_KILL_TEST_SYNC";
-/// Set: the writer commits through a `PipelinedRepo` (a commit is acknowledged when the next one
-/// returns: it is then durable).
+/// Set to a depth: the writer commits through a `PipelinedRepo` of that depth (a commit is
+/// acknowledged once that many later commits returned: it is then durable).
 const PIPELINE_VAR: &str = "LARCH_KILL_TEST_PIPELINE";
 
 /// Commits per publish under `sync`.
@@ -44,8 +44,8 @@ fn main() {
     match std::env::var(DIR_VAR) {
         Ok(dir) => {
             let sync = std::env::var(SYNC_VAR).ok().and_then(|text| text.parse().ok()).unwrap_or_default();
-            if std::env::var_os(PIPELINE_VAR).is_some() {
-                child_pipelined_writer(&dir)
+            if let Some(depth) = std::env::var(PIPELINE_VAR).ok().and_then(|text| text.parse().ok()) {
+                child_pipelined_writer(&dir, depth)
             } else {
                 child_writer(&dir, sync)
             }
@@ -53,19 +53,22 @@ fn main() {
         Err(_) => {
             let kills = std::env::var("LARCH_KILLS").ok().and_then(|n| n.parse().ok()).unwrap_or(50);
             let started = Instant::now();
-            sigkill_at_random_moments_loses_nothing_acknowledged(kills, SyncPolicy::Commit, false);
+            sigkill_at_random_moments_loses_nothing_acknowledged(kills, SyncPolicy::Commit, 0);
             // Staged commits: the writer acknowledges only the published ones (every 3rd).
             sigkill_at_random_moments_loses_nothing_acknowledged(
                 (kills / 2).max(10),
                 SyncPolicy::Every(3),
-                false,
+                0,
             );
-            // Commits on a commit thread, each durable once the next one returned.
-            sigkill_at_random_moments_loses_nothing_acknowledged(
-                (kills / 2).max(10),
-                SyncPolicy::Commit,
-                true,
-            );
+            // Commits on a commit thread, each durable once the next one returned, or with up
+            // to 4 commits in flight.
+            for depth in [1, 4] {
+                sigkill_at_random_moments_loses_nothing_acknowledged(
+                    (kills / 2).max(10),
+                    SyncPolicy::Commit,
+                    depth,
+                );
+            }
             deleting_the_lock_file_lets_no_second_writer_in();
             eprintln!("crash_kill: {kills} kills in {:.1} s: ok", started.elapsed().as_secs_f64());
         }
@@ -119,19 +122,23 @@ fn resume(repo: &Repo) -> (larch_core::Tree, u64, Vec<Hash>) {
     }
 }
 
-/// The pipelined writer: as [`child_writer`] through a `PipelinedRepo`, carrying its tree from
-/// commit to commit; when commit `n` returns, commit `n - 1` is durable and acknowledged.
-fn child_pipelined_writer(dir: &str) {
+/// The pipelined writer: as [`child_writer`] through a `PipelinedRepo` of `depth`, carrying its
+/// tree from commit to commit; when commit `n` returns, commit `n - depth` is durable and
+/// acknowledged.
+fn child_pipelined_writer(dir: &str, depth: usize) {
     let options = RepoOptions { cache_bytes: 4 << 20, chunk_bytes: 4096, ..RepoOptions::default() };
     let repo = open_writer(dir, &options);
     let (mut tree, mut level, mut parents) = resume(&repo);
-    let mut repo = larch_store::PipelinedRepo::new(repo).unwrap();
+    let mut repo = larch_store::PipelinedRepo::with_depth(repo, depth).unwrap();
+    let mut in_flight = std::collections::VecDeque::new();
     loop {
         tree.add(&["k", &key(level)], value_of(level)).unwrap();
         let hash = repo.commit(&tree, &parents, CommitInfo::tezos(level as i64, "kill test")).unwrap();
-        if let Some(previous) = parents.first() {
+        in_flight.push_back((hash, level));
+        while in_flight.len() > depth {
+            let Some((done, done_level)) = in_flight.pop_front() else { break };
             let mut out = std::io::stdout().lock();
-            writeln!(out, "ack {} {}", previous.to_hex(), level - 1).unwrap();
+            writeln!(out, "ack {} {done_level}", done.to_hex()).unwrap();
             out.flush().unwrap();
         }
         tree = repo.checkout(&hash).unwrap();
@@ -140,7 +147,8 @@ fn child_pipelined_writer(dir: &str) {
     }
 }
 
-fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPolicy, pipeline: bool) {
+/// `pipeline`: 0 for a plain writer, else the depth of its `PipelinedRepo`.
+fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPolicy, pipeline: usize) {
     let (mut rng, _) = seeded_rng("sigkill_at_random_moments_loses_nothing_acknowledged", 2024);
     let every = publish_every(sync);
     let dir = tempfile::tempdir().unwrap();
@@ -153,7 +161,7 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPo
         let mut child = Command::new(&exe)
             .env(DIR_VAR, dir.path())
             .env(SYNC_VAR, sync.to_string())
-            .envs(pipeline.then_some((PIPELINE_VAR, "1")))
+            .envs((pipeline > 0).then(|| (PIPELINE_VAR, pipeline.to_string())))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -211,15 +219,18 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPo
         // The head is the newest commit known to be published (acknowledged, or seen at the end
         // of the previous round), or the publish in flight when killed (staged commits between
         // publishes are lost: they were not acknowledged).
-        // A pipelined writer acknowledges a commit once the next one returned: the one after it
-        // may be durable too, and the one after that in flight.
+        // A pipelined writer acknowledges a commit once `pipeline` more returned: those may be
+        // durable too, and one more in flight.
         let known = last_acked.map(|(_, level)| level).max(previous_head);
+        let ahead = pipeline as u64 + 1;
         match known {
-            None if pipeline => assert!(level < 2, "round {round}: head {level}, nothing acknowledged"),
+            None if pipeline > 0 => {
+                assert!(level < ahead, "round {round}: head {level}, nothing acknowledged")
+            }
             None => assert_eq!(level + 1, every, "round {round}"),
             Some(known) => {
-                let allowed = if pipeline {
-                    (known..=known + 2).contains(&level)
+                let allowed = if pipeline > 0 {
+                    (known..=known + ahead).contains(&level)
                 } else {
                     level == known || level == known + every
                 };
@@ -253,7 +264,7 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged(kills: u32, sync: SyncPo
     }
     eprintln!(
         "sync {sync}{}: {kills} kills, {acked_total} commits acknowledged, {reader_checks} reader checks",
-        if pipeline { ", pipelined" } else { "" }
+        if pipeline > 0 { format!(", pipelined, depth {pipeline}") } else { String::new() }
     );
     // Every round gives the writer time for a few commits (each published one acknowledged).
     assert!(

@@ -44,30 +44,34 @@ fn store_bytes(dir: &Path) -> u64 {
 
 #[test]
 fn the_same_commits_and_contents_as_a_plain_writer() {
-    for seed in [1, 2, 3] {
+    for (seed, depth) in [(1, 1), (2, 1), (3, 1), (1, 3), (2, 16)] {
         let plain_dir = tempfile::tempdir().unwrap();
         let mut plain = Repo::open_with(plain_dir.path(), options()).unwrap();
         let expected = run_script(&mut plain, seed, 30);
         plain.close().unwrap();
 
         let dir = tempfile::tempdir().unwrap();
-        let mut pipelined = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+        let mut pipelined =
+            PipelinedRepo::with_depth(Repo::open_with(dir.path(), options()).unwrap(), depth).unwrap();
         let got = run_script(&mut pipelined, seed, 30);
         pipelined.wait_durable().unwrap();
         pipelined.into_inner().unwrap().close().unwrap();
         let hashes = |run: &[(Hash, Model)]| run.iter().map(|(hash, _)| *hash).collect::<Vec<_>>();
-        assert_eq!(hashes(&got), hashes(&expected), "seed {seed}");
+        assert_eq!(hashes(&got), hashes(&expected), "seed {seed} depth {depth}");
 
         let repo = Repo::open(dir.path()).unwrap();
-        assert_eq!(repo.head(), got.last().map(|(hash, _)| *hash), "seed {seed}");
+        assert_eq!(repo.head(), got.last().map(|(hash, _)| *hash), "seed {seed} depth {depth}");
         assert_eq!(repo.commit_count(), got.len());
         for (hash, model) in &got {
-            assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values, "seed {seed}");
+            assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values, "seed {seed} depth {depth}");
         }
-        assert!(repo.fsck().is_clean(), "seed {seed}");
+        assert!(repo.fsck().is_clean(), "seed {seed} depth {depth}");
         // Values moved under new names in memory may be written again: a little larger at most.
         let (size, plain_size) = (store_bytes(dir.path()), store_bytes(plain_dir.path()));
-        assert!(size * 100 <= plain_size * 102, "seed {seed}: {size} bytes against {plain_size}");
+        assert!(
+            size * 100 <= plain_size * 102,
+            "seed {seed} depth {depth}: {size} bytes against {plain_size}"
+        );
     }
 }
 
@@ -223,7 +227,7 @@ fn garbage_collection_through_the_pipeline() {
 
 #[test]
 fn commits_with_expected_hashes_are_those_of_a_plain_writer() {
-    for seed in [4, 5] {
+    for (seed, depth) in [(4, 1), (5, 3)] {
         let plain_dir = tempfile::tempdir().unwrap();
         let mut plain = Repo::open_with(plain_dir.path(), options()).unwrap();
         let expected = run_script(&mut plain, seed, 20);
@@ -232,7 +236,8 @@ fn commits_with_expected_hashes_are_those_of_a_plain_writer() {
         // The same script, each commit made with the plain writer's hash as the expected one (the
         // tree is hashed on the commit thread), each block starting from a checkout of it.
         let dir = tempfile::tempdir().unwrap();
-        let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+        let mut repo =
+            PipelinedRepo::with_depth(Repo::open_with(dir.path(), options()).unwrap(), depth).unwrap();
         let (mut rng, _) = seeded_rng("pipelined_repo", seed);
         let mut tree = repo.empty_tree();
         let mut model = Model::new();
@@ -250,12 +255,12 @@ fn commits_with_expected_hashes_are_those_of_a_plain_writer() {
         repo.into_inner().unwrap().close().unwrap();
 
         let repo = Repo::open(dir.path()).unwrap();
-        assert_eq!(repo.head(), expected.last().map(|(hash, _)| *hash), "seed {seed}");
+        assert_eq!(repo.head(), expected.last().map(|(hash, _)| *hash), "seed {seed} depth {depth}");
         assert_eq!(repo.commit_count(), expected.len());
         for (hash, model) in &expected {
-            assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values, "seed {seed}");
+            assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values, "seed {seed} depth {depth}");
         }
-        assert!(repo.fsck().is_clean(), "seed {seed}");
+        assert!(repo.fsck().is_clean(), "seed {seed} depth {depth}");
     }
 }
 
@@ -284,4 +289,72 @@ fn a_commit_with_another_hash_than_expected_fails_the_next_call_and_stops_the_wr
     let repo = Repo::open(dir.path()).unwrap();
     assert_eq!(repo.head(), Some(actual));
     assert_eq!(repo.commit_count(), 2);
+}
+
+#[test]
+fn with_depth_n_every_commit_but_the_last_n_is_published_when_commit_returns() {
+    for depth in [1, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut repo =
+            PipelinedRepo::with_depth(Repo::open_with(dir.path(), options()).unwrap(), depth).unwrap();
+        let mut tree = repo.empty_tree();
+        let mut parents = Vec::new();
+        for block in 0..12u64 {
+            for i in 0..50 {
+                tree.add(&["d", &format!("{}", (block * 50 + i) % 300)], vec![block as u8; 40]).unwrap();
+            }
+            let hash = repo.commit(&tree, &parents, info(block)).unwrap();
+            // Commits 0..=block were handed over; at most `depth` of them are still in flight,
+            // so a reader opened now sees at least the others.
+            let reader = Repo::open_read_only(dir.path()).unwrap();
+            let published = reader.commit_count() as u64;
+            assert!(
+                published + depth as u64 > block,
+                "depth {depth}: {published} commits published after commit {block}"
+            );
+            parents = vec![hash];
+            tree = repo.checkout(&hash).unwrap();
+        }
+        repo.wait_durable().unwrap();
+        assert_eq!(Repo::open_read_only(dir.path()).unwrap().commit_count(), 12, "depth {depth}");
+    }
+}
+
+#[test]
+fn with_several_commits_in_flight_a_failure_stops_the_ones_queued_behind_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = PipelinedRepo::with_depth(Repo::open_with(dir.path(), options()).unwrap(), 4).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["a"], b"1".to_vec()).unwrap();
+    let first = repo.commit(&tree, &[], info(0)).unwrap();
+    tree.add(&["b"], b"2".to_vec()).unwrap();
+    let actual = larch_core::schema::commit_hash(&tree.hash(), &[first], &info(1));
+    let wrong = Hash([9; 32]);
+    assert_eq!(repo.commit_expected(&tree, &[first], info(1), &wrong).unwrap(), wrong);
+    // Commits on top of the wrong hash, handed over while it is in flight, until the failure is
+    // reported: once, as the unexpected commit, then the writer is poisoned.
+    let mut parent = wrong;
+    let mut errors = Vec::new();
+    for block in 2..12u64 {
+        tree.add(&["c", &block.to_string()], b"3".to_vec()).unwrap();
+        match repo.commit(&tree, &[parent], info(block)) {
+            Ok(hash) => {
+                assert!(errors.is_empty(), "a commit accepted after a reported failure");
+                parent = hash;
+            }
+            Err(error) => errors.push(error),
+        }
+    }
+    assert!(
+        matches!(errors.first(), Some(StoreError::UnexpectedCommit { expected, actual: made }) if *expected == wrong && *made == actual),
+        "{errors:?}"
+    );
+    assert!(errors.iter().skip(1).all(|error| matches!(error, StoreError::Poisoned)), "{errors:?}");
+    assert!(matches!(repo.wait_durable(), Err(StoreError::Poisoned)));
+    drop(repo);
+    // The commit made is in the store (under its own hash); none of those queued behind it.
+    let repo = Repo::open(dir.path()).unwrap();
+    assert_eq!(repo.head(), Some(actual));
+    assert_eq!(repo.commit_count(), 2);
+    assert!(repo.fsck().is_clean());
 }
