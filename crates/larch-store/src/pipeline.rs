@@ -290,7 +290,10 @@ impl PipelinedRepo {
             && last == hash
             && !self.failed
         {
-            return Ok(tree.clone());
+            // Its modified nodes are the commit's: the next commit counts its own edits.
+            let mut tree = tree.clone();
+            tree.forget_dirty();
+            return Ok(tree);
         }
         self.settled()?.checkout(hash)
     }

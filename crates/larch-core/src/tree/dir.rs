@@ -22,6 +22,8 @@ pub(crate) fn node_mut<'a>(
     node: &'a mut NodeRef,
     source: &dyn ObjectSource,
 ) -> Result<&'a mut Node, TreeError> {
+    // The node is (or becomes) modified: copied, or modified in place.
+    super::note_dirty(1);
     if let NodeRef::Stored { hash, key } = node {
         let loaded = source.load_node(*key, hash)?;
         *node = NodeRef::Mem(Arc::new(Node::clone(&loaded)));
@@ -185,6 +187,7 @@ fn set_in_tree(
         Err(position) => {
             if let Some(entry) = new {
                 let leaf = Node::new(NodeBody::Values(vec![(Name::new(name), entry)]));
+                super::note_dirty(1);
                 tree.children.insert(position, (index, NodeRef::Mem(Arc::new(leaf))));
                 tree.length += 1;
             }
@@ -254,6 +257,7 @@ pub(crate) fn build(depth: u8, entries: Entries) -> Result<NodeBody, TreeError> 
     for (index, bucket) in buckets.into_iter().enumerate() {
         if !bucket.is_empty() {
             let child = Node::new(build(depth + 1, bucket)?);
+            super::note_dirty(1);
             children.push((index as u8, NodeRef::Mem(Arc::new(child))));
         }
     }

@@ -141,6 +141,70 @@ mod tests {
         assert_eq!(count_dirty(root, usize::MAX), 0, "every dirty node hashed");
     }
 
+    /// The exact count of `tree`'s dirty nodes.
+    fn dirty_count(tree: &Tree) -> usize {
+        match tree.root() {
+            Entry::Node(NodeRef::Mem(root)) => count_dirty(root, usize::MAX),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn the_edits_count_at_least_the_dirty_nodes() {
+        use larch_testkit::rand::Rng;
+        let (mut rng, seed) = larch_testkit::seeded_rng("the_edits_count_at_least_the_dirty_nodes", 11);
+        let mut tree = Tree::empty();
+        let mut other = Tree::empty();
+        for step in 0..6000 {
+            // Two directories cross 256 entries both ways (inode tries built and collapsed).
+            let dir = format!("d{}", rng.random_range(0..3));
+            let name = format!("k{}", rng.random_range(0..400));
+            match rng.random_range(0..100) {
+                0..55 => tree.add(&[&dir, &name], vec![step as u8; 3]).unwrap(),
+                55..85 => tree.remove(&[&dir, &name]).unwrap(),
+                85..90 => {
+                    let _ = tree.copy(&[&dir], &["copies", &name]).unwrap();
+                }
+                90..94 => {
+                    other.add(&["o", &name, "v"], vec![1]).unwrap();
+                    tree.add_tree(&["grafts", &name], &other).unwrap();
+                }
+                94..97 => {
+                    // A sub-tree edited on its own, then grafted back (taken from a hashed tree:
+                    // a sub-tree with modified nodes has an unknown count, see below).
+                    let _ = tree.hash();
+                    if let Some(mut sub) = tree.find_tree(&[&dir]).unwrap() {
+                        sub.add(&["deep", &name], vec![2]).unwrap();
+                        tree.add_tree(&[&dir], &sub).unwrap();
+                    }
+                }
+                _ => {
+                    let _ = tree.hash();
+                }
+            }
+            let (bound, exact) = (tree.dirty_bound().unwrap(), dirty_count(&tree));
+            assert!(bound >= exact, "seed {seed} step {step}: bound {bound} below {exact} dirty nodes");
+            if step % 1000 == 0 {
+                eprintln!("step {step}: bound {bound}, {exact} dirty nodes");
+            }
+        }
+        // Below the bound, no walk is needed; at or above it, the exact count decides.
+        let exact = dirty_count(&tree);
+        assert!(!tree.dirty_subtrees(exact).is_empty());
+        assert!(tree.dirty_subtrees(exact + 1).is_empty());
+        // An in-memory root not hashed: unknown (so is a sub-tree of it, and a tree it is grafted
+        // into); hashed, or stored: none.
+        let unknown = Tree::from_entry(tree.root().clone(), tree.source().clone());
+        assert_eq!(unknown.dirty_bound(), None);
+        let mut grafted = Tree::empty();
+        grafted.add_tree(&["g"], &unknown).unwrap();
+        assert_eq!(grafted.dirty_bound(), None);
+        assert_eq!(grafted.dirty_subtrees(exact + 2).is_empty(), dirty_count(&grafted) < exact + 2);
+        assert_eq!(unknown.dirty_subtrees(exact).is_empty(), tree.dirty_subtrees(exact).is_empty());
+        let _ = tree.hash();
+        assert_eq!(Tree::from_entry(tree.root().clone(), tree.source().clone()).dirty_bound(), Some(0));
+    }
+
     #[test]
     fn small_trees_count_below_the_threshold() {
         let tree = wide_tree(10, 2);

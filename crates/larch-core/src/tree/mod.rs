@@ -39,6 +39,33 @@ pub enum TreeError {
 pub struct Tree {
     root: Entry,
     source: Arc<dyn ObjectSource>,
+    /// At least the number of modified (dirty) nodes this tree holds, counted as the edits make
+    /// them (see [`Tree::dirty_bound`]); `None` when unknown.
+    dirty_bound: Option<usize>,
+}
+
+thread_local! {
+    /// Nodes made dirty on this thread: counted where the edits copy, modify or create a node,
+    /// read by [`Tree::update`] before and after an edit.
+    static MADE_DIRTY: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `count` nodes made dirty by the edit running on this thread.
+pub(crate) fn note_dirty(count: usize) {
+    MADE_DIRTY.with(|made| made.set(made.get().wrapping_add(count)));
+}
+
+fn made_dirty() -> usize {
+    MADE_DIRTY.with(std::cell::Cell::get)
+}
+
+/// What is known of the dirty nodes below `root`: none below a stored or hashed node (a hashed
+/// node's descendants are hashed), unknown below a modified one.
+fn dirty_bound_of(root: &Entry) -> Option<usize> {
+    match root {
+        Entry::Contents(_) | Entry::Node(NodeRef::Stored { .. }) => Some(0),
+        Entry::Node(NodeRef::Mem(node)) => node.cached_hash().map(|_| 0),
+    }
 }
 
 fn no_source() -> Arc<dyn ObjectSource> {
@@ -59,22 +86,41 @@ impl Default for Tree {
 impl Tree {
     /// The empty directory, entirely in memory.
     pub fn empty() -> Tree {
-        Tree { root: empty_node(), source: no_source() }
+        Tree { root: empty_node(), source: no_source(), dirty_bound: Some(1) }
     }
 
     /// The empty directory, whose later grafts may come from `source`.
     pub fn empty_with_source(source: Arc<dyn ObjectSource>) -> Tree {
-        Tree { root: empty_node(), source }
+        Tree { root: empty_node(), source, dirty_bound: Some(1) }
     }
 
     /// A tree rooted at `root`, loading lazy parts from `source`.
     pub fn from_entry(root: Entry, source: Arc<dyn ObjectSource>) -> Tree {
-        Tree { root, source }
+        let dirty_bound = dirty_bound_of(&root);
+        Tree { root, source, dirty_bound }
     }
 
     /// A contents tree holding `value`.
     pub fn of_contents(value: impl Into<Box<[u8]>>) -> Tree {
-        Tree { root: Entry::contents(value), source: no_source() }
+        Tree { root: Entry::contents(value), source: no_source(), dirty_bound: Some(0) }
+    }
+
+    /// At least the number of modified nodes (in memory, hash not computed) this tree holds, if
+    /// known: counted by the edits since the tree was checked out or built, an overestimate (a
+    /// node modified twice counts twice; a hashed tree keeps its count). `None` for a tree built
+    /// from an in-memory entry whose hash is not computed ([`Tree::from_entry`]). Lets a writer
+    /// tell a small commit from a huge one without walking the tree
+    /// ([`Tree::dirty_subtrees`] counts exactly).
+    pub fn dirty_bound(&self) -> Option<usize> {
+        self.dirty_bound
+    }
+
+    /// Forgets the count of [`dirty_bound`](Tree::dirty_bound): the nodes modified so far are
+    /// committed or being committed, and later edits count from zero. For a writer handing out
+    /// the tree of a commit it is still making: its nodes are hashed by that commit before any
+    /// later commit of this tree looks at them.
+    pub fn forget_dirty(&mut self) {
+        self.dirty_bound = Some(0);
     }
 
     /// The root entry.
@@ -103,6 +149,10 @@ impl Tree {
     /// (`Node::hash` on each, in any order) before [`Tree::hash`] hashes the few nodes above them.
     /// Empty otherwise. The hashes are the same however they are computed.
     pub fn dirty_subtrees(&self, min_dirty: usize) -> Vec<Arc<Node>> {
+        if self.dirty_bound.is_some_and(|bound| bound < min_dirty) {
+            // Fewer, by the edits' count: no need to walk the tree.
+            return Vec::new();
+        }
         match &self.root {
             Entry::Node(NodeRef::Mem(root)) => dirty::subtrees(root, min_dirty),
             _ => Vec::new(),
@@ -152,7 +202,9 @@ impl Tree {
 
     /// The sub-tree (directory or contents) at `path`.
     pub fn find_tree<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Tree>, TreeError> {
-        Ok(self.entry_at(path)?.map(|root| Tree { root, source: self.source.clone() }))
+        // A sub-tree's modified nodes are counted by this tree; its own count (which grafting it
+        // would add to another tree) is known only when it has none.
+        Ok(self.entry_at(path)?.map(|root| Tree::from_entry(root, self.source.clone())))
     }
 
     /// Whether `path` holds contents.
@@ -183,10 +235,24 @@ impl Tree {
     /// Grafts `tree` at `path` (an empty directory removes the binding instead). Both trees must
     /// load from the same source (or `tree` be fully in memory).
     pub fn add_tree<P: AsRef<[u8]>>(&mut self, path: &[P], tree: &Tree) -> Result<(), TreeError> {
+        // The grafted tree's modified nodes become this tree's (counted twice if they were already
+        // this tree's: an overestimate; unknown if the grafted tree's count is).
+        self.graft(path, tree, tree.dirty_bound)
+    }
+
+    /// [`add_tree`](Tree::add_tree) of `tree`, counting `grafted` more modified nodes.
+    fn graft<P: AsRef<[u8]>>(
+        &mut self,
+        path: &[P],
+        tree: &Tree,
+        grafted: Option<usize>,
+    ) -> Result<(), TreeError> {
         if tree.is_empty()? {
             return self.remove(path);
         }
-        self.update(path, Some(tree.root.clone()))
+        let result = self.update(path, Some(tree.root.clone()));
+        self.dirty_bound = self.dirty_bound.zip(grafted).map(|(own, grafted)| own.saturating_add(grafted));
+        result
     }
 
     /// Tezos `Context.copy`: grafts the sub-tree at `from` onto `to`. Returns `false`, changing
@@ -194,7 +260,8 @@ impl Tree {
     pub fn copy<P: AsRef<[u8]>, Q: AsRef<[u8]>>(&mut self, from: &[P], to: &[Q]) -> Result<bool, TreeError> {
         match self.find_tree(from)? {
             Some(sub) => {
-                self.add_tree(to, &sub)?;
+                // A part of this tree: its modified nodes are counted already.
+                self.graft(to, &sub, Some(0))?;
                 Ok(true)
             }
             None => Ok(false),
@@ -220,7 +287,7 @@ impl Tree {
             .into_iter()
             .skip(offset)
             .take(take)
-            .map(|(name, root)| (name, Tree { root, source: self.source.clone() }))
+            .map(|(name, root)| (name, Tree::from_entry(root, self.source.clone())))
             .collect())
     }
 
@@ -233,7 +300,19 @@ impl Tree {
     }
 
     fn update<P: AsRef<[u8]>>(&mut self, path: &[P], new: Option<Entry>) -> Result<(), TreeError> {
+        // Counted whether the edit succeeds or not (a failed edit may have copied nodes already).
+        let before = made_dirty();
+        let result = self.update_counted(path, new);
+        let made = made_dirty().wrapping_sub(before);
+        self.dirty_bound = self.dirty_bound.map(|bound| bound.saturating_add(made));
+        result
+    }
+
+    fn update_counted<P: AsRef<[u8]>>(&mut self, path: &[P], new: Option<Entry>) -> Result<(), TreeError> {
         if path.is_empty() {
+            // The new root's modified nodes: known for a graft (add_tree counts them), none for
+            // contents or an empty directory (one node).
+            note_dirty(1);
             self.root = new.unwrap_or_else(empty_node);
             return Ok(());
         }
@@ -242,6 +321,7 @@ impl Tree {
                 return Ok(());
             }
             self.root = empty_node();
+            note_dirty(1);
         }
         let Entry::Node(root) = &mut self.root else {
             return Ok(());
@@ -282,6 +362,7 @@ fn set_path<P: AsRef<[u8]>>(
                 return Ok(());
             }
             let mut child = Node::empty();
+            note_dirty(1);
             crate::stack::guarded(|| set_path(&mut child, rest, new, source))?;
             return dir::set(node, name, Some(Entry::Node(NodeRef::Mem(Arc::new(child)))), source);
         }
