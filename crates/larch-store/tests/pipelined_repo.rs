@@ -264,18 +264,25 @@ fn commits_with_expected_hashes_are_those_of_a_plain_writer() {
     }
 }
 
-#[test]
-fn a_commit_with_another_hash_than_expected_fails_the_next_call_and_stops_the_writer() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+/// A pipelined writer of `depth` over `dir` with a first commit, and a second one handed over with
+/// a wrong expected hash (returned at once: the hash is checked beside the caller). Returns the
+/// writer, its tree, the second commit's actual hash and the wrong one.
+fn second_commit_with_a_wrong_hash(dir: &Path, depth: usize) -> (PipelinedRepo, Tree, Hash, Hash) {
+    let mut repo = PipelinedRepo::with_depth(Repo::open_with(dir, options()).unwrap(), depth).unwrap();
     let mut tree = repo.empty_tree();
     tree.add(&["a"], b"1".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(0)).unwrap();
     tree.add(&["b"], b"2".to_vec()).unwrap();
     let actual = larch_core::schema::commit_hash(&tree.hash(), &[first], &info(1));
     let wrong = Hash([9; 32]);
-    // Returned at once: the hash is checked beside the caller.
     assert_eq!(repo.commit_expected(&tree, &[first], info(1), &wrong).unwrap(), wrong);
+    (repo, tree, actual, wrong)
+}
+
+#[test]
+fn a_commit_with_another_hash_than_expected_fails_the_next_call_and_stops_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut repo, mut tree, actual, wrong) = second_commit_with_a_wrong_hash(dir.path(), 1);
     tree.add(&["c"], b"3".to_vec()).unwrap();
     let error = repo.commit(&tree, &[wrong], info(2)).unwrap_err();
     assert!(
@@ -323,14 +330,7 @@ fn with_depth_n_every_commit_but_the_last_n_is_published_when_commit_returns() {
 #[test]
 fn with_several_commits_in_flight_a_failure_stops_the_ones_queued_behind_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut repo = PipelinedRepo::with_depth(Repo::open_with(dir.path(), options()).unwrap(), 4).unwrap();
-    let mut tree = repo.empty_tree();
-    tree.add(&["a"], b"1".to_vec()).unwrap();
-    let first = repo.commit(&tree, &[], info(0)).unwrap();
-    tree.add(&["b"], b"2".to_vec()).unwrap();
-    let actual = larch_core::schema::commit_hash(&tree.hash(), &[first], &info(1));
-    let wrong = Hash([9; 32]);
-    assert_eq!(repo.commit_expected(&tree, &[first], info(1), &wrong).unwrap(), wrong);
+    let (mut repo, mut tree, actual, wrong) = second_commit_with_a_wrong_hash(dir.path(), 4);
     // Commits on top of the wrong hash, handed over while it is in flight, until the failure is
     // reported: once, as the unexpected commit, then the writer is poisoned.
     let mut parent = wrong;
