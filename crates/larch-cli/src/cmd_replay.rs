@@ -156,7 +156,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             (path, None, Some(blocks))
         }
     };
-    let source = open_trace(&trace_path)?;
+    // Read and decoded on a thread of its own: the replay thread only applies operations.
+    let source: BoxedSource = Box::new(larch_trace::format::prefetch(open_trace(&trace_path)?)?);
     let target = prepare_target(&args)?;
     if let Target::Store { path, created: true, .. } = &target {
         crate::interrupt::remove_on_interrupt(path);

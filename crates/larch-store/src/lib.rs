@@ -57,6 +57,7 @@ mod gc_mark;
 mod gc_policy;
 mod gc_roots;
 mod gc_worker;
+mod graveyard;
 mod hashing;
 #[cfg(feature = "fault-injection")]
 pub mod index;

@@ -4,6 +4,7 @@
 
 use crate::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
+use crate::graveyard::Graveyard;
 use crate::layout::Layout;
 use crate::patch;
 use larch_core::{Contents, Hash, LoadError, Node, NodeBody, ObjectKey, ObjectSource, StoreId};
@@ -54,6 +55,26 @@ fn hash_prefix(hash: &Hash) -> u64 {
 #[derive(Clone)]
 struct ItemWeight;
 
+/// The cache's evictions, collected during an insert (instead of dropped under the shard's lock)
+/// and handed to the reader's [`Graveyard`] after it.
+#[derive(Clone, Default)]
+struct Evictions;
+
+impl quick_cache::Lifecycle<u64, CacheItem> for Evictions {
+    type RequestState = Vec<CacheItem>;
+
+    fn begin_request(&self) -> Vec<CacheItem> {
+        Vec::new()
+    }
+
+    fn on_evict(&self, evicted: &mut Vec<CacheItem>, _offset: u64, item: CacheItem) {
+        evicted.push(item);
+    }
+}
+
+type ObjectCache =
+    quick_cache::sync::Cache<u64, CacheItem, ItemWeight, quick_cache::DefaultHashBuilder, Evictions>;
+
 impl Weighter<u64, CacheItem> for ItemWeight {
     fn weight(&self, _key: &u64, item: &CacheItem) -> u64 {
         u64::from(item.weight)
@@ -100,7 +121,9 @@ pub(crate) struct PackReader {
     store: StoreId,
     layout: Arc<Layout>,
     end: AtomicU64,
-    cache: quick_cache::sync::Cache<u64, CacheItem, ItemWeight>,
+    cache: ObjectCache,
+    /// Where evicted items go to be dropped on another thread.
+    graveyard: Graveyard<CacheItem>,
     cache_capacity: u64,
     /// Rehash every object loaded (and compare full hashes on cache hits): tampering is then
     /// detected on reads, not only by fsck ([`crate::RepoOptions::verify_on_load`]).
@@ -164,7 +187,8 @@ impl PackReader {
             store: StoreId::fresh(),
             layout,
             end: AtomicU64::new(end),
-            cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), ItemWeight),
+            cache: ObjectCache::with(items, cache_bytes.max(1), ItemWeight, Default::default(), Evictions),
+            graveyard: Graveyard::new(),
             cache_capacity: cache_bytes,
             verify: false,
             detach: std::sync::atomic::AtomicBool::new(false),
@@ -285,6 +309,14 @@ impl PackReader {
         Ok((value, total))
     }
 
+    /// Puts `item` into the cache; what it evicts is dropped on the graveyard's thread.
+    fn insert(&self, offset: u64, item: CacheItem) {
+        let evicted = self.cache.insert_with_lifecycle(offset, item);
+        if !evicted.is_empty() {
+            self.graveyard.bury(evicted);
+        }
+    }
+
     /// The node at `offset` whose hash is `hash`, from the cache or decoded.
     pub fn node(&self, offset: u64, hash: &Hash) -> Result<Arc<Node>> {
         Ok(self.node_chained(offset, hash, patch::MAX_CHAIN)?.0)
@@ -381,7 +413,7 @@ impl PackReader {
                 chain,
                 hash_prefix: hash_prefix(hash),
             };
-            self.cache.insert(offset, item);
+            self.insert(offset, item);
         }
         Ok((node, chain))
     }
@@ -390,7 +422,7 @@ impl PackReader {
     /// `weight`, i.e. [`node_weight`]) into the cache.
     pub fn prime(&self, offset: u64, node: Arc<Node>, chain: u8, weight: u32) {
         let hash_prefix = hash_prefix(&node.hash());
-        self.cache.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain, hash_prefix });
+        self.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain, hash_prefix });
     }
 
     /// The contents at `offset`, whose hash is `hash`, from the cache or read. As for nodes, a
@@ -441,7 +473,7 @@ impl PackReader {
             chain: 0,
             hash_prefix: hash_prefix(hash),
         };
-        self.cache.insert(offset, item);
+        self.insert(offset, item);
         Ok(contents)
     }
 

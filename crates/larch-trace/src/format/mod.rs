@@ -27,11 +27,13 @@ mod error;
 mod irmin;
 mod larch;
 mod larch_record;
+mod prefetch;
 
 pub use bytes::MAX_FRAME;
 pub use error::TraceError;
 pub use irmin::{IRMIN_MAGIC, IRMIN_VERSION, IrminReader, IrminWriter, encode_row};
 pub use larch::{LARCH_MAGIC, LARCH_VERSION, LarchReader, LarchWriter, MAX_HEADER, Metadata};
+pub use prefetch::{PrefetchSource, prefetch};
 
 use crate::op::Op;
 use std::fmt;
