@@ -115,7 +115,7 @@ pub enum GcPhase {
     Mark,
     /// Copying live records into the new segment.
     Copy,
-    /// The worker is done; the switch waits for the writer's next publish.
+    /// The worker is done (its thread has ended); the writer's next publish switches.
     WaitingForSwitch,
 }
 
@@ -433,12 +433,17 @@ impl Repo {
     /// Phase and progress of the running GC, if any.
     pub fn gc_progress(&self) -> Option<GcProgress> {
         let run = self.gc.as_ref()?;
-        let phase = match run.counters.phase.load(Ordering::Acquire) {
-            0 => GcPhase::Mark,
-            1 => GcPhase::Copy,
-            _ => GcPhase::WaitingForSwitch,
+        // Waiting for the switch only once the worker thread has ended: the next commit switches
+        // then. (The worker's last phase is set before it returns and its thread ends: reported
+        // as waiting then, a commit could still find the worker running and not switch, which
+        // made the number of writes of a script depend on timing.)
+        let phase = if run.is_finished() {
+            GcPhase::WaitingForSwitch
+        } else if run.counters.phase.load(Ordering::Acquire) == 0 {
+            GcPhase::Mark
+        } else {
+            GcPhase::Copy
         };
-        let phase = if run.is_finished() { GcPhase::WaitingForSwitch } else { phase };
         Some(GcProgress {
             phase,
             done_bytes: run.counters.done.load(Ordering::Relaxed),
