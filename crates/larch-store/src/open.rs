@@ -548,6 +548,7 @@ impl Repo {
             gc: None,
             gc_after: crate::gc::GcAfter::with_oldest_kept(oldest_kept),
             publisher: None,
+            prime_fraction: crate::repo::PRIME_FRACTION,
             _lock: None,
         }
     }

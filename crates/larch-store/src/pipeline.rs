@@ -97,10 +97,11 @@ impl PipelinedRepo {
     /// [`commit`](PipelinedRepo::commit) returns, every commit but the last `depth` (this one
     /// included) is done. A deeper pipeline lets the caller run ahead of a commit thread that
     /// is slower for a few blocks; each commit in flight holds its tree in memory.
-    pub fn with_depth(repo: Repo, depth: usize) -> Result<PipelinedRepo> {
+    pub fn with_depth(mut repo: Repo, depth: usize) -> Result<PipelinedRepo> {
         let depth = depth.clamp(1, PIPELINE_MAX_DEPTH);
         repo.check_writable()?;
         repo.source.reader.set_detach(true);
+        repo.prime_fraction = crate::repo::PIPELINED_PRIME_FRACTION;
         let empty = repo.empty_tree();
         let stats = ContextRepo::stats(&repo);
         let gc_running = repo.gc_running();
@@ -325,8 +326,9 @@ impl PipelinedRepo {
         }
         match Arc::try_unwrap(repo) {
             Ok(mutex) => {
-                let repo = mutex.into_inner().unwrap_or_else(PoisonError::into_inner);
+                let mut repo = mutex.into_inner().unwrap_or_else(PoisonError::into_inner);
                 repo.source.reader.set_detach(false);
+                repo.prime_fraction = crate::repo::PRIME_FRACTION;
                 Ok(repo)
             }
             Err(_) => Err(StoreError::Poisoned),

@@ -27,7 +27,14 @@ const KEEP_BUFFER_BYTES: usize = 16 << 20;
 /// lowered the default trace's peak RSS by 50 MiB (128 MiB cache: 258 → 207 MiB; 160 MiB cache,
 /// 1 MiB primed against 8 MiB: 258 → 246 MiB, same ops/s). Smaller budgets (256 KiB, none) make
 /// commits cheaper (−20%) but cost as much again in misses on the full trace.
-const PRIME_FRACTION: u64 = 128;
+pub(crate) const PRIME_FRACTION: u64 = 128;
+
+/// The priming fraction of a pipelined writer ([`crate::PipelinedRepo`]): 1/1024 of the budget
+/// (128 KiB of the replay's 128 MiB). Its commit thread shares the second core with the trace
+/// reader and the cache's dropping thread and had become the busier core: priming less moves work
+/// to the replay thread (misses 1.73M → 2.48M) and made the default replay 3-5% faster
+/// (docs/benchmarks.md, "Issue 11, sixth round").
+pub(crate) const PIPELINED_PRIME_FRACTION: u64 = 1024;
 
 /// The branch commits move by default.
 pub const DEFAULT_BRANCH: &str = "main";
@@ -64,6 +71,9 @@ pub struct Repo {
     pub(crate) gc_after: crate::gc::GcAfter,
     /// The thread publishing commits under `SyncPolicy::Pipelined`, once started.
     pub(crate) publisher: Option<crate::publisher::Publisher>,
+    /// The fraction of the cache budget a commit primes the cache with, at most
+    /// ([`PRIME_FRACTION`], [`PIPELINED_PRIME_FRACTION`]).
+    pub(crate) prime_fraction: u64,
     /// The writer's lock: the store directory, `flock`ed.
     pub(crate) _lock: Option<File>,
 }
@@ -219,7 +229,7 @@ impl Repo {
         let mut buffer = std::mem::take(&mut self.buffer);
         let layout = self.source.reader.layout().clone();
         let result = (|| {
-            let prime_budget = self.source.reader.cache_capacity() / PRIME_FRACTION;
+            let prime_budget = self.source.reader.cache_capacity() / self.prime_fraction.max(1);
             let mut encoder = Encoder::new(
                 &mut buffer,
                 (base, store),

@@ -3,7 +3,8 @@
 //! (each block continuing from a checkout of the previous commit, as a node and the replay do):
 //! the same commit hashes, the same contents, a clean store of about the same size; a tree kept
 //! across many commits does not keep the nodes of old commits in memory; a failure on the commit
-//! thread is returned by the next call; GC through the wrapper.
+//! thread is returned by the next call; GC through the wrapper; a pipelined writer primes the
+//! cache with less of each commit.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
@@ -357,4 +358,44 @@ fn with_several_commits_in_flight_a_failure_stops_the_ones_queued_behind_it() {
     assert_eq!(repo.head(), Some(actual));
     assert_eq!(repo.commit_count(), 2);
     assert!(repo.fsck().is_clean());
+}
+
+#[test]
+fn a_pipelined_writer_primes_the_cache_with_less_of_its_commits() {
+    // A commit keeps at most 1/128 of the cache budget of the records it wrote to prime the cache
+    // with; a pipelined writer 1/1024 (its commit thread is the busier one), and the plain writer
+    // it gives back 1/128 again. A fresh store loads nothing: the cache holds what was primed.
+    let cache = 16u64 << 20;
+    let options = RepoOptions { cache_bytes: cache, ..options() };
+    let big_tree = |repo: &dyn Fn() -> Tree, prefix: &str| {
+        let mut tree = repo();
+        for dir in 0..60 {
+            for key in 0..40 {
+                let path = [format!("{prefix}{dir}"), format!("key{key}")];
+                tree.add(&path, vec![dir as u8; 8]).unwrap();
+            }
+        }
+        tree
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut plain = Repo::open_with(&dir.path().join("plain"), options.clone()).unwrap();
+    let tree = big_tree(&|| plain.empty_tree(), "d");
+    plain.commit(&tree, &[], info(0)).unwrap();
+    let primed = plain.stats().cache_bytes;
+    assert!(primed > cache / 1024 && primed <= cache / 128, "plain writer primed {primed} bytes");
+
+    let repo = Repo::open_with(&dir.path().join("pipelined"), options).unwrap();
+    let mut pipelined = PipelinedRepo::with_depth(repo, 2).unwrap();
+    let tree = big_tree(&|| pipelined.empty_tree(), "d");
+    let first = pipelined.commit(&tree, &[], info(0)).unwrap();
+    pipelined.wait_durable().unwrap();
+    let mut repo = pipelined.into_inner().unwrap();
+    let primed = repo.stats().cache_bytes;
+    assert!(primed > 0 && primed <= cache / 1024, "pipelined writer primed {primed} bytes");
+
+    let tree = big_tree(&|| repo.empty_tree(), "e");
+    repo.commit(&tree, &[first], info(1)).unwrap();
+    // (The commit may load a node of its parent: a few KiB.)
+    let more = repo.stats().cache_bytes.saturating_sub(primed);
+    assert!(more > 2 * cache / 1024, "the plain writer given back primed {more} bytes");
 }
