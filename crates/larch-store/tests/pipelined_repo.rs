@@ -378,13 +378,13 @@ fn a_pipelined_writer_primes_the_cache_with_less_of_its_commits() {
         tree
     };
     let dir = tempfile::tempdir().unwrap();
-    let mut plain = Repo::open_with(&dir.path().join("plain"), options.clone()).unwrap();
+    let mut plain = Repo::open_with(dir.path().join("plain"), options.clone()).unwrap();
     let tree = big_tree(&|| plain.empty_tree(), "d");
     plain.commit(&tree, &[], info(0)).unwrap();
     let primed = plain.stats().cache_bytes;
     assert!(primed > cache / 1024 && primed <= cache / 128, "plain writer primed {primed} bytes");
 
-    let repo = Repo::open_with(&dir.path().join("pipelined"), options).unwrap();
+    let repo = Repo::open_with(dir.path().join("pipelined"), options).unwrap();
     let mut pipelined = PipelinedRepo::with_depth(repo, 2).unwrap();
     let tree = big_tree(&|| pipelined.empty_tree(), "d");
     let first = pipelined.commit(&tree, &[], info(0)).unwrap();
