@@ -404,6 +404,7 @@ impl PackReader {
             Node::with_hash(body, *hash)
         };
         node.set_stored_key(self.key(offset));
+        node.note_record_chain(self.key(offset), chain);
         let node = Arc::new(node);
         if keep {
             let weight = node_weight(&node);
@@ -421,6 +422,7 @@ impl PackReader {
     /// Puts a node just written at `offset` (a record of patch chain length `chain`, of cache weight
     /// `weight`, i.e. [`node_weight`]) into the cache.
     pub fn prime(&self, offset: u64, node: Arc<Node>, chain: u8, weight: u32) {
+        node.note_record_chain(self.key(offset), chain);
         let hash_prefix = hash_prefix(&node.hash());
         self.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain, hash_prefix });
     }
@@ -510,6 +512,10 @@ impl ObjectSource for PackSource {
     /// and the newer ones reach, which a tree carried forward from the last commit (the
     /// pipelined writer's) does. Only while a pipelined writer runs: other callers may keep a tree
     /// of an older commit, or read it after the store failed, and then need its in-memory nodes.
+    fn keeps_origins(&self) -> bool {
+        true
+    }
+
     fn held_keys(&self) -> Option<(StoreId, u64)> {
         self.reader
             .detach

@@ -281,8 +281,10 @@ impl Repo {
         self.publish(state, pack_len, index_len)?;
         self.commits.insert(hash, commit_offset);
         self.last_commit = Some(commit_offset);
-        for (node, offset) in marks {
-            node.set_stored_key(self.source.reader.key(offset));
+        for (node, offset, chain) in marks {
+            let key = self.source.reader.key(offset);
+            node.set_stored_key(key);
+            node.note_record_chain(key, chain);
         }
         for record in records {
             self.source.reader.prime(record.offset, record.node, record.chain, record.weight);

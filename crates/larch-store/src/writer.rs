@@ -110,7 +110,7 @@ pub(crate) struct Encoder<'a> {
     pending_nodes: AddressMap,
     pending_contents: AddressMap,
     /// Nodes written, with their offsets: marked stored once the commit is published.
-    pub marks: Vec<(Arc<Node>, u64)>,
+    pub marks: Vec<(Arc<Node>, u64, u8)>,
     /// The records written, decoded (children as stored references): the cache is primed with
     /// them once the commit is published, so the next checkout finds them. Only the last ones
     /// (the upper levels of the tree, written last) within `prime_budget` bytes are kept: more
@@ -285,6 +285,34 @@ impl<'a> Encoder<'a> {
         Some(Base { hash, offset, node, chain })
     }
 
+    /// The version `node` was copied from ([`Node::origin`]) as a base, if it is a record of this
+    /// store that can still be read, with a known chain length, and holds no contents value in
+    /// memory that is written as a record of its own (whose position it would not know: a value
+    /// unchanged since then would be written again). A failure only means no patch from it.
+    fn origin_base(&self, node: &Node) -> Option<Base> {
+        self.reader?;
+        let origin = node.origin()?;
+        let offset = origin.stored_offset_in(self.store)?;
+        let chain = origin.record_chain()?;
+        let hash = origin.cached_hash()?;
+        if offset < codec::PACK_HEADER_LEN || offset >= self.base {
+            return None;
+        }
+        if offset < self.mapped_from && self.layout.is_some_and(|layout| layout.resolve(offset).is_err()) {
+            return None;
+        }
+        let values_in_memory = match origin.body() {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => entries.iter().any(|(_, entry)| {
+                matches!(entry, Entry::Contents(ContentsRef::Mem(contents)) if contents.len() > INLINE_MAX)
+            }),
+            NodeBody::Tree(_) => false,
+        };
+        if values_in_memory {
+            return None;
+        }
+        Some(Base { hash, offset, node: origin, chain })
+    }
+
     /// A position of this store that the tree refers to: it must point into the published pack
     /// (anything else is refused rather than written).
     fn own_key(&mut self, hash: Hash, key: u64) -> Result<(Hash, u64)> {
@@ -441,8 +469,14 @@ impl<'a> Encoder<'a> {
             // Modified, then changed back: the parent's version is this very value.
             return self.own_key(hash, base_offset);
         }
-        let base = self.load_base(base);
-        let (offset, _chain) = match node.body() {
+        // The version the node was copied from, if it remembers it (no lookup), else the one the
+        // parent's base holds at its place.
+        let base = match self.origin_base(node) {
+            Some(origin) if origin.hash == hash => return self.own_key(hash, origin.offset),
+            Some(origin) => Some(origin),
+            None => self.load_base(base),
+        };
+        let (offset, chain) = match node.body() {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 let base_entries = match (node.body(), base.as_ref().map(|b| b.node.body())) {
                     (NodeBody::Flat(_), Some(NodeBody::Flat(list)))
@@ -454,9 +488,7 @@ impl<'a> Encoder<'a> {
                     let list = base_entries?;
                     let index = list.binary_search_by(|(probe, _)| probe.cmp(name)).ok()?;
                     match list.get(index) {
-                        Some((_, Entry::Node(NodeRef::Stored { hash, key }))) => {
-                            Some((*hash, key.offset_in(store)?))
-                        }
+                        Some((_, Entry::Node(child))) => stored_position(child, store),
                         _ => None,
                     }
                 };
@@ -545,7 +577,7 @@ impl<'a> Encoder<'a> {
                 };
                 if self.primes_as_is(node) {
                     self.remember_node(written.0, node.clone(), written.1);
-                    return self.written(node, id, hash, written.0);
+                    return self.written(node, id, hash, written);
                 }
                 let stored: Vec<(Name, Entry)> = entries
                     .iter()
@@ -582,10 +614,7 @@ impl<'a> Encoder<'a> {
                 let child_base = |bucket: u8| -> Option<(Hash, u64)> {
                     let list = base_children?;
                     let index = list.binary_search_by_key(&bucket, |(probe, _)| *probe).ok()?;
-                    match list.get(index) {
-                        Some((_, NodeRef::Stored { hash, key })) => Some((*hash, key.offset_in(store)?)),
-                        _ => None,
-                    }
+                    list.get(index).and_then(|(_, child)| stored_position(child, store))
                 };
                 // As for entries: only a dirty child needs its base (a binary search of the base's
                 // children, cold in memory, per child was ~5% of a flat-key benchmark's CPU).
@@ -634,7 +663,7 @@ impl<'a> Encoder<'a> {
                 };
                 if self.primes_as_is(node) {
                     self.remember_node(written.0, node.clone(), written.1);
-                    return self.written(node, id, hash, written.0);
+                    return self.written(node, id, hash, written);
                 }
                 let stored = InodeTree {
                     depth: tree.depth,
@@ -650,13 +679,20 @@ impl<'a> Encoder<'a> {
                 written
             }
         };
-        self.written(node, id, hash, offset)
+        self.written(node, id, hash, (offset, chain))
     }
 
-    /// Records that `node` (at address `id`, of hash `hash`) was written at `offset`.
-    fn written(&mut self, node: &Arc<Node>, id: usize, hash: Hash, offset: u64) -> Result<(Hash, u64)> {
+    /// Records that `node` (at address `id`, of hash `hash`) was written at `offset`, a record of
+    /// patch chain length `chain`.
+    fn written(
+        &mut self,
+        node: &Arc<Node>,
+        id: usize,
+        hash: Hash,
+        (offset, chain): (u64, u8),
+    ) -> Result<(Hash, u64)> {
         self.pending_nodes.insert(id, offset);
-        self.marks.push((node.clone(), offset));
+        self.marks.push((node.clone(), offset, chain));
         Ok((hash, offset))
     }
 }
@@ -722,10 +758,23 @@ fn target_of(loc: Option<&Loc>) -> EncodedTarget<'_> {
 }
 
 /// Whether the new target `loc` is what the base entry (of `store`) holds.
+/// The hash and position in `store` of a child a base refers to: by key, or in memory with its
+/// stored key (a base in memory: a node's origin).
+fn stored_position(child: &NodeRef, store: StoreId) -> Option<(Hash, u64)> {
+    match child {
+        NodeRef::Stored { hash, key } => Some((*hash, key.offset_in(store)?)),
+        NodeRef::Mem(node) => Some((node.cached_hash()?, node.stored_offset_in(store)?)),
+    }
+}
+
 fn same_target(loc: &Loc, entry: &Entry, store: StoreId) -> bool {
     match (loc, entry) {
         (Loc::Node(hash, offset), Entry::Node(NodeRef::Stored { hash: h, key })) => {
             hash == h && key.offset_in(store) == Some(*offset)
+        }
+        // A base in memory (a node's origin) refers to its stored children in memory.
+        (Loc::Node(hash, offset), Entry::Node(NodeRef::Mem(old))) => {
+            old.stored_offset_in(store) == Some(*offset) && old.cached_hash().as_ref() == Some(hash)
         }
         (Loc::Contents(hash, offset), Entry::Contents(ContentsRef::Stored { hash: h, key })) => {
             hash == h && key.offset_in(store) == Some(*offset)
@@ -794,6 +843,9 @@ fn bucket_changes(
         match old.next_if(|(probe, _)| probe == bucket) {
             Some((_, NodeRef::Stored { hash: h, key }))
                 if h == hash && key.offset_in(store) == Some(*offset) => {}
+            Some((_, NodeRef::Mem(old)))
+                if old.stored_offset_in(store) == Some(*offset)
+                    && old.cached_hash().as_ref() == Some(hash) => {}
             _ => changes.push((*bucket, Some((*hash, *offset)))),
         }
     }

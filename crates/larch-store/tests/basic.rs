@@ -307,3 +307,41 @@ fn rewritten_inodes_are_patches_with_bounded_chains() {
     let patches = report.stats.by_kind.get(&larch_store::RecordKind::PatchTree).map_or(0, |k| k.count);
     assert!(patches >= 30, "{report}");
 }
+
+#[test]
+fn a_changed_node_is_patched_on_the_version_it_was_copied_from_without_reading_it_again() {
+    // A cache of one byte keeps nothing: a base looked up at commit would be read from the pack.
+    let dir = tempfile::tempdir().unwrap();
+    let options = RepoOptions { sync: SyncPolicy::Never, cache_bytes: 1, ..Default::default() };
+    let mut repo = Repo::open_with(dir.path(), options).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..3000u32 {
+        tree.add(&["big", &format!("{:08x}", i.wrapping_mul(2654435761))], vec![7; 8]).unwrap();
+    }
+    for i in 0..20u32 {
+        tree.add(&["small", &format!("k{i}")], vec![1; 8]).unwrap();
+    }
+    let mut head = repo.commit(&tree, &[], info(0)).unwrap();
+    for level in 1..=3u32 {
+        let mut tree = repo.checkout(&head).unwrap();
+        // Copying each node on the way for the change reads it (the cache keeps nothing)...
+        tree.add(&["big", &format!("{:08x}", 0u32)], level.to_le_bytes().to_vec()).unwrap();
+        tree.add(&["small", "k3"], level.to_le_bytes().to_vec()).unwrap();
+        let read_before = repo.stats().records_read;
+        head = repo.commit(&tree, &[head], info(i64::from(level))).unwrap();
+        // ...and the commit writes them as patches on those copies' origins: it reads only the
+        // parent's commit record (where its root's base is), none of the bases.
+        let written = repo.last_write();
+        assert!(written.patches >= 2, "level {level}: {written:?}");
+        let read = repo.stats().records_read - read_before;
+        assert_eq!(read, 1, "level {level}: the commit read {read} records");
+    }
+    drop(repo);
+    let reader = Repo::open_read_only_with(dir.path(), 1 << 20).unwrap();
+    let tree = reader.checkout(&head).unwrap();
+    assert_eq!(tree.find(&["big", "00000000"]).unwrap().unwrap().as_bytes(), &3u32.to_le_bytes()[..]);
+    assert_eq!(tree.find(&["small", "k3"]).unwrap().unwrap().as_bytes(), &3u32.to_le_bytes()[..]);
+    assert_eq!(tree.length(&["big"]).unwrap(), 3000);
+    let report = reader.fsck();
+    assert!(report.is_clean(), "{report}");
+}

@@ -24,19 +24,26 @@ pub(crate) fn node_mut<'a>(
 ) -> Result<&'a mut Node, TreeError> {
     // The node is (or becomes) modified: copied, or modified in place.
     super::note_dirty(1);
+    let origins = source.keeps_origins();
     if let NodeRef::Stored { hash, key } = node {
         let loaded = source.load_node(*key, hash)?;
-        *node = NodeRef::Mem(Arc::new(Node::clone(&loaded)));
+        let copy = if origins { loaded.copy_for_change() } else { Node::clone(&loaded) };
+        *node = NodeRef::Mem(Arc::new(copy));
     }
     match node {
         NodeRef::Mem(arc) => {
             // A shared node is copied; the copy refers by key to the children its store holds.
-            if Arc::get_mut(arc).is_none()
-                && let Some((store, from)) = source.held_keys()
-            {
-                *arc = Arc::new(arc.detached_copy(store, from));
+            if Arc::get_mut(arc).is_none() {
+                let copy = match source.held_keys() {
+                    Some((store, from)) => arc.detached_copy(store, from),
+                    None => Node::clone(arc),
+                };
+                if origins {
+                    copy.set_origin(arc.clone());
+                }
+                *arc = Arc::new(copy);
             }
-            Ok(Arc::make_mut(arc))
+            Arc::get_mut(arc).ok_or(TreeError::Malformed("a node copied for a change is shared"))
         }
         NodeRef::Stored { .. } => Err(TreeError::Malformed("stored node not replaced after load")),
     }

@@ -5,7 +5,8 @@ use crate::hash::Hash;
 use crate::schema::{self, Kind};
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The identity of one object store instance (a [`MemorySource`](crate::MemorySource), an open
 /// disk store) within this process. A position ([`ObjectKey`]) is meaningful only to the store
@@ -53,7 +54,8 @@ impl fmt::Display for StoreId {
 /// [`store`](ObjectKey::store) may interpret the position.
 ///
 /// Laid out as three `u32`s (12 bytes, 4-aligned): a node's key cache then fits where a `u64`
-/// offset's did (a `Node` stays at 96 bytes, one allocator size class below 128), and the
+/// offset's did (a `Node`, with its origin and chain length, stays at 112 bytes, an allocator
+/// size class below 128), and the
 /// identity's zero niche keeps a `NodeRef` at 48 bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
@@ -477,12 +479,27 @@ pub struct Node {
     body: NodeBody,
     hash: OnceLock<Hash>,
     key: OnceLock<ObjectKey>,
+    /// The patch chain length of the record at `key`, as the store that read or wrote it noted
+    /// ([`NO_CHAIN`]: not noted).
+    chain: AtomicU8,
+    /// The version this node was copied from for a change, until the node is stored: a store
+    /// writes the node as changes to it (a patch) without looking it up again.
+    origin: Mutex<Option<Arc<Node>>>,
 }
 
+/// [`Node::record_chain`] not noted.
+const NO_CHAIN: u8 = u8::MAX;
+
 impl Clone for Node {
-    /// Clones the body and keeps the caches (they describe the same value).
+    /// Clones the body and keeps the caches (they describe the same value); not the origin.
     fn clone(&self) -> Node {
-        Node { body: self.body.clone(), hash: self.hash.clone(), key: self.key.clone() }
+        Node {
+            body: self.body.clone(),
+            hash: self.hash.clone(),
+            key: self.key.clone(),
+            chain: AtomicU8::new(self.chain.load(Ordering::Relaxed)),
+            origin: Mutex::new(None),
+        }
     }
 }
 
@@ -498,12 +515,54 @@ impl fmt::Debug for Node {
 impl Node {
     /// A node with `body` and no cached hash.
     pub fn new(body: NodeBody) -> Node {
-        Node { body, hash: OnceLock::new(), key: OnceLock::new() }
+        Node::with_caches(body, OnceLock::new())
     }
 
     /// A node whose hash is already known (as decoded from a store); the hash is trusted.
     pub fn with_hash(body: NodeBody, hash: Hash) -> Node {
-        Node { body, hash: OnceLock::from(hash), key: OnceLock::new() }
+        Node::with_caches(body, OnceLock::from(hash))
+    }
+
+    fn with_caches(body: NodeBody, hash: OnceLock<Hash>) -> Node {
+        Node { body, hash, key: OnceLock::new(), chain: AtomicU8::new(NO_CHAIN), origin: Mutex::new(None) }
+    }
+
+    /// A copy of this node to be changed, which remembers this node as its origin (until the copy
+    /// is stored: see [`origin`](Node::origin)).
+    pub fn copy_for_change(self: &Arc<Node>) -> Node {
+        let copy = Node::clone(self);
+        copy.set_origin(self.clone());
+        copy
+    }
+
+    /// Remembers `origin` as the version this node was copied from.
+    pub fn set_origin(&self, origin: Arc<Node>) {
+        if let Ok(mut slot) = self.origin.lock() {
+            *slot = Some(origin);
+        }
+    }
+
+    /// The version this node was copied from for a change, if it is remembered: set by
+    /// [`copy_for_change`](Node::copy_for_change) or [`set_origin`](Node::set_origin), forgotten
+    /// once the node is stored ([`set_stored_key`](Node::set_stored_key)), so that a node never
+    /// keeps a chain of its earlier versions in memory.
+    pub fn origin(&self) -> Option<Arc<Node>> {
+        self.origin.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// The patch chain length of the record at the stored key, if the store noted it
+    /// ([`note_record_chain`](Node::note_record_chain)).
+    pub fn record_chain(&self) -> Option<u8> {
+        Some(self.chain.load(Ordering::Relaxed)).filter(|chain| *chain != NO_CHAIN)
+    }
+
+    /// Notes the patch chain length of the record at `key` (a pack store's: 0 for a full record,
+    /// `n` for a patch on a record of chain `n - 1`), if `key` is the node's stored key (a node
+    /// stored by two stores keeps the first one's key, and the chain of that key's record).
+    pub fn note_record_chain(&self, key: ObjectKey, chain: u8) {
+        if self.key.get() == Some(&key) {
+            self.chain.store(chain.min(NO_CHAIN - 1), Ordering::Relaxed);
+        }
     }
 
     /// The empty directory.
@@ -555,13 +614,20 @@ impl Node {
                 children: tree.children.iter().map(|(index, child)| (*index, detach(child))).collect(),
             }),
         };
-        Node { body, hash: self.hash.clone(), key: self.key.clone() }
+        Node {
+            body,
+            hash: self.hash.clone(),
+            key: self.key.clone(),
+            chain: AtomicU8::new(self.chain.load(Ordering::Relaxed)),
+            origin: Mutex::new(None),
+        }
     }
 
     /// Mutable access to the body; forgets the cached hash and key, since the value changes.
     pub fn body_mut(&mut self) -> &mut NodeBody {
         self.hash = OnceLock::new();
         self.key = OnceLock::new();
+        *self.chain.get_mut() = NO_CHAIN;
         &mut self.body
     }
 
@@ -581,6 +647,10 @@ impl Node {
     /// two stores keeps the first one's key, and the second store writes it again each time).
     pub fn set_stored_key(&self, key: ObjectKey) {
         let _ = self.key.set(key);
+        if let Ok(mut slot) = self.origin.lock() {
+            // Stored: the origin is no longer needed (and would chain versions in memory).
+            drop(slot.take());
+        }
     }
 
     /// The cached hash, if computed.
@@ -666,9 +736,10 @@ mod tests {
 
     #[test]
     fn layouts_stay_compact() {
-        // A node's key cache costs what a `u64` offset did, and references stay 48 bytes.
+        // A node's key cache costs what a `u64` offset did, a node stays within the allocator's
+        // 112-byte size class, and references stay 48 bytes.
         assert_eq!(std::mem::size_of::<ObjectKey>(), 12);
-        assert!(std::mem::size_of::<Node>() <= 96, "{}", std::mem::size_of::<Node>());
+        assert!(std::mem::size_of::<Node>() <= 112, "{}", std::mem::size_of::<Node>());
         assert_eq!(std::mem::size_of::<NodeRef>(), 48);
         assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
         assert!(std::mem::size_of::<Entry>() <= 56);
@@ -710,6 +781,37 @@ mod tests {
         assert_eq!(buffer.value(16..16).unwrap().as_bytes(), b"");
         // Same size as the other references: an inline value costs no more than a pointer.
         assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
+    }
+
+    #[test]
+    fn a_copy_for_change_remembers_its_origin_until_it_is_stored() {
+        let store = StoreId::fresh();
+        let original =
+            Arc::new(Node::new(NodeBody::Flat(vec![(Name::from("a"), Entry::contents(b"1".to_vec()))])));
+        original.set_stored_key(ObjectKey::new(store, 40));
+        original.note_record_chain(ObjectKey::new(store, 40), 3);
+        assert_eq!(original.record_chain(), Some(3));
+        let mut copy = original.copy_for_change();
+        assert!(copy.origin().is_some_and(|origin| Arc::ptr_eq(&origin, &original)));
+        // The copy describes the same value until changed: same key, same chain.
+        assert_eq!(copy.record_chain(), Some(3));
+        if let NodeBody::Flat(entries) = copy.body_mut() {
+            entries.push((Name::from("b"), Entry::contents(b"2".to_vec())));
+        }
+        // Changed: no key, no chain, but the origin stays (the store patches on it).
+        assert_eq!((copy.stored_key(), copy.record_chain()), (None, None));
+        assert!(copy.origin().is_some());
+        // A chain noted for another key than the node's is not taken.
+        copy.set_stored_key(ObjectKey::new(store, 90));
+        copy.note_record_chain(ObjectKey::new(store, 40), 5);
+        assert_eq!(copy.record_chain(), None);
+        copy.note_record_chain(ObjectKey::new(store, 90), 4);
+        assert_eq!(copy.record_chain(), Some(4));
+        // Stored: the origin is forgotten, so that versions never chain in memory.
+        assert!(copy.origin().is_none());
+        assert_eq!(Arc::strong_count(&original), 1);
+        // A plain clone has no origin.
+        assert!(Node::clone(&original.copy_for_change()).origin().is_none());
     }
 
     #[test]

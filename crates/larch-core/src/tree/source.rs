@@ -39,6 +39,14 @@ pub trait ObjectSource: Send + Sync + Debug {
     fn held_keys(&self) -> Option<(super::node::StoreId, u64)> {
         None
     }
+
+    /// Whether a node copied for a change remembers the version it was copied from
+    /// ([`Node::origin`](crate::Node::origin)) until it is stored: a store that writes changed
+    /// nodes as patches on their earlier versions then finds each one without a lookup. `false`
+    /// (the default): nothing is remembered.
+    fn keeps_origins(&self) -> bool {
+        false
+    }
 }
 
 /// The source of purely in-memory trees: it holds nothing, so every load fails.
