@@ -97,6 +97,9 @@ fn serve_keeps_serving_when_the_writer_is_killed_mid_replay() {
     let store = dir.path().join("store");
     let mut writer = Command::new(env!("CARGO_BIN_EXE_larch"))
         .args(["replay", "--store", store.to_str().unwrap(), "--blocks", "300", "--no-check"])
+        // The trace it generates goes into a temporary directory that SIGKILL leaves behind:
+        // within this test's own.
+        .env("TMPDIR", dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -315,33 +315,35 @@ fn a_changed_node_is_patched_on_the_version_it_was_copied_from_without_reading_i
     let options = RepoOptions { sync: SyncPolicy::Never, cache_bytes: 1, ..Default::default() };
     let mut repo = Repo::open_with(dir.path(), options).unwrap();
     let mut tree = repo.empty_tree();
-    for i in 0..3000u32 {
-        tree.add(&["big", &format!("{:08x}", i.wrapping_mul(2654435761))], vec![7; 8]).unwrap();
-    }
+    // Flat directories (inode `Tree`s are not remembered: their bases are looked up).
     for i in 0..20u32 {
-        tree.add(&["small", &format!("k{i}")], vec![1; 8]).unwrap();
+        for j in 0..20u32 {
+            tree.add(&["a", &format!("b{i}"), &format!("k{j}")], vec![7; 8]).unwrap();
+        }
     }
     let mut head = repo.commit(&tree, &[], info(0)).unwrap();
     for level in 1..=3u32 {
         let mut tree = repo.checkout(&head).unwrap();
         // Copying each node on the way for the change reads it (the cache keeps nothing)...
-        tree.add(&["big", &format!("{:08x}", 0u32)], level.to_le_bytes().to_vec()).unwrap();
-        tree.add(&["small", "k3"], level.to_le_bytes().to_vec()).unwrap();
+        tree.add(&["a", "b3", "k5"], level.to_le_bytes().to_vec()).unwrap();
+        tree.add(&["a", "b7", "k1"], level.to_le_bytes().to_vec()).unwrap();
         let read_before = repo.stats().records_read;
         head = repo.commit(&tree, &[head], info(i64::from(level))).unwrap();
-        // ...and the commit writes them as patches on those copies' origins: it reads only the
-        // parent's commit record (where its root's base is), none of the bases.
+        // ...and the commit writes them as patches on those copies' origins (`a`, `b3`, `b7`; the
+        // root has too few entries for a patch): it reads only the parent's commit record (where
+        // the root's base is), none of the bases.
         let written = repo.last_write();
-        assert!(written.patches >= 2, "level {level}: {written:?}");
+        assert!(written.patches >= 3, "level {level}: {written:?}");
         let read = repo.stats().records_read - read_before;
         assert_eq!(read, 1, "level {level}: the commit read {read} records");
     }
     drop(repo);
     let reader = Repo::open_read_only_with(dir.path(), 1 << 20).unwrap();
     let tree = reader.checkout(&head).unwrap();
-    assert_eq!(tree.find(&["big", "00000000"]).unwrap().unwrap().as_bytes(), &3u32.to_le_bytes()[..]);
-    assert_eq!(tree.find(&["small", "k3"]).unwrap().unwrap().as_bytes(), &3u32.to_le_bytes()[..]);
-    assert_eq!(tree.length(&["big"]).unwrap(), 3000);
+    assert_eq!(tree.find(&["a", "b3", "k5"]).unwrap().unwrap().as_bytes(), &3u32.to_le_bytes()[..]);
+    assert_eq!(tree.find(&["a", "b7", "k1"]).unwrap().unwrap().as_bytes(), &3u32.to_le_bytes()[..]);
+    assert_eq!(tree.find(&["a", "b7", "k2"]).unwrap().unwrap().as_bytes(), &[7; 8][..]);
+    assert_eq!(tree.length(&["a"]).unwrap(), 20);
     let report = reader.fsck();
     assert!(report.is_clean(), "{report}");
 }
