@@ -508,14 +508,15 @@ impl PackSource {
 }
 
 impl ObjectSource for PackSource {
-    /// Records from the first chunk on are readable now; a later GC keeps those that its commit
-    /// and the newer ones reach, which a tree carried forward from the last commit (the
-    /// pipelined writer's) does. Only while a pipelined writer runs: other callers may keep a tree
-    /// of an older commit, or read it after the store failed, and then need its in-memory nodes.
+    /// The writer patches a changed node on the version it was copied from.
     fn keeps_origins(&self) -> bool {
         true
     }
 
+    /// Records from the first chunk on are readable now; a later GC keeps those that its commit
+    /// and the newer ones reach, which a tree carried forward from the last commit (the
+    /// pipelined writer's) does. Only while a pipelined writer runs: other callers may keep a tree
+    /// of an older commit, or read it after the store failed, and then need its in-memory nodes.
     fn held_keys(&self) -> Option<(StoreId, u64)> {
         self.reader
             .detach

@@ -55,8 +55,7 @@ impl fmt::Display for StoreId {
 ///
 /// Laid out as three `u32`s (12 bytes, 4-aligned): a node's key cache then fits where a `u64`
 /// offset's did (a `Node`, with its origin and chain length, stays at 112 bytes, an allocator
-/// size class below 128), and the
-/// identity's zero niche keeps a `NodeRef` at 48 bytes.
+/// size class below 128), and the identity's zero niche keeps a `NodeRef` at 48 bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
     offset_low: u32,
@@ -493,13 +492,7 @@ const NO_CHAIN: u8 = u8::MAX;
 impl Clone for Node {
     /// Clones the body and keeps the caches (they describe the same value); not the origin.
     fn clone(&self) -> Node {
-        Node {
-            body: self.body.clone(),
-            hash: self.hash.clone(),
-            key: self.key.clone(),
-            chain: AtomicU8::new(self.chain.load(Ordering::Relaxed)),
-            origin: Mutex::new(None),
-        }
+        self.with_body(self.body.clone())
     }
 }
 
@@ -614,6 +607,11 @@ impl Node {
                 children: tree.children.iter().map(|(index, child)| (*index, detach(child))).collect(),
             }),
         };
+        self.with_body(body)
+    }
+
+    /// A node holding `body` (the same value as this one's) with this one's caches, no origin.
+    fn with_body(&self, body: NodeBody) -> Node {
         Node {
             body,
             hash: self.hash.clone(),
