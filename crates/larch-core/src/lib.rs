@@ -31,7 +31,7 @@ pub use hash::{Hash, HashParseError};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};
 pub use tree::node::{
-    Contents, ContentsRef, Entry, InlineValue, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey,
+    Contents, ContentsRef, Entry, HeldKeys, InlineValue, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey,
     SharedBytes, StoreId,
 };
 pub use tree::source::{LoadError, MemorySource, NoSource, ObjectSource};

@@ -92,6 +92,15 @@ impl PipelinedRepo {
         PipelinedRepo::with_depth(repo, 1)
     }
 
+    /// This writer, keeping in memory the directories and inode leaves written in the last
+    /// `bytes` of the pack when a carried tree copies their parent for a change (default
+    /// [`crate::RECENT_IN_MEMORY`]; 0: every node the store holds is then referred to by key).
+    /// More bytes: fewer reads of recent nodes, more memory.
+    pub fn with_recent_in_memory(self, bytes: u64) -> PipelinedRepo {
+        lock(&self.repo).source.reader.set_recent_window(bytes);
+        self
+    }
+
     /// Wraps the writer `repo`, starting its commit thread, with at most `depth` commits in
     /// flight (at least 1, at most [`PIPELINE_MAX_DEPTH`]; other values are brought within): when
     /// [`commit`](PipelinedRepo::commit) returns, every commit but the last `depth` (this one
@@ -101,6 +110,7 @@ impl PipelinedRepo {
         let depth = depth.clamp(1, PIPELINE_MAX_DEPTH);
         repo.check_writable()?;
         repo.source.reader.set_detach(true);
+        repo.source.reader.set_recent_window(crate::pack::RECENT_IN_MEMORY);
         repo.prime_fraction = crate::repo::PIPELINED_PRIME_FRACTION;
         let empty = repo.empty_tree();
         let stats = ContextRepo::stats(&repo);
@@ -328,6 +338,7 @@ impl PipelinedRepo {
             Ok(mutex) => {
                 let mut repo = mutex.into_inner().unwrap_or_else(PoisonError::into_inner);
                 repo.source.reader.set_detach(false);
+                repo.source.reader.set_recent_window(0);
                 repo.prime_fraction = crate::repo::PRIME_FRACTION;
                 Ok(repo)
             }

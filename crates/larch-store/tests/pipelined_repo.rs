@@ -104,12 +104,15 @@ fn nodes_in_memory(tree: &Tree) -> usize {
     count
 }
 
-#[test]
-fn a_tree_carried_from_commit_to_commit_keeps_only_recent_nodes_in_memory() {
+/// Runs 40 small blocks after a large first commit (3,000 values under 60 directories) through a
+/// pipelined writer keeping the nodes of its last `window` bytes in memory; returns the in-memory
+/// nodes of the first commit's tree and the most reachable in memory from the trees of blocks 4
+/// on.
+fn nodes_in_memory_over_blocks(window: u64) -> (usize, usize) {
     let dir = tempfile::tempdir().unwrap();
-    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+    let repo = Repo::open_with(dir.path(), options()).unwrap();
+    let mut repo = PipelinedRepo::new(repo).unwrap().with_recent_in_memory(window);
     let mut tree = repo.empty_tree();
-    // A large first commit: 3,000 entries under 60 directories.
     for i in 0..3000 {
         tree.add(&["data", &format!("d{:02}", i % 60), &format!("k{i:05}")], vec![1; 40]).unwrap();
     }
@@ -131,13 +134,29 @@ fn a_tree_carried_from_commit_to_commit_keeps_only_recent_nodes_in_memory() {
             most = most.max(nodes_in_memory(&tree));
         }
     }
-    // Each block rewrites at most ~7 nodes; without detaching, the first commit's 60+ nodes would
-    // stay reachable in memory from every later tree.
-    assert!(most < first_size / 2, "{most} nodes in memory (the first commit had {first_size})");
     repo.wait_durable().unwrap();
     let repo = repo.into_inner().unwrap();
     assert_eq!(repo.checkout(&parent).unwrap().length(&["data"]).unwrap(), 60);
     assert!(repo.fsck().is_clean());
+    (first_size, most)
+}
+
+#[test]
+fn a_tree_carried_from_commit_to_commit_keeps_only_recent_nodes_in_memory() {
+    // Each block rewrites at most ~7 nodes (~1 KB of records); without detaching, the first
+    // commit's 60+ nodes would stay reachable in memory from every later tree. With a window of
+    // 2 KiB, only the last few blocks' directories stay.
+    for window in [0, 2 << 10] {
+        let (first_size, most) = nodes_in_memory_over_blocks(window);
+        assert!(
+            most < first_size / 2,
+            "window {window}: {most} nodes in memory (the first commit had {first_size})"
+        );
+    }
+    // The default window (1 MiB) holds everything this store wrote: the first commit's
+    // directories stay in memory, read by later blocks without a lookup.
+    let (first_size, most) = nodes_in_memory_over_blocks(larch_store::RECENT_IN_MEMORY);
+    assert!(most >= 60, "{most} nodes in memory (the first commit had {first_size})");
 }
 
 /// A pipelined writer with a first durable commit, whose control file is then replaced under it

@@ -40,7 +40,7 @@ pub(crate) fn node_mut<'a>(
             // A shared node is copied; the copy refers by key to the children its store holds.
             if Arc::get_mut(arc).is_none() {
                 let copy = match source.held_keys() {
-                    Some((store, from)) => arc.detached_copy(store, from),
+                    Some(held) => arc.detached_copy(held),
                     None => Node::clone(arc),
                 };
                 if origins {

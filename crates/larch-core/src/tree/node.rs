@@ -473,6 +473,32 @@ pub enum NodeBody {
     Tree(InodeTree),
 }
 
+/// The keys a store surely holds, for [`Node::detached_copy`]: those of `store` at positions from
+/// `from` on (below, a garbage collection may have removed records). Of those, directories and
+/// inode leaves written at `recent_from` or later stay in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldKeys {
+    /// The store whose keys these are.
+    pub store: StoreId,
+    /// The first position surely held.
+    pub from: u64,
+    /// Directories and inode leaves stored at this position or later (the last ones written) are
+    /// kept in memory by a copy; `u64::MAX`: none is.
+    pub recent_from: u64,
+}
+
+impl HeldKeys {
+    /// Whether a copy refers to `node`, stored at `key`, by its key rather than in memory.
+    fn detaches(&self, key: ObjectKey, node: &Node) -> bool {
+        // An inode `Tree` kept in memory made the default replay's store ~0.8 MiB larger (its
+        // patches list more buckets), for little more speed (docs/benchmarks.md, "Issue 11,
+        // eighth round").
+        key.offset_in(self.store).is_some_and(|at| {
+            at >= self.from && (at < self.recent_from || matches!(node.body, NodeBody::Tree(_)))
+        })
+    }
+}
+
 /// A directory node or an inode, with caches for its hash and its storage key.
 pub struct Node {
     body: NodeBody,
@@ -568,17 +594,17 @@ impl Node {
         &self.body
     }
 
-    /// A copy of this node whose in-memory children that `store` holds (a stored key of `store`
-    /// at a position from `from` on, and a cached hash) are referred to by key instead: the copy
-    /// does not keep them in memory. Same value, same hash; the caches are kept. Copy-on-write
-    /// uses it when the tree's source is such a store
+    /// A copy of this node whose in-memory children that a store holds (`held`: a stored key of
+    /// its store at a position from `held.from` on, and a cached hash) are referred to by key
+    /// instead: the copy does not keep them in memory. Directories and inode leaves written at
+    /// `held.recent_from` or later stay in memory (the next blocks read them without a lookup);
+    /// inode `Tree`s are always referred to by key. Same value, same hash; the caches are kept.
+    /// Copy-on-write uses it when the tree's source is such a store
     /// ([`ObjectSource::held_keys`](crate::ObjectSource::held_keys)).
-    pub fn detached_copy(&self, store: StoreId, from: u64) -> Node {
+    pub fn detached_copy(&self, held: HeldKeys) -> Node {
         let detach = |child: &NodeRef| match child {
             NodeRef::Mem(node) => match (node.stored_key(), node.cached_hash()) {
-                (Some(key), Some(hash)) if key.offset_in(store).is_some_and(|at| at >= from) => {
-                    NodeRef::Stored { hash, key }
-                }
+                (Some(key), Some(hash)) if held.detaches(key, node) => NodeRef::Stored { hash, key },
                 _ => child.clone(),
             },
             NodeRef::Stored { .. } => child.clone(),
@@ -729,101 +755,5 @@ fn compute_hash(body: &NodeBody) -> Hash {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layouts_stay_compact() {
-        // A node's key cache costs what a `u64` offset did, a node stays within the allocator's
-        // 112-byte size class, and references stay 48 bytes.
-        assert_eq!(std::mem::size_of::<ObjectKey>(), 12);
-        assert!(std::mem::size_of::<Node>() <= 112, "{}", std::mem::size_of::<Node>());
-        assert_eq!(std::mem::size_of::<NodeRef>(), 48);
-        assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
-        assert!(std::mem::size_of::<Entry>() <= 56);
-        let key = ObjectKey::new(StoreId::fresh(), (7 << 40) | 5);
-        assert_eq!(key.offset(), (7 << 40) | 5);
-    }
-
-    #[test]
-    fn contents_small_and_large() {
-        assert!(std::mem::size_of::<Contents>() <= 64);
-        for len in [0, 1, SMALL_CONTENTS, SMALL_CONTENTS + 1, 1000] {
-            let bytes: Vec<u8> = (0..len).map(|i| i as u8).collect();
-            let a = Contents::new(bytes.clone());
-            let b = Contents::from_slice(&bytes);
-            assert_eq!(a.as_bytes(), &bytes[..]);
-            assert_eq!(&*b, &bytes[..]);
-            assert_eq!(a.hash(), b.hash());
-        }
-        assert_eq!(Contents::default().as_bytes(), b"");
-    }
-
-    #[test]
-    fn shared_names_and_values_are_pieces_of_one_buffer() {
-        let buffer = SharedBytes::new(b"balance\x01\x02counter");
-        let name = buffer.name(0..7).unwrap();
-        let value = buffer.value(7..9).unwrap();
-        assert_eq!(name.as_bytes(), b"balance");
-        assert_eq!(value.as_bytes(), b"\x01\x02");
-        let entry = ContentsRef::Inline(value.clone());
-        assert_eq!(entry.hash(), schema::contents_hash(b"\x01\x02"));
-        assert_eq!(entry.hash(), ContentsRef::Mem(value.to_contents()).hash());
-        assert_eq!(entry.held_bytes(), Some(&b"\x01\x02"[..]));
-        assert!(!entry.hash_is_cached());
-        assert_eq!(buffer.name(9..16).unwrap(), Name::from("counter"));
-        assert!(buffer.value(9..17).is_none(), "a piece past the end");
-        #[allow(clippy::reversed_empty_ranges)]
-        let reversed = 5..4;
-        assert!(buffer.name(reversed).is_none(), "a reversed piece");
-        assert_eq!(buffer.value(16..16).unwrap().as_bytes(), b"");
-        // Same size as the other references: an inline value costs no more than a pointer.
-        assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
-    }
-
-    #[test]
-    fn a_copy_for_change_remembers_its_origin_until_it_is_stored() {
-        let store = StoreId::fresh();
-        let original =
-            Arc::new(Node::new(NodeBody::Flat(vec![(Name::from("a"), Entry::contents(b"1".to_vec()))])));
-        original.set_stored_key(ObjectKey::new(store, 40));
-        original.note_record_chain(ObjectKey::new(store, 40), 3);
-        assert_eq!(original.record_chain(), Some(3));
-        let mut copy = original.copy_for_change();
-        assert!(copy.origin().is_some_and(|origin| Arc::ptr_eq(&origin, &original)));
-        // The copy describes the same value until changed: same key, same chain.
-        assert_eq!(copy.record_chain(), Some(3));
-        if let NodeBody::Flat(entries) = copy.body_mut() {
-            entries.push((Name::from("b"), Entry::contents(b"2".to_vec())));
-        }
-        // Changed: no key, no chain, but the origin stays (the store patches on it).
-        assert_eq!((copy.stored_key(), copy.record_chain()), (None, None));
-        assert!(copy.origin().is_some());
-        // A chain noted for another key than the node's is not taken.
-        copy.set_stored_key(ObjectKey::new(store, 90));
-        copy.note_record_chain(ObjectKey::new(store, 40), 5);
-        assert_eq!(copy.record_chain(), None);
-        copy.note_record_chain(ObjectKey::new(store, 90), 4);
-        assert_eq!(copy.record_chain(), Some(4));
-        // Stored: the origin is forgotten, so that versions never chain in memory.
-        assert!(copy.origin().is_none());
-        assert_eq!(Arc::strong_count(&original), 1);
-        // A plain clone has no origin.
-        assert!(Node::clone(&original.copy_for_change()).origin().is_none());
-    }
-
-    #[test]
-    fn split_names_behave_as_names() {
-        let names = Name::split(b"abcabd", &[3, 6, 6]).unwrap();
-        assert_eq!(names[0].as_bytes(), b"abc");
-        assert_eq!(names[1], Name::from("abd"));
-        assert_eq!(names[2].as_bytes(), b"");
-        assert!(names[0] < names[1] && names[2] < names[0]);
-        assert_eq!(names[0], Name::new(b"abc"));
-        use std::hash::BuildHasher;
-        let state = std::hash::RandomState::new();
-        assert_eq!(state.hash_one(&names[1]), state.hash_one(Name::from("abd")));
-        assert!(Name::split(b"abc", &[2, 1]).is_none());
-        assert!(Name::split(b"abc", &[4]).is_none());
-    }
-}
+#[path = "node_tests.rs"]
+mod tests;

@@ -30,13 +30,12 @@ pub trait ObjectSource: Send + Sync + Debug {
     /// Loads the contents stored at `key`, whose hash is `hash`.
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError>;
 
-    /// The keys this source surely holds, if it is one store (a pack store): those of store
-    /// `.0` at positions from `.1` on (below, a garbage collection may have removed records). A
-    /// node copied for a change then refers to its in-memory children held there by their keys
-    /// ([`Node::detached_copy`](crate::Node::detached_copy)), so that a tree kept across commits
-    /// does not keep every node written before it in memory. `None` (the default): children are
-    /// copied as they are.
-    fn held_keys(&self) -> Option<(super::node::StoreId, u64)> {
+    /// The keys this source surely holds, if it is one store (a pack store). A node copied for a
+    /// change then refers to its in-memory children held there by their keys, but for the last
+    /// written directories and inode leaves ([`Node::detached_copy`](crate::Node::detached_copy)),
+    /// so that a tree kept across commits does not keep every node written before it in memory.
+    /// `None` (the default): children are copied as they are.
+    fn held_keys(&self) -> Option<super::node::HeldKeys> {
         None
     }
 

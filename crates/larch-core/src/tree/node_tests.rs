@@ -1,0 +1,156 @@
+//! Tests of the node types (`node.rs`).
+
+use super::*;
+
+#[test]
+fn layouts_stay_compact() {
+    // A node's key cache costs what a `u64` offset did, a node stays within the allocator's
+    // 112-byte size class, and references stay 48 bytes.
+    assert_eq!(std::mem::size_of::<ObjectKey>(), 12);
+    assert!(std::mem::size_of::<Node>() <= 112, "{}", std::mem::size_of::<Node>());
+    assert_eq!(std::mem::size_of::<NodeRef>(), 48);
+    assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
+    assert!(std::mem::size_of::<Entry>() <= 56);
+    let key = ObjectKey::new(StoreId::fresh(), (7 << 40) | 5);
+    assert_eq!(key.offset(), (7 << 40) | 5);
+}
+
+#[test]
+fn contents_small_and_large() {
+    assert!(std::mem::size_of::<Contents>() <= 64);
+    for len in [0, 1, SMALL_CONTENTS, SMALL_CONTENTS + 1, 1000] {
+        let bytes: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        let a = Contents::new(bytes.clone());
+        let b = Contents::from_slice(&bytes);
+        assert_eq!(a.as_bytes(), &bytes[..]);
+        assert_eq!(&*b, &bytes[..]);
+        assert_eq!(a.hash(), b.hash());
+    }
+    assert_eq!(Contents::default().as_bytes(), b"");
+}
+
+#[test]
+fn shared_names_and_values_are_pieces_of_one_buffer() {
+    let buffer = SharedBytes::new(b"balance\x01\x02counter");
+    let name = buffer.name(0..7).unwrap();
+    let value = buffer.value(7..9).unwrap();
+    assert_eq!(name.as_bytes(), b"balance");
+    assert_eq!(value.as_bytes(), b"\x01\x02");
+    let entry = ContentsRef::Inline(value.clone());
+    assert_eq!(entry.hash(), schema::contents_hash(b"\x01\x02"));
+    assert_eq!(entry.hash(), ContentsRef::Mem(value.to_contents()).hash());
+    assert_eq!(entry.held_bytes(), Some(&b"\x01\x02"[..]));
+    assert!(!entry.hash_is_cached());
+    assert_eq!(buffer.name(9..16).unwrap(), Name::from("counter"));
+    assert!(buffer.value(9..17).is_none(), "a piece past the end");
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = 5..4;
+    assert!(buffer.name(reversed).is_none(), "a reversed piece");
+    assert_eq!(buffer.value(16..16).unwrap().as_bytes(), b"");
+    // Same size as the other references: an inline value costs no more than a pointer.
+    assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
+}
+
+#[test]
+fn a_copy_for_change_remembers_its_origin_until_it_is_stored() {
+    let store = StoreId::fresh();
+    let original =
+        Arc::new(Node::new(NodeBody::Flat(vec![(Name::from("a"), Entry::contents(b"1".to_vec()))])));
+    original.set_stored_key(ObjectKey::new(store, 40));
+    original.note_record_chain(ObjectKey::new(store, 40), 3);
+    assert_eq!(original.record_chain(), Some(3));
+    let mut copy = original.copy_for_change();
+    assert!(copy.origin().is_some_and(|origin| Arc::ptr_eq(&origin, &original)));
+    // The copy describes the same value until changed: same key, same chain.
+    assert_eq!(copy.record_chain(), Some(3));
+    if let NodeBody::Flat(entries) = copy.body_mut() {
+        entries.push((Name::from("b"), Entry::contents(b"2".to_vec())));
+    }
+    // Changed: no key, no chain, but the origin stays (the store patches on it).
+    assert_eq!((copy.stored_key(), copy.record_chain()), (None, None));
+    assert!(copy.origin().is_some());
+    // A chain noted for another key than the node's is not taken.
+    copy.set_stored_key(ObjectKey::new(store, 90));
+    copy.note_record_chain(ObjectKey::new(store, 40), 5);
+    assert_eq!(copy.record_chain(), None);
+    copy.note_record_chain(ObjectKey::new(store, 90), 4);
+    assert_eq!(copy.record_chain(), Some(4));
+    // Stored: the origin is forgotten, so that versions never chain in memory.
+    assert!(copy.origin().is_none());
+    assert_eq!(Arc::strong_count(&original), 1);
+    // A plain clone has no origin.
+    assert!(Node::clone(&original.copy_for_change()).origin().is_none());
+}
+
+#[test]
+fn split_names_behave_as_names() {
+    let names = Name::split(b"abcabd", &[3, 6, 6]).unwrap();
+    assert_eq!(names[0].as_bytes(), b"abc");
+    assert_eq!(names[1], Name::from("abd"));
+    assert_eq!(names[2].as_bytes(), b"");
+    assert!(names[0] < names[1] && names[2] < names[0]);
+    assert_eq!(names[0], Name::new(b"abc"));
+    use std::hash::BuildHasher;
+    let state = std::hash::RandomState::new();
+    assert_eq!(state.hash_one(&names[1]), state.hash_one(Name::from("abd")));
+    assert!(Name::split(b"abc", &[2, 1]).is_none());
+    assert!(Name::split(b"abc", &[4]).is_none());
+}
+
+/// A directory holding one value, stored at `offset` of `store` with its hash computed.
+fn stored_dir(store: StoreId, offset: u64, value: &[u8]) -> Arc<Node> {
+    let node = Node::new(NodeBody::Flat(vec![(Name::from("v"), Entry::contents(value.to_vec()))]));
+    node.hash();
+    node.set_stored_key(ObjectKey::new(store, offset));
+    Arc::new(node)
+}
+
+#[test]
+fn a_detached_copy_keeps_only_recent_directories_in_memory() {
+    let store = StoreId::fresh();
+    let old = stored_dir(store, 100, b"old");
+    let recent = stored_dir(store, 5000, b"recent");
+    let unstored = Arc::new(Node::new(NodeBody::Flat(Vec::new())));
+    let other_store = stored_dir(StoreId::fresh(), 6000, b"other");
+    let below_from = stored_dir(store, 10, b"collected");
+    let inode = Node::new(NodeBody::Tree(InodeTree {
+        depth: 0,
+        length: 1,
+        children: vec![(3, NodeRef::Mem(stored_dir(store, 5100, b"leaf")))],
+    }));
+    inode.hash();
+    inode.set_stored_key(ObjectKey::new(store, 5200));
+    let children = [
+        ("a", old.clone()),
+        ("b", recent.clone()),
+        ("c", unstored),
+        ("d", other_store),
+        ("e", below_from),
+        ("f", Arc::new(inode)),
+    ];
+    let parent = Node::new(NodeBody::Flat(
+        children
+            .iter()
+            .map(|(name, node)| (Name::from(*name), Entry::Node(NodeRef::Mem(node.clone()))))
+            .collect(),
+    ));
+    let in_memory = |copy: &Node| -> Vec<bool> {
+        let NodeBody::Flat(entries) = copy.body() else { panic!("not flat") };
+        entries.iter().map(|(_, entry)| matches!(entry, Entry::Node(NodeRef::Mem(_)))).collect()
+    };
+    let held = HeldKeys { store, from: 50, recent_from: 4000 };
+    let copy = parent.detached_copy(held);
+    // Old: by key; recent directory: in memory; not stored, another store's, or below the held
+    // range: in memory; a recent inode `Tree`: by key all the same.
+    assert_eq!(in_memory(&copy), [false, true, true, true, true, false]);
+    assert_eq!(copy.hash(), parent.hash());
+    let NodeBody::Flat(entries) = copy.body() else { panic!("not flat") };
+    let Some((_, Entry::Node(NodeRef::Stored { hash, key }))) = entries.first() else {
+        panic!("the old directory is not referred to by key")
+    };
+    assert_eq!((*hash, *key), (old.hash(), ObjectKey::new(store, 100)));
+    // No recent window: every stored node of the range by key.
+    let copy = parent.detached_copy(HeldKeys { recent_from: u64::MAX, ..held });
+    assert_eq!(in_memory(&copy), [false, false, true, true, true, false]);
+    assert_eq!(recent.stored_key(), Some(ObjectKey::new(store, 5000)));
+}
