@@ -26,13 +26,13 @@ const FIRST_READ: u64 = 256;
 /// misses) at a peak RSS still below the one of 128 MiB with full priming (254 against 258 MiB).
 pub const DEFAULT_CACHE_BYTES: u64 = 152 << 20;
 
-/// Under a [`crate::PipelinedRepo`], the directories and inode leaves written in this many last
-/// bytes of the pack stay in the carried tree's memory when their parent is copied for a change
-/// (older ones are referred to by key, [`larch_core::Node::detached_copy`]). They are the nodes
-/// the next blocks read most: referred to by key, each was read from the pack again (a patch
-/// and its base, decoded and cached) soon after it was written. 1 MiB (a dozen regular blocks'
-/// records): the default replay 1.02–1.10× faster, CPU −3 to −7%, peak RSS +15 MiB; 2 and 4
-/// MiB were no faster and held 30–50 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
+/// Under a [`crate::PipelinedRepo`], the nodes written in this many last bytes of the pack stay
+/// in the carried tree's memory when their parent is copied for a change (older ones are referred
+/// to by key, [`larch_core::Node::detached_copy`]). They are the nodes the next blocks read most:
+/// referred to by key, each was read from the pack again (a patch and its base, decoded and
+/// cached) soon after it was written. 1 MiB (a dozen regular blocks' records): the default replay
+/// 1.05–1.09× faster (median 1.07×), CPU 0.93–0.97×, peak RSS +10–20 MiB; 2 and 4 MiB were no faster
+/// and held 15–35 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
 pub const RECENT_IN_MEMORY: u64 = 1 << 20;
 
 #[derive(Clone)]
@@ -141,8 +141,7 @@ pub(crate) struct PackReader {
     /// ([`ObjectSource::held_keys`]): set while a [`crate::PipelinedRepo`] carries trees from
     /// commit to commit.
     detach: std::sync::atomic::AtomicBool,
-    /// While detaching: directories and inode leaves written in this many last bytes of the pack
-    /// stay in memory ([`RECENT_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: none).
+    /// While detaching: the nodes written in this many last bytes of the pack stay in memory ([`RECENT_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: none).
     recent_window: AtomicU64,
     pub counters: ReadCounters,
 }
@@ -215,8 +214,8 @@ impl PackReader {
         self.detach.store(detach, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// While detaching, directories and inode leaves written in the last `bytes` of the pack stay in
-    /// memory when their parent is copied ([`larch_core::HeldKeys::recent_from`]; 0: none).
+    /// While detaching, the nodes written in the last `bytes` of the pack stay in memory when their
+    /// parent is copied ([`larch_core::HeldKeys::recent_from`]; 0: none).
     pub fn set_recent_window(&self, bytes: u64) {
         self.recent_window.store(bytes, Ordering::Relaxed);
     }
@@ -536,8 +535,7 @@ impl ObjectSource for PackSource {
     /// and the newer ones reach, which a tree carried forward from the last commit (the
     /// pipelined writer's) does. Only while a pipelined writer runs: other callers may keep a tree
     /// of an older commit, or read it after the store failed, and then need its in-memory nodes.
-    /// The directories and inode leaves of the last [`PackReader::set_recent_window`] bytes
-    /// written stay in memory.
+    /// The nodes of the last [`PackReader::set_recent_window`] bytes written stay in memory.
     fn held_keys(&self) -> Option<HeldKeys> {
         let reader = &self.reader;
         if !reader.detach.load(Ordering::Relaxed) {

@@ -92,8 +92,8 @@ impl PipelinedRepo {
         PipelinedRepo::with_depth(repo, 1)
     }
 
-    /// This writer, keeping in memory the directories and inode leaves written in the last
-    /// `bytes` of the pack when a carried tree copies their parent for a change (default
+    /// This writer, keeping in memory the nodes written in the last `bytes` of the pack when a
+    /// carried tree copies their parent for a change (default
     /// [`crate::RECENT_IN_MEMORY`]; 0: every node the store holds is then referred to by key).
     /// More bytes: fewer reads of recent nodes, more memory.
     pub fn with_recent_in_memory(self, bytes: u64) -> PipelinedRepo {

@@ -284,7 +284,9 @@ impl Repo {
         for (node, offset, chain) in marks {
             let key = self.source.reader.key(offset);
             node.set_stored_key(key);
-            node.note_record_chain(key, chain);
+            if let Some(chain) = chain {
+                node.note_record_chain(key, chain);
+            }
         }
         for record in records {
             self.source.reader.prime(record.offset, record.node, record.chain, record.weight);

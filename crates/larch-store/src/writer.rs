@@ -109,8 +109,9 @@ pub(crate) struct Encoder<'a> {
     pub flushed: u64,
     pending_nodes: AddressMap,
     pending_contents: AddressMap,
-    /// Nodes written, with their offsets: marked stored once the commit is published.
-    pub marks: Vec<(Arc<Node>, u64, u8)>,
+    /// Nodes written, or found equal to a stored version, with their offsets and the chain
+    /// lengths of those records (if known): marked stored once the commit is published.
+    pub marks: Vec<(Arc<Node>, u64, Option<u8>)>,
     /// The records written, decoded (children as stored references): the cache is primed with
     /// them once the commit is published, so the next checkout finds them. Only the last ones
     /// (the upper levels of the tree, written last) within `prime_budget` bytes are kept: more
@@ -467,12 +468,14 @@ impl<'a> Encoder<'a> {
             && base_hash == hash
         {
             // Modified, then changed back: the parent's version is this very value.
-            return self.own_key(hash, base_offset);
+            return self.unchanged(node, id, hash, (base_offset, None));
         }
         // The version the node was copied from, if it remembers it (no lookup), else the one the
         // parent's base holds at its place.
         let base = match self.origin_base(node) {
-            Some(origin) if origin.hash == hash => return self.own_key(hash, origin.offset),
+            Some(origin) if origin.hash == hash => {
+                return self.unchanged(node, id, hash, (origin.offset, Some(origin.chain)));
+            }
             Some(origin) => Some(origin),
             None => self.load_base(base),
         };
@@ -692,8 +695,27 @@ impl<'a> Encoder<'a> {
         (offset, chain): (u64, u8),
     ) -> Result<(Hash, u64)> {
         self.pending_nodes.insert(id, offset);
-        self.marks.push((node.clone(), offset, chain));
+        self.marks.push((node.clone(), offset, Some(chain)));
         Ok((hash, offset))
+    }
+
+    /// Points at the stored record `offset` (of chain length `chain`, if known) for `node` (at
+    /// address `id`, of hash `hash`), which holds the same value: copied for a change and
+    /// changed back. The node is marked stored there like a written one, so that it is referred
+    /// to by key from then on (a node left without a key would stay in memory in every later
+    /// tree, its origin with it, and each parent patched on a version holding it would list it
+    /// as changed).
+    fn unchanged(
+        &mut self,
+        node: &Arc<Node>,
+        id: usize,
+        hash: Hash,
+        (offset, chain): (u64, Option<u8>),
+    ) -> Result<(Hash, u64)> {
+        let at = self.own_key(hash, offset)?;
+        self.pending_nodes.insert(id, offset);
+        self.marks.push((node.clone(), offset, chain));
+        Ok(at)
     }
 }
 

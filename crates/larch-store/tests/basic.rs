@@ -347,3 +347,43 @@ fn a_changed_node_is_patched_on_the_version_it_was_copied_from_without_reading_i
     let report = reader.fsck();
     assert!(report.is_clean(), "{report}");
 }
+
+/// The in-memory child `name` of the in-memory directory `node` (a flat directory).
+fn mem_child(node: &larch_core::Node, name: &str) -> std::sync::Arc<larch_core::Node> {
+    let larch_core::NodeBody::Flat(entries) = node.body() else { panic!("not a flat directory") };
+    match entries.iter().find(|(probe, _)| probe.as_bytes() == name.as_bytes()) {
+        Some((_, larch_core::Entry::Node(larch_core::NodeRef::Mem(child)))) => child.clone(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_directory_changed_back_is_marked_stored_at_the_record_it_was_copied_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = RepoOptions { sync: SyncPolicy::Never, ..Default::default() };
+    let mut repo = Repo::open_with(dir.path(), options).unwrap();
+    let mut tree = repo.empty_tree();
+    for j in 0..6u32 {
+        tree.add(&["a", &format!("k{j}")], vec![7; 8]).unwrap();
+    }
+    tree.add(&["b"], b"1".to_vec()).unwrap();
+    let first = repo.commit(&tree, &[], info(0)).unwrap();
+    let larch_core::Entry::Node(larch_core::NodeRef::Mem(root)) = tree.root() else { panic!("root") };
+    let stored_a = mem_child(root, "a").stored_key().unwrap();
+    let mut tree = repo.checkout(&first).unwrap();
+    // `a` is copied for a change and changed back; `b` changes.
+    tree.add(&["a", "k3"], vec![9; 8]).unwrap();
+    tree.add(&["a", "k3"], vec![7; 8]).unwrap();
+    tree.add(&["b"], b"2".to_vec()).unwrap();
+    let written_before = repo.stats().objects_written;
+    let second = repo.commit(&tree, &[first], info(1)).unwrap();
+    // `b`'s value is inline: the root alone is written.
+    assert_eq!(repo.stats().objects_written - written_before, 1);
+    // The copy of `a` now has the key of the record it equals (without the mark it stayed keyless,
+    // and a tree carried forward kept it, and the version it was copied from, in memory).
+    let larch_core::Entry::Node(larch_core::NodeRef::Mem(root)) = tree.root() else { panic!("root") };
+    let a = mem_child(root, "a");
+    assert_eq!(a.stored_key(), Some(stored_a));
+    assert!(a.origin().is_none());
+    assert_eq!(repo.checkout(&second).unwrap().find(&["a", "k3"]).unwrap().unwrap().as_bytes(), &[7; 8][..]);
+}

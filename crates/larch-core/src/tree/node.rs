@@ -474,28 +474,23 @@ pub enum NodeBody {
 }
 
 /// The keys a store surely holds, for [`Node::detached_copy`]: those of `store` at positions from
-/// `from` on (below, a garbage collection may have removed records). Of those, directories and
-/// inode leaves written at `recent_from` or later stay in memory.
+/// `from` on (below, a garbage collection may have removed records). Of those, the nodes written
+/// at `recent_from` or later stay in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeldKeys {
     /// The store whose keys these are.
     pub store: StoreId,
     /// The first position surely held.
     pub from: u64,
-    /// Directories and inode leaves stored at this position or later (the last ones written) are
-    /// kept in memory by a copy; `u64::MAX`: none is.
+    /// Nodes stored at this position or later (the last ones written) are kept in memory by a
+    /// copy; `u64::MAX`: none is.
     pub recent_from: u64,
 }
 
 impl HeldKeys {
-    /// Whether a copy refers to `node`, stored at `key`, by its key rather than in memory.
-    fn detaches(&self, key: ObjectKey, node: &Node) -> bool {
-        // An inode `Tree` kept in memory made the default replay's store ~0.8 MiB larger (its
-        // patches list more buckets), for little more speed (docs/benchmarks.md, "Issue 11,
-        // eighth round").
-        key.offset_in(self.store).is_some_and(|at| {
-            at >= self.from && (at < self.recent_from || matches!(node.body, NodeBody::Tree(_)))
-        })
+    /// Whether a copy refers to a child stored at `key` by its key rather than in memory.
+    fn detaches(&self, key: ObjectKey) -> bool {
+        key.offset_in(self.store).is_some_and(|at| at >= self.from && at < self.recent_from)
     }
 }
 
@@ -596,15 +591,15 @@ impl Node {
 
     /// A copy of this node whose in-memory children that a store holds (`held`: a stored key of
     /// its store at a position from `held.from` on, and a cached hash) are referred to by key
-    /// instead: the copy does not keep them in memory. Directories and inode leaves written at
-    /// `held.recent_from` or later stay in memory (the next blocks read them without a lookup);
-    /// inode `Tree`s are always referred to by key. Same value, same hash; the caches are kept.
+    /// instead: the copy does not keep them in memory. Those written at `held.recent_from` or
+    /// later stay in memory (the next blocks read them without a lookup). Same value, same hash;
+    /// the caches are kept.
     /// Copy-on-write uses it when the tree's source is such a store
     /// ([`ObjectSource::held_keys`](crate::ObjectSource::held_keys)).
     pub fn detached_copy(&self, held: HeldKeys) -> Node {
         let detach = |child: &NodeRef| match child {
             NodeRef::Mem(node) => match (node.stored_key(), node.cached_hash()) {
-                (Some(key), Some(hash)) if held.detaches(key, node) => NodeRef::Stored { hash, key },
+                (Some(key), Some(hash)) if held.detaches(key) => NodeRef::Stored { hash, key },
                 _ => child.clone(),
             },
             NodeRef::Stored { .. } => child.clone(),
