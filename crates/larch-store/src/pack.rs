@@ -31,8 +31,8 @@ pub const DEFAULT_CACHE_BYTES: u64 = 152 << 20;
 /// to by key, [`larch_core::Node::detached_copy`]). They are the nodes the next blocks read most:
 /// referred to by key, each was read from the pack again (a patch and its base, decoded and
 /// cached) soon after it was written. 1 MiB (a dozen regular blocks' records): the default replay
-/// 1.05–1.09× faster (median 1.07×), CPU 0.93–0.97×, peak RSS +10–20 MiB; 2 and 4 MiB were no faster
-/// and held 15–35 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
+/// 1.10–1.16× faster than with none (one build, alternated runs), peak RSS +20 MiB; 2 and 4 MiB
+/// were no faster and held 12–35 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
 pub const RECENT_IN_MEMORY: u64 = 1 << 20;
 
 #[derive(Clone)]
