@@ -141,7 +141,8 @@ pub(crate) struct PackReader {
     /// ([`ObjectSource::held_keys`]): set while a [`crate::PipelinedRepo`] carries trees from
     /// commit to commit.
     detach: std::sync::atomic::AtomicBool,
-    /// While detaching: the nodes written in this many last bytes of the pack stay in memory ([`RECENT_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: none).
+    /// While detaching: the nodes written in this many last bytes of the pack stay in memory
+    /// ([`RECENT_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: none).
     recent_window: AtomicU64,
     pub counters: ReadCounters,
 }

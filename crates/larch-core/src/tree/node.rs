@@ -593,8 +593,7 @@ impl Node {
     /// its store at a position from `held.from` on, and a cached hash) are referred to by key
     /// instead: the copy does not keep them in memory. Those written at `held.recent_from` or
     /// later stay in memory (the next blocks read them without a lookup). Same value, same hash;
-    /// the caches are kept.
-    /// Copy-on-write uses it when the tree's source is such a store
+    /// the caches are kept. Copy-on-write uses it when the tree's source is such a store
     /// ([`ObjectSource::held_keys`](crate::ObjectSource::held_keys)).
     pub fn detached_copy(&self, held: HeldKeys) -> Node {
         let detach = |child: &NodeRef| match child {

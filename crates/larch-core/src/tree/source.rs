@@ -32,9 +32,9 @@ pub trait ObjectSource: Send + Sync + Debug {
 
     /// The keys this source surely holds, if it is one store (a pack store). A node copied for a
     /// change then refers to its in-memory children held there by their keys, but for the last
-    /// ones written ([`Node::detached_copy`](crate::Node::detached_copy)),
-    /// so that a tree kept across commits does not keep every node written before it in memory.
-    /// `None` (the default): children are copied as they are.
+    /// ones written ([`Node::detached_copy`](crate::Node::detached_copy)), so that a tree kept
+    /// across commits does not keep every node written before it in memory. `None` (the
+    /// default): children are copied as they are.
     fn held_keys(&self) -> Option<super::node::HeldKeys> {
         None
     }
