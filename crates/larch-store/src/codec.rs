@@ -13,8 +13,10 @@ pub const PACK_MAGIC: &[u8; 8] = b"LARCHPAK";
 pub const FORMAT_VERSION: u32 = 2;
 /// Length of the pack header; the first record starts here.
 pub const PACK_HEADER_LEN: u64 = 16;
-/// Contents of at most this many bytes are stored inline in their parent record.
-pub const INLINE_MAX: usize = 32;
+/// Contents of at most this many bytes are stored inline in their parent record (a writer's
+/// choice: readers accept both forms for any length). 34 covers the 33- and 34-byte public keys
+/// of Tezos accounts (docs/format.md §3.5).
+pub const INLINE_MAX: usize = 34;
 /// The largest record body accepted (by readers, and by the writer, which refuses a larger one
 /// with [`StoreError::TooLarge`] before writing it).
 pub const MAX_BODY_LEN: u64 = 1 << 30;

@@ -201,7 +201,8 @@ fn golden_pack_bytes_of_genesis() {
     let mut tree = repo.empty_tree();
     tree.add(&["data", "version"], b"genesis".to_vec()).unwrap();
     tree.add(&["test_chain"], vec![0u8]).unwrap();
-    tree.add(&["00ff"], vec![9u8; 33]).unwrap();
+    // 40 bytes: above the writer's inline threshold (34), a contents record of its own.
+    tree.add(&["00ff"], vec![9u8; 40]).unwrap();
     repo.commit(&tree, &[], CommitInfo::tezos(1530374852, "Genesis")).unwrap();
     // New stores write chunk 0: its 32-byte header (docs/format.md §3), then the records, whose
     // global offsets start at 16 as in a format-2 pack (same bytes after the header).
@@ -213,14 +214,15 @@ fn golden_pack_bytes_of_genesis() {
     assert_eq!(hex::encode(files.pack_image().unwrap()), GOLDEN_PACK);
 }
 
-/// Header; contents record (33 × 0x09); flat `data` {version: inline "genesis"}; flat root
+/// Header; contents record (40 × 0x09); flat `data` {version: inline "genesis"}; flat root
 /// {00ff (hex name): contents pointer, data: node pointer, test_chain: inline 00}; commit.
 const GOLDEN_PACK: &str = concat!(
-    "4c4152434850414b02000000000000000121090909090909090909090909090909090909090909090909090909090909",
-    "0909094ea698e7021201010776657273696f6e0767656e657369736d800310025b03060200ff0b91eaa81dc54f4e9ff8",
-    "34ca2c2f93916a6caa4d7b42da4c1685a00d20cb38d83f0004646174611aa20d77e3ca289630287c51eac79df39ab00b",
-    "bafe72b55d6131013bf57fb4dc18010a746573745f636861696e01002261d289053864c215906e7396f27e55553d86a1",
-    "e584316f233bcc5f4fe2821b03d35744de226100c4aa375b000000000554657a6f730747656e657369733e642e4c",
+    "4c4152434850414b02000000000000000128090909090909090909090909090909090909090909090909090909090909",
+    "09090909090909090909d63bec4c021201010776657273696f6e0767656e657369736d800310025b03060200ffd7b8f0",
+    "e7ead80132e1f900ff09dda45f8dffc437c5344f32ca18ce3723114078460004646174611aa20d77e3ca289630287c51",
+    "eac79df39ab00bbafe72b55d6131013bf57fb4dc18010a746573745f636861696e010006fee17805388cd7e17b97a782",
+    "39fb3867fe8b865b01beb2bddf10c02d8f6bb56f4ace4c8a496100c4aa375b000000000554657a6f730747656e657369",
+    "73500c55d4",
 );
 
 #[test]
