@@ -779,7 +779,6 @@ fn target_of(loc: Option<&Loc>) -> EncodedTarget<'_> {
     }
 }
 
-/// Whether the new target `loc` is what the base entry (of `store`) holds.
 /// The hash and position in `store` of a child a base refers to: by key, or in memory with its
 /// stored key (a base in memory: a node's origin).
 fn stored_position(child: &NodeRef, store: StoreId) -> Option<(Hash, u64)> {
@@ -789,14 +788,12 @@ fn stored_position(child: &NodeRef, store: StoreId) -> Option<(Hash, u64)> {
     }
 }
 
+/// Whether the new target `loc` is what the base entry (of `store`) holds.
 fn same_target(loc: &Loc, entry: &Entry, store: StoreId) -> bool {
     match (loc, entry) {
-        (Loc::Node(hash, offset), Entry::Node(NodeRef::Stored { hash: h, key })) => {
-            hash == h && key.offset_in(store) == Some(*offset)
-        }
-        // A base in memory (a node's origin) refers to its stored children in memory.
-        (Loc::Node(hash, offset), Entry::Node(NodeRef::Mem(old))) => {
-            old.stored_offset_in(store) == Some(*offset) && old.cached_hash().as_ref() == Some(hash)
+        // By key, or in memory (a base in memory, a node's origin, holds its children so).
+        (Loc::Node(hash, offset), Entry::Node(child)) => {
+            stored_position(child, store) == Some((*hash, *offset))
         }
         (Loc::Contents(hash, offset), Entry::Contents(ContentsRef::Stored { hash: h, key })) => {
             hash == h && key.offset_in(store) == Some(*offset)
@@ -863,11 +860,7 @@ fn bucket_changes(
             changes.push((*removed, None));
         }
         match old.next_if(|(probe, _)| probe == bucket) {
-            Some((_, NodeRef::Stored { hash: h, key }))
-                if h == hash && key.offset_in(store) == Some(*offset) => {}
-            Some((_, NodeRef::Mem(old)))
-                if old.stored_offset_in(store) == Some(*offset)
-                    && old.cached_hash().as_ref() == Some(hash) => {}
+            Some((_, child)) if stored_position(child, store) == Some((*hash, *offset)) => {}
             _ => changes.push((*bucket, Some((*hash, *offset)))),
         }
     }
