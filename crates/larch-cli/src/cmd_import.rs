@@ -233,10 +233,6 @@ fn commit_into(repo: &mut Repo, tree: &Tree, commit: &IrminCommit) -> anyhow::Re
     }
 }
 
-/// Values of at most this many bytes are stored inside their directory's record (as the store's
-/// own writer does, `docs/format.md`).
-const INLINE_MAX: usize = 32;
-
 /// The store's bulk writer as the sink of a streamed Irmin tree.
 struct BulkSink<'a, 'r>(&'a mut BulkWriter<'r>);
 
@@ -256,7 +252,9 @@ fn bulk_targets<'a>(entries: &'a [(&'a [u8], SinkTarget<'a>)]) -> Vec<(&'a [u8],
 
 impl TreeSink for BulkSink<'_, '_> {
     fn inline_max(&self) -> usize {
-        INLINE_MAX
+        // Values this short are stored inside their directory's record, as the store's own
+        // writer does (`docs/format.md` §3.5).
+        larch_store::INLINE_MAX
     }
 
     fn contents(&mut self, bytes: &[u8]) -> Result<u64, SinkError> {

@@ -14,9 +14,10 @@ pub const FORMAT_VERSION: u32 = 2;
 /// Length of the pack header; the first record starts here.
 pub const PACK_HEADER_LEN: u64 = 16;
 /// Contents of at most this many bytes are stored inline in their parent record (a writer's
-/// choice: readers accept both forms for any length). 34 covers the 33- and 34-byte public keys
-/// of Tezos accounts (docs/format.md §3.5).
-pub const INLINE_MAX: usize = 34;
+/// choice: readers accept both forms for any length). 256 covers the public keys, balances,
+/// counters and most small contract values of Tezos accounts, so reading one costs no second
+/// record (docs/format.md §3.5).
+pub const INLINE_MAX: usize = 256;
 /// The largest record body accepted (by readers, and by the writer, which refuses a larger one
 /// with [`StoreError::TooLarge`] before writing it).
 pub const MAX_BODY_LEN: u64 = 1 << 30;

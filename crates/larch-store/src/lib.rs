@@ -92,7 +92,7 @@ mod writer;
 
 pub use archive::ArchiveReport;
 pub use bulk::{BulkTarget, BulkWriter};
-pub use codec::RecordKind;
+pub use codec::{INLINE_MAX, RecordKind};
 pub use error::{FileKind, Result, StoreError};
 pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
 pub use gc::{GcPhase, GcProgress, GcReport};

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use larch_core::{CommitInfo, Hash, MemoryRepo, Tree};
+use larch_store::INLINE_MAX;
 use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 
 fn info(n: i64) -> CommitInfo {
@@ -73,7 +74,7 @@ fn a_commit_writes_only_new_nodes() {
     let mut tree = repo.empty_tree();
     for i in 0..2000u32 {
         tree.add(&["data", "big", &format!("{:08x}", i * 7919)], i.to_le_bytes().to_vec()).unwrap();
-        tree.add(&["data", "small", &format!("k{}", i % 50)], vec![1; 40]).unwrap();
+        tree.add(&["data", "small", &format!("k{}", i % 50)], vec![1; INLINE_MAX + 8]).unwrap();
     }
     let first = repo.commit(&tree, &[], info(1)).unwrap();
     let written_first = repo.last_write();
@@ -95,7 +96,7 @@ fn a_commit_writes_only_new_nodes() {
     assert_eq!(tree.length(&["data", "big"]).unwrap(), 2000);
     assert_eq!(tree.find(&["data", "big", "00000000"]).unwrap().unwrap().as_bytes(), b"changed");
     assert_eq!(tree.find(&["data", "small", "k3"]).unwrap().unwrap().as_bytes(), b"x");
-    assert_eq!(tree.find(&["data", "small", "k4"]).unwrap().unwrap().as_bytes(), &[1; 40][..]);
+    assert_eq!(tree.find(&["data", "small", "k4"]).unwrap().unwrap().as_bytes(), &[1; INLINE_MAX + 8][..]);
     let report = repo.fsck();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.stats.commits, 3);
@@ -201,8 +202,8 @@ fn golden_pack_bytes_of_genesis() {
     let mut tree = repo.empty_tree();
     tree.add(&["data", "version"], b"genesis".to_vec()).unwrap();
     tree.add(&["test_chain"], vec![0u8]).unwrap();
-    // 40 bytes: above the writer's inline threshold (34), a contents record of its own.
-    tree.add(&["00ff"], vec![9u8; 40]).unwrap();
+    // 260 bytes: above the writer's inline threshold (256), a contents record of its own.
+    tree.add(&["00ff"], vec![9u8; 260]).unwrap();
     repo.commit(&tree, &[], CommitInfo::tezos(1530374852, "Genesis")).unwrap();
     // New stores write chunk 0: its 32-byte header (docs/format.md §3), then the records, whose
     // global offsets start at 16 as in a format-2 pack (same bytes after the header).
@@ -214,15 +215,19 @@ fn golden_pack_bytes_of_genesis() {
     assert_eq!(hex::encode(files.pack_image().unwrap()), GOLDEN_PACK);
 }
 
-/// Header; contents record (40 × 0x09); flat `data` {version: inline "genesis"}; flat root
+/// Header; contents record (260 × 0x09); flat `data` {version: inline "genesis"}; flat root
 /// {00ff (hex name): contents pointer, data: node pointer, test_chain: inline 00}; commit.
 const GOLDEN_PACK: &str = concat!(
-    "4c4152434850414b02000000000000000128090909090909090909090909090909090909090909090909090909090909",
-    "09090909090909090909d63bec4c021201010776657273696f6e0767656e657369736d800310025b03060200ffd7b8f0",
-    "e7ead80132e1f900ff09dda45f8dffc437c5344f32ca18ce3723114078460004646174611aa20d77e3ca289630287c51",
-    "eac79df39ab00bbafe72b55d6131013bf57fb4dc18010a746573745f636861696e010006fee17805388cd7e17b97a782",
-    "39fb3867fe8b865b01beb2bddf10c02d8f6bb56f4ace4c8a496100c4aa375b000000000554657a6f730747656e657369",
-    "73500c55d4",
+    "4c4152434850414b02000000000000000184020909090909090909090909090909090909090909090909090909090909",
+    "090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909",
+    "090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909",
+    "090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909",
+    "090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909090909",
+    "0909090909090909090909090909090909090909090909090909090909090909090909090909097375d3e30212010107",
+    "76657273696f6e0767656e657369736d800310025c03060200ff335ebe75b8e9b715ad98019262820179ad3fed99f671",
+    "88b6209e1649663d40efa3020004646174611aa20d77e3ca289630287c51eac79df39ab00bbafe72b55d6131013bf57f",
+    "b4dc18010a746573745f636861696e010053a10db805385566933568097c53f66db0d7cda4ffd4b5dfb19e668f1d243d",
+    "d7d562f4eaeb986200c4aa375b000000000554657a6f730747656e65736973a450c041",
 );
 
 #[test]

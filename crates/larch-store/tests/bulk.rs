@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::{CommitInfo, Hash, Kind, MemoryRepo, schema};
+use larch_store::INLINE_MAX;
 use larch_store::{BulkTarget, Repo, StoreError};
 
 fn info() -> CommitInfo {
@@ -12,7 +13,7 @@ fn info() -> CommitInfo {
 
 #[test]
 fn a_bulk_commit_equals_the_same_tree_committed_normally() {
-    let long = vec![7u8; 100];
+    let long = vec![7u8; INLINE_MAX + 44];
     // The reference: {a: "x", b/c: long, d: long}, committed in memory.
     let mut memory = MemoryRepo::new();
     let mut tree = memory.empty_tree();

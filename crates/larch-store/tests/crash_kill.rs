@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test binary
 
 use larch_core::{CommitInfo, Hash};
+use larch_store::INLINE_MAX;
 use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 use larch_testkit::seeded_rng;
 use rand::Rng;
@@ -33,7 +34,7 @@ fn publish_every(sync: SyncPolicy) -> u64 {
 
 fn value_of(level: u64) -> Vec<u8> {
     // Alternately inline and large contents.
-    if level % 3 == 0 { vec![level as u8; 100] } else { format!("v{level}").into_bytes() }
+    if level % 3 == 0 { vec![level as u8; INLINE_MAX + 44] } else { format!("v{level}").into_bytes() }
 }
 
 fn key(level: u64) -> String {

@@ -334,7 +334,7 @@ fn write_corpus() {
     for i in 0..260 {
         tree.add(&["big", &format!("{i:03x}a")], vec![(i % 7) as u8]).unwrap();
     }
-    tree.add(&["flat", "a"], vec![1; 40]).unwrap();
+    tree.add(&["flat", "a"], vec![1; larch_store::INLINE_MAX + 8]).unwrap();
     tree.add(&["flat", "b", "c"], b"x".to_vec()).unwrap();
     tree.add(&["flat", "d"], b"y".to_vec()).unwrap();
     tree.add(&["flat", "e"], b"z".to_vec()).unwrap();

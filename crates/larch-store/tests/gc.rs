@@ -11,6 +11,7 @@ mod common;
 
 use common::{contents_of, info, random_op};
 use larch_core::{Hash, Tree};
+use larch_store::INLINE_MAX;
 use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 use larch_testkit::{Model, TestRng, seeded_rng};
 use rand::Rng;
@@ -75,11 +76,14 @@ impl Built {
             if n % 6 == 2 {
                 let mut side = self.tree.clone();
                 let mut side_model = self.model.clone();
-                side.add(&["side", &format!("s{n}")], format!("side {n} {}", "y".repeat(80)).into_bytes())
-                    .unwrap();
+                side.add(
+                    &["side", &format!("s{n}")],
+                    format!("side {n} {}", "y".repeat(INLINE_MAX)).into_bytes(),
+                )
+                .unwrap();
                 side_model.add(
                     &[b"side".to_vec(), format!("s{n}").into_bytes()],
-                    format!("side {n} {}", "y".repeat(80)).into_bytes(),
+                    format!("side {n} {}", "y".repeat(INLINE_MAX)).into_bytes(),
                 );
                 let name = format!("side-{n}");
                 let hash = self.repo.commit_on(Some(&name), &side, &[commit], info(n)).unwrap();
@@ -489,7 +493,7 @@ fn a_gc_collects_the_pack_of_a_format_2_store() {
     let mut kept = Vec::new();
     let mut parent = old_head;
     for i in 0..3u8 {
-        tree.add(&["data", "version"], vec![b'a' + i; 40]).unwrap();
+        tree.add(&["data", "version"], vec![b'a' + i; INLINE_MAX + 8]).unwrap();
         parent = repo.commit(&tree, &[parent], info(10 + u64::from(i))).unwrap();
         kept.push((parent, contents_of(&repo.checkout(&parent).unwrap())));
     }

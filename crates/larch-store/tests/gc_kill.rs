@@ -13,6 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test binary
 
 use larch_core::{CommitInfo, Hash};
+use larch_store::INLINE_MAX;
 use larch_store::{Repo, RepoOptions, StoreError};
 use larch_testkit::seeded_rng;
 use rand::Rng;
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 const DIR_VAR: &str = "LARCH_GC_KILL_DIR";
 
 fn value_of(level: u64) -> Vec<u8> {
-    if level % 3 == 0 { vec![level as u8; 100] } else { format!("v{level}").into_bytes() }
+    if level % 3 == 0 { vec![level as u8; INLINE_MAX + 44] } else { format!("v{level}").into_bytes() }
 }
 
 fn key(level: u64) -> String {

@@ -13,6 +13,7 @@ mod common;
 
 use common::{info, leb, random_op, reached_offsets};
 use larch_core::{Entry, Hash, NodeRef, Tree};
+use larch_store::INLINE_MAX;
 use larch_store::{Repo, StoreError};
 use larch_testkit::{Model, TestRng, seeded_rng};
 use rand::Rng;
@@ -91,7 +92,8 @@ fn small_rewrites(rng: &mut TestRng, tree: &mut Tree, model: &mut Model) {
                 format!("k{:02}", rng.random_range(0..(12 + 10 * dir))).into_bytes(),
             ];
             let value =
-                format!("v{}-{}", rng.random::<u32>(), "x".repeat(rng.random_range(0..40))).into_bytes();
+                format!("v{}-{}", rng.random::<u32>(), "x".repeat(rng.random_range(0..2 * INLINE_MAX)))
+                    .into_bytes();
             tree.add(&path, value.clone()).unwrap();
             model.add(&path, value);
         }
@@ -120,7 +122,7 @@ fn build_store(rng: &mut TestRng, dir: &Path, blocks: u64) -> (Vec<Hash>, Vec<Ha
             let from = main[rng.random_range(0..main.len())];
             let mut side = repo.checkout(&from).unwrap();
             for i in 0..rng.random_range(1..6) {
-                let value = format!("abandoned {n} {i} {}", "y".repeat(40)).into_bytes();
+                let value = format!("abandoned {n} {i} {}", "y".repeat(INLINE_MAX)).into_bytes();
                 side.add(&["side", &format!("s{i}")], value).unwrap();
             }
             small_rewrites(rng, &mut side, &mut Model::new());
@@ -229,9 +231,14 @@ fn abandoned_branches_before_the_gc_commit_are_dropped_and_after_it_kept() {
     let mut repo = Repo::open(dir.path()).unwrap();
     let mut tree = repo.empty_tree();
     for i in 0..20 {
-        tree.add(&["data", &format!("k{i}")], format!("value {i} {}", "z".repeat(40)).into_bytes()).unwrap();
+        tree.add(&["data", &format!("k{i}")], format!("value {i} {}", "z".repeat(INLINE_MAX)).into_bytes())
+            .unwrap();
     }
-    tree.add(&["old", "x"], b"old value, long enough to be a record of its own".to_vec()).unwrap();
+    tree.add(
+        &["old", "x"],
+        format!("old value, a record of its own {}", "o".repeat(INLINE_MAX)).into_bytes(),
+    )
+    .unwrap();
     let c0 = repo.commit(&tree, &[], info(0)).unwrap();
     // Before K: a branch with a unique subtree, abandoned.
     let mut side = repo.checkout(&c0).unwrap();

@@ -13,6 +13,7 @@ mod common;
 
 use common::{contents_of, info, random_op};
 use larch_core::{Hash, Tree};
+use larch_store::INLINE_MAX;
 use larch_store::{GcPolicy, GcReport, Repo, RepoOptions};
 use larch_testkit::{Model, TestRng, seeded_rng};
 use rand::{Rng, SeedableRng};
@@ -142,7 +143,7 @@ fn history_with_a_late_branch(repo: &mut Repo, blocks: u64) -> (Vec<Hash>, (Hash
     let mut models: Vec<Model> = Vec::new();
     let mut model = Model::new();
     let mut branch = None;
-    let value = |n: u64, i: u32| format!("block {n} value {i} {}", "z".repeat(120)).into_bytes();
+    let value = |n: u64, i: u32| format!("block {n} value {i} {}", "z".repeat(INLINE_MAX)).into_bytes();
     for n in 0..blocks {
         let path = vec![b"filler".to_vec(), format!("f{n}").into_bytes()];
         let filler = format!("filler {n} {}", "f".repeat(300)).into_bytes();

@@ -8,6 +8,7 @@ mod common;
 
 use common::info;
 use larch_core::Hash;
+use larch_store::INLINE_MAX;
 use larch_store::{Repo, StoreError};
 
 fn deep_path(depth: usize) -> Vec<Vec<u8>> {
@@ -19,7 +20,7 @@ fn deep_store(depth: usize) {
     let path = deep_path(depth);
     let mut repo = Repo::open(dir.path()).unwrap();
     let mut tree = repo.empty_tree();
-    tree.add(&path, vec![5u8; 100]).unwrap();
+    tree.add(&path, vec![5u8; INLINE_MAX + 8]).unwrap();
     tree.add(&["top"], b"t".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(1)).unwrap();
     // A second commit rewrites the whole chain (patches of the first one's records).
@@ -30,7 +31,7 @@ fn deep_store(depth: usize) {
 
     let repo = Repo::open_read_only(dir.path()).unwrap();
     let tree = repo.checkout(&first).unwrap();
-    assert_eq!(tree.find(&path).unwrap().unwrap().as_bytes(), &[5u8; 100][..]);
+    assert_eq!(tree.find(&path).unwrap().unwrap().as_bytes(), &[5u8; INLINE_MAX + 8][..]);
     let next = repo.checkout(&second).unwrap();
     assert_eq!(next.find(&path).unwrap().unwrap().as_bytes(), b"changed");
     assert_eq!(next.hash(), repo.commit_details(&second).unwrap().tree_hash);

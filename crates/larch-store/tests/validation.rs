@@ -10,6 +10,7 @@ mod common;
 
 use common::{contents_of, info};
 use larch_core::Hash;
+use larch_store::INLINE_MAX;
 use larch_store::codec::RecordKind;
 use larch_store::storage::{Storage, StoreFiles};
 use larch_store::{Repo, RepoOptions};
@@ -79,7 +80,7 @@ fn build() -> (Images, Vec<Hash>) {
         tree.add(&["big", &format!("n{i:03}")], format!("v{i}").into_bytes()).unwrap();
     }
     for i in 0..8 {
-        tree.add(&["flat", &format!("k{i}")], vec![i as u8; 40]).unwrap();
+        tree.add(&["flat", &format!("k{i}")], vec![i as u8; INLINE_MAX + 8]).unwrap();
     }
     let first = repo.commit(&tree, &[], info(1)).unwrap();
     tree.add(&["flat", "k3"], b"changed".to_vec()).unwrap();
@@ -188,7 +189,7 @@ fn fsck_checks_all_32_bytes_of_a_patch_base_hash() {
 #[test]
 fn altered_contents_are_detected_on_read_in_verifying_mode() {
     let (mut images, commits) = build();
-    // A contents record (a 40-byte value of "flat"): one byte changed, checksum fixed.
+    // A contents record (a value of "flat", longer than the inline threshold): one byte changed, checksum fixed.
     let record = records(&images.pack).into_iter().find(|r| r.kind == RecordKind::Contents).unwrap();
     images.pack[record.body] ^= 0xff;
     fix_crc(&mut images.pack, record);
@@ -217,7 +218,7 @@ fn a_pack_truncated_under_an_open_reader_is_a_typed_error() {
     let mut repo = Repo::open(dir.path()).unwrap();
     let mut tree = repo.empty_tree();
     for i in 0..50 {
-        tree.add(&["d", &format!("k{i}")], vec![i as u8; 40]).unwrap();
+        tree.add(&["d", &format!("k{i}")], vec![i as u8; INLINE_MAX + 8]).unwrap();
     }
     let commit = repo.commit(&tree, &[], info(1)).unwrap();
     repo.close().unwrap();

@@ -47,6 +47,8 @@ fn random_path(rng: &mut TestRng) -> Vec<Vec<u8>> {
     (0..depth).map(|_| STEPS[rng.random_range(0..STEPS.len())].as_bytes().to_vec()).collect()
 }
 
+/// Mostly short values; one in ten of 33–299 bytes, those above the writer's inline threshold
+/// (`larch_store::INLINE_MAX`, 256) written as contents records of their own.
 fn random_value(rng: &mut TestRng) -> Vec<u8> {
     let len = match rng.random_range(0..10) {
         0 => rng.random_range(33..300),
