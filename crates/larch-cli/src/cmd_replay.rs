@@ -37,7 +37,7 @@ pub struct ReplayArgs {
     /// Seed of the generated trace (without a trace only).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 128M
+    /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 96M
     /// with the pipeline (its commit thread's heap and the trees carried in memory take the
     /// rest of the memory budget; docs/benchmarks.md).
     #[arg(long, value_parser = parse_size)]
@@ -123,9 +123,11 @@ impl From<WhenBusyArg> for GcWhenBusy {
 
 /// The default cache budget of a pipelined replay: the commit thread's heap (its own pages for
 /// the records it decodes and primes) and the trees carried from block to block in memory add
-/// ~30 MiB to the resident set at the same cache size; 128 MiB keeps the default trace's peak
-/// under 300 MB (docs/benchmarks.md). Reads through the trees in memory need fewer cache hits.
-const PIPELINE_CACHE_BYTES: u64 = 128 << 20;
+/// to the resident set. 96 MiB (was 128): budgets from 64 to 384 MiB ran the default trace at the
+/// same rate within the machine's noise (misses 1.68M at 64 MiB, 1.29M at 128, 0.90M at 384, but
+/// a larger heap costs as much as the misses it saves), and 96 MiB holds the peak RSS near 250
+/// MiB with the allocator's longer purge delay (docs/benchmarks.md, "Issue 11, ninth round").
+const PIPELINE_CACHE_BYTES: u64 = 96 << 20;
 
 /// Where the replay goes.
 enum Target {

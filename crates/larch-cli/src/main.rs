@@ -1,6 +1,7 @@
 //! The `larch` command: the replay benchmark (its main job), trace tools, the store's integrity
 //! check, and reports that compare and plot runs.
 
+mod allocator;
 mod cmd_archive;
 mod cmd_cat;
 mod cmd_diff;
@@ -25,9 +26,6 @@ mod size;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// larch: a storage engine for versioned Merkle trees (the Tezos context), and its benchmark.
 #[derive(Parser, Debug)]
@@ -87,6 +85,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    allocator::tune();
     let cli = Cli::parse_from(join_sync_every(std::env::args_os()));
     inspect::set_lower(cli.lower);
     let result = match cli.command {
