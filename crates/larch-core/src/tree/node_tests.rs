@@ -154,3 +154,20 @@ fn a_detached_copy_keeps_only_recent_nodes_in_memory() {
     assert_eq!(in_memory(&copy), [false, false, true, true, true, false]);
     assert_eq!(recent.stored_key(), Some(ObjectKey::new(store, 5000)));
 }
+
+#[test]
+fn names_compare_as_their_bytes() {
+    use larch_testkit::rand::Rng;
+    let (mut rng, seed) = larch_testkit::seeded_rng("names_compare_as_their_bytes", 0x6e61_6d65);
+    // Pairs sharing a prefix of 0 to 20 bytes, then 0 to 12 more bytes each from a small alphabet
+    // (so that equal bytes, prefixes and equal names are frequent), across the 8-byte steps.
+    for _ in 0..200_000 {
+        let prefix: Vec<u8> = (0..rng.random_range(0..=20)).map(|_| rng.random_range(0..4u8) * 85).collect();
+        let mut a = prefix.clone();
+        let mut b = prefix;
+        a.extend((0..rng.random_range(0..=12)).map(|_| rng.random_range(0..4u8) * 85));
+        b.extend((0..rng.random_range(0..=12)).map(|_| rng.random_range(0..4u8) * 85));
+        assert_eq!(compare_name_bytes(&a, &b), a.cmp(&b), "seed {seed}: {a:?} {b:?}");
+        assert_eq!(Name::new(&a).cmp(&Name::new(&b)), a.cmp(&b), "seed {seed}");
+    }
+}
