@@ -87,21 +87,31 @@ fn search_bucket(children: &[(u8, NodeRef)], index: u8) -> Result<usize, usize> 
 
 /// The entry named `name` in the directory `node`.
 pub(crate) fn find(node: &Node, name: &[u8], source: &dyn ObjectSource) -> Result<Option<Entry>, TreeError> {
+    find_with(node, name, source, |entry| Ok(entry.cloned()))
+}
+
+/// `f` of the entry named `name` in the directory `node` (`None` if absent), the entry borrowed
+/// from the node that holds it (a walk down a path then clones no entry on the way).
+pub(crate) fn find_with<R>(
+    node: &Node,
+    name: &[u8],
+    source: &dyn ObjectSource,
+    f: impl FnOnce(Option<&Entry>) -> Result<R, TreeError>,
+) -> Result<R, TreeError> {
     match node.body() {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-            Ok(search(entries, name).ok().and_then(|i| entries.get(i)).map(|(_, entry)| entry.clone()))
+            f(search(entries, name).ok().and_then(|i| entries.get(i)).map(|(_, entry)| entry))
         }
         NodeBody::Tree(tree) => {
             let index = inode_index(tree.depth, name);
-            let Ok(position) = search_bucket(&tree.children, index) else {
-                return Ok(None);
-            };
-            let Some((_, child)) = tree.children.get(position) else {
-                return Ok(None);
+            let Some((_, child)) =
+                search_bucket(&tree.children, index).ok().and_then(|i| tree.children.get(i))
+            else {
+                return f(None);
             };
             let child = load(child, source)?;
             check_child(tree.depth, &child)?;
-            find(&child, name, source)
+            find_with(&child, name, source, f)
         }
     }
 }

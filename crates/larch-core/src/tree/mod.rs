@@ -169,19 +169,28 @@ impl Tree {
 
     /// The entry at `path`, if any.
     fn entry_at<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Entry>, TreeError> {
-        let mut current = self.root.clone();
-        for step in path {
-            let Entry::Node(node) = &current else {
-                return Ok(None);
-            };
-            let node = dir::load(node, &*self.source)?;
+        let Some((last, steps)) = path.split_last() else {
+            return Ok(Some(self.root.clone()));
+        };
+        let Entry::Node(root) = &self.root else {
+            return Ok(None);
+        };
+        // Down the path node by node, each entry borrowed where it is: only the last one is cloned.
+        let source = &*self.source;
+        let mut node = dir::load(root, source)?;
+        for step in steps {
             dir::check_dir(&node)?;
-            match dir::find(&node, step.as_ref(), &*self.source)? {
-                Some(entry) => current = entry,
+            let child = dir::find_with(&node, step.as_ref(), source, |entry| match entry {
+                Some(Entry::Node(child)) => dir::load(child, source).map(Some),
+                _ => Ok(None),
+            })?;
+            match child {
+                Some(child) => node = child,
                 None => return Ok(None),
             }
         }
-        Ok(Some(current))
+        dir::check_dir(&node)?;
+        dir::find(&node, last.as_ref(), source)
     }
 
     fn load_contents(&self, contents: &ContentsRef) -> Result<Arc<Contents>, TreeError> {
