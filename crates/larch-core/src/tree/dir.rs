@@ -85,11 +85,6 @@ fn search_bucket(children: &[(u8, NodeRef)], index: u8) -> Result<usize, usize> 
     children.binary_search_by_key(&index, |(probe, _)| *probe)
 }
 
-/// The entry named `name` in the directory `node`.
-pub(crate) fn find(node: &Node, name: &[u8], source: &dyn ObjectSource) -> Result<Option<Entry>, TreeError> {
-    find_with(node, name, source, |entry| Ok(entry.cloned()))
-}
-
 /// `f` of the entry named `name` in the directory `node` (`None` if absent), the entry borrowed
 /// from the node that holds it (a walk down a path then clones no entry on the way).
 pub(crate) fn find_with<R>(

@@ -169,13 +169,22 @@ impl Tree {
 
     /// The entry at `path`, if any.
     fn entry_at<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Entry>, TreeError> {
+        self.entry_at_with(path, |entry| Ok(entry.cloned()))
+    }
+
+    /// `f` of the entry at `path` (`None` if there is none), the entry borrowed where it is: a
+    /// walk down the path clones no entry.
+    fn entry_at_with<P: AsRef<[u8]>, R>(
+        &self,
+        path: &[P],
+        f: impl FnOnce(Option<&Entry>) -> Result<R, TreeError>,
+    ) -> Result<R, TreeError> {
         let Some((last, steps)) = path.split_last() else {
-            return Ok(Some(self.root.clone()));
+            return f(Some(&self.root));
         };
         let Entry::Node(root) = &self.root else {
-            return Ok(None);
+            return f(None);
         };
-        // Down the path node by node, each entry borrowed where it is: only the last one is cloned.
         let source = &*self.source;
         let mut node = dir::load(root, source)?;
         for step in steps {
@@ -186,11 +195,11 @@ impl Tree {
             })?;
             match child {
                 Some(child) => node = child,
-                None => return Ok(None),
+                None => return f(None),
             }
         }
         dir::check_dir(&node)?;
-        dir::find(&node, last.as_ref(), source)
+        dir::find_with(&node, last.as_ref(), source, f)
     }
 
     fn load_contents(&self, contents: &ContentsRef) -> Result<Arc<Contents>, TreeError> {
@@ -203,10 +212,10 @@ impl Tree {
 
     /// The contents at `path` (`None` if absent or a directory).
     pub fn find<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Option<Arc<Contents>>, TreeError> {
-        match self.entry_at(path)? {
-            Some(Entry::Contents(contents)) => Ok(Some(self.load_contents(&contents)?)),
+        self.entry_at_with(path, |entry| match entry {
+            Some(Entry::Contents(contents)) => self.load_contents(contents).map(Some),
             _ => Ok(None),
-        }
+        })
     }
 
     /// The sub-tree (directory or contents) at `path`.
@@ -218,12 +227,12 @@ impl Tree {
 
     /// Whether `path` holds contents.
     pub fn mem<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<bool, TreeError> {
-        Ok(matches!(self.entry_at(path)?, Some(Entry::Contents(_))))
+        self.entry_at_with(path, |entry| Ok(matches!(entry, Some(Entry::Contents(_)))))
     }
 
     /// Whether `path` holds contents or a directory.
     pub fn mem_tree<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<bool, TreeError> {
-        Ok(self.entry_at(path)?.is_some())
+        self.entry_at_with(path, |entry| Ok(entry.is_some()))
     }
 
     /// Sets the contents at `path` to `value`, creating missing directories and replacing any
