@@ -4,9 +4,10 @@
 //! free for its *purge delay* (1 s by default); the next allocation there faults the page in again
 //! and the kernel zeroes it. A replay frees and reallocates decoded nodes and copied directories
 //! all the time, so pages went back and forth: `clear_page_erms` and page faults were ~3% of the
-//! replay thread. With a delay of 10 s the default replay ran 1.05–1.07× faster (docs/benchmarks.md,
-//! "Issue 11, ninth round"); memory idle for longer (after a burst, between blocks of a node that
-//! waits for the next block) is still given back. A `MIMALLOC_PURGE_DELAY` in the environment
+//! replay thread. With a delay of 10 s (and the pipelined replay's cache at 96 MiB) the default
+//! replay ran 1.02–1.10× faster in 4 alternated pairs, at a 20 MiB lower peak RSS
+//! (docs/benchmarks.md, "Issue 11, ninth round"); memory idle for longer (after a burst, between
+//! the blocks of a node, which come every few seconds) is still given back. A `MIMALLOC_PURGE_DELAY` in the environment
 //! (mimalloc's own setting) is left as it is.
 
 #[global_allocator]
