@@ -487,11 +487,15 @@ impl<'a> Encoder<'a> {
                     _ => None,
                 };
                 let store = self.store;
-                let child_base = |name: &Name| -> Option<(Hash, u64)> {
+                // The base's entry named `name`, if any.
+                let base_entry = |name: &Name| -> Option<&Entry> {
                     let list = base_entries?;
                     let index = list.binary_search_by(|(probe, _)| probe.cmp(name)).ok()?;
-                    match list.get(index) {
-                        Some((_, Entry::Node(child))) => stored_position(child, store),
+                    list.get(index).map(|(_, entry)| entry)
+                };
+                let child_base = |name: &Name| -> Option<(Hash, u64)> {
+                    match base_entry(name) {
+                        Some(Entry::Node(child)) => stored_position(child, store),
                         _ => None,
                     }
                 };
@@ -501,10 +505,8 @@ impl<'a> Encoder<'a> {
                 // A value in memory that the base holds already (a tree kept across commits, as a
                 // pipelined writer's: the value was written by an earlier commit) is pointed at.
                 let base_contents = |name: &Name, contents: &Contents| -> Option<Entry> {
-                    let list = base_entries?;
-                    let index = list.binary_search_by(|(probe, _)| probe.cmp(name)).ok()?;
-                    match list.get(index) {
-                        Some((_, stored @ Entry::Contents(ContentsRef::Stored { hash, key })))
+                    match base_entry(name) {
+                        Some(stored @ Entry::Contents(ContentsRef::Stored { hash, key }))
                             if *hash == contents.hash() && key.offset_in(store).is_some() =>
                         {
                             Some(stored.clone())
