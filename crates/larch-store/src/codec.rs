@@ -346,37 +346,71 @@ fn decode_entries(
     if count > max as u64 {
         return Err(cursor.error(format!("{count} entries, at most {max} allowed")));
     }
-    let mut names = DecodedNames::with_capacity(count as usize);
-    let mut targets = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        match decode_entry(cursor, counts, &mut names, store)? {
-            Some(target) => targets.push(target),
-            None => return Err(cursor.error("a removal where an entry was expected")),
+    with_decoded_names(|names| {
+        for _ in 0..count {
+            if !decode_entry(cursor, counts, names, store)? {
+                return Err(cursor.error("a removal where an entry was expected"));
+            }
+            if names.previous().is_some_and(|previous| previous >= names.last()) {
+                return Err(cursor.error("entries not sorted by name (or a name repeated)"));
+            }
         }
-        if names.previous().is_some_and(|previous| previous >= names.last()) {
-            return Err(cursor.error("entries not sorted by name (or a name repeated)"));
-        }
-    }
-    let (buffer, names) = names.finish(cursor)?;
-    names
-        .into_iter()
-        .zip(targets)
-        .map(|(name, target)| Ok((name, target.resolve(&buffer, cursor)?)))
-        .collect()
+        names.finish(cursor, |name, target| match target {
+            Some(entry) => Ok((name, entry)),
+            None => Err(cursor.error("a removal where an entry was expected")),
+        })
+    })
 }
 
-/// The names and inline values of the entries of one record, decoded into one buffer: they become
-/// [`Name`]s and [`InlineValue`](larch_core::InlineValue)s sharing one allocation
-/// ([`SharedBytes`]).
+thread_local! {
+    /// The decoding scratch of this thread ([`with_decoded_names`]).
+    static NAMES_SCRATCH: std::cell::RefCell<DecodedNames> = const {
+        std::cell::RefCell::new(DecodedNames { bytes: Vec::new(), spans: Vec::new(), targets: Vec::new() })
+    };
+}
+
+/// A scratch larger than this is given back to the allocator after use (one huge record does not
+/// keep its buffers for the thread's lifetime).
+const SCRATCH_KEEP_BYTES: usize = 1 << 20;
+
+/// Runs `f` with an empty [`DecodedNames`]: the thread's scratch, reused from one record to the
+/// next (a record's names, spans and targets then cost no allocation of their own: only the shared
+/// buffer and the entries that [`DecodedNames::finish`] returns), or a fresh one if the scratch is
+/// in use.
+pub(crate) fn with_decoded_names<T>(f: impl FnOnce(&mut DecodedNames) -> T) -> T {
+    NAMES_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut names) => {
+            names.clear();
+            let out = f(&mut names);
+            if names.bytes.capacity() > SCRATCH_KEEP_BYTES || names.spans.capacity() > SCRATCH_KEEP_BYTES / 16
+            {
+                *names = DecodedNames::default();
+            } else {
+                names.clear();
+            }
+            out
+        }
+        Err(_) => f(&mut DecodedNames::default()),
+    })
+}
+
+/// The names, inline values and targets of the entries of one record, decoded into one buffer:
+/// the names and values become [`Name`]s and [`InlineValue`](larch_core::InlineValue)s sharing
+/// one allocation ([`SharedBytes`]).
+#[derive(Default)]
 pub(crate) struct DecodedNames {
     bytes: Vec<u8>,
     /// Where each name lies in `bytes`, in order.
     spans: Vec<(usize, usize)>,
+    /// Each name's target, in order (`None`: a removal, in patches only).
+    targets: Vec<Option<DecodedTarget>>,
 }
 
 impl DecodedNames {
-    pub(crate) fn with_capacity(count: usize) -> DecodedNames {
-        DecodedNames { bytes: Vec::with_capacity(count * 32), spans: Vec::with_capacity(count) }
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+        self.targets.clear();
     }
 
     fn span(&self, index: Option<usize>) -> Option<&[u8]> {
@@ -394,16 +428,21 @@ impl DecodedNames {
         self.span(self.spans.len().checked_sub(2))
     }
 
-    /// The shared buffer and the names, in order.
-    pub(crate) fn finish(self, cursor: &Cursor<'_>) -> Result<(SharedBytes, Vec<Name>)> {
+    /// The decoded entries, each made by `make` of its name and its target (`None`: a removal),
+    /// in order: the names and inline values are pieces of one new shared buffer.
+    pub(crate) fn finish<T>(
+        &mut self,
+        cursor: &Cursor<'_>,
+        mut make: impl FnMut(Name, Option<Entry>) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let buffer = SharedBytes::new(&self.bytes);
-        let names = self
-            .spans
-            .iter()
-            .map(|&(start, end)| buffer.name(start..end))
-            .collect::<Option<Vec<Name>>>()
-            .ok_or_else(|| cursor.error("bad names"))?;
-        Ok((buffer, names))
+        let mut out = Vec::with_capacity(self.spans.len());
+        for (&(start, end), target) in self.spans.iter().zip(self.targets.drain(..)) {
+            let name = buffer.name(start..end).ok_or_else(|| cursor.error("bad names"))?;
+            let target = target.map(|target| target.resolve(&buffer, cursor)).transpose()?;
+            out.push(make(name, target)?);
+        }
+        Ok(out)
     }
 }
 
@@ -428,14 +467,14 @@ impl DecodedTarget {
     }
 }
 
-/// Decodes one entry, its name (and inline value) going to `names`; or (tag target 3, in patches
-/// only) the removal of a name: `None`.
+/// Decodes one entry, its name, inline value and target going to `names`: `true`; or (tag
+/// target 3, in patches only) the removal of a name: `false`.
 pub(crate) fn decode_entry(
     cursor: &mut Cursor<'_>,
     counts: &mut EntryCounts,
     names: &mut DecodedNames,
     store: StoreId,
-) -> Result<Option<DecodedTarget>> {
+) -> Result<bool> {
     let tag = cursor.u8()?;
     if tag & !(TAG_HEX | 3) != 0 {
         return Err(cursor.error(format!("bad entry tag {tag:#04x}")));
@@ -473,7 +512,9 @@ pub(crate) fn decode_entry(
         }
         _ => None,
     };
-    Ok(target)
+    let is_entry = target.is_some();
+    names.targets.push(target);
+    Ok(is_entry)
 }
 
 /// Appends the removal of `name` (patches only): the name with tag target 3 and no target.
@@ -636,6 +677,55 @@ pub fn decode_commit(body: &[u8], offset: u64) -> Result<CommitData> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names, targets and inline values of `body`'s entries, as decoded.
+    fn decoded_entries(body: &NodeBody) -> Vec<(Vec<u8>, Option<Vec<u8>>, Hash)> {
+        let (NodeBody::Flat(entries) | NodeBody::Values(entries)) = body else { panic!("not entries") };
+        entries
+            .iter()
+            .map(|(name, entry)| {
+                let held = match entry {
+                    Entry::Contents(contents) => contents.held_bytes().map(<[u8]>::to_vec),
+                    Entry::Node(_) => None,
+                };
+                (name.to_vec(), held, entry.hash())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_record_decoded_after_a_bad_one_is_decoded_whole() {
+        // The decoding scratch a thread reuses must hold nothing of a record whose decoding failed.
+        let entries: [(&[u8], EncodedTarget<'_>); 3] = [
+            (b"00ab", EncodedTarget::Inline(b"value")),
+            (b"balance", EncodedTarget::Node(Hash([7; 32]), 40)),
+            (b"counter", EncodedTarget::Contents(Hash([9; 32]), 60)),
+        ];
+        let encode = |order: &[usize], count: u64| {
+            let mut body = Vec::new();
+            write_leb128(&mut body, count);
+            for &i in order {
+                encode_entry(&mut body, 1000, entries[i].0, &entries[i].1);
+            }
+            body
+        };
+        let store = StoreId::fresh();
+        let decode =
+            |body: &[u8]| decode_node_body(RecordKind::Flat, body, 1000, &mut EntryCounts::default(), store);
+        let good = encode(&[0, 1, 2], 3);
+        let first = decoded_entries(&decode(&good).unwrap());
+        assert_eq!(first.len(), 3);
+        assert_eq!(
+            first[0],
+            (b"00ab".to_vec(), Some(b"value".to_vec()), larch_core::schema::contents_hash(b"value"))
+        );
+        assert_eq!(first[1].2, Hash([7; 32]));
+        assert_eq!(first[2].2, Hash([9; 32]));
+        // Truncated (three entries announced, two present) and unsorted records fail midway.
+        assert!(decode(&encode(&[0, 1], 3)).is_err());
+        assert!(decode(&encode(&[2, 1, 0], 3)).is_err());
+        assert_eq!(decoded_entries(&decode(&good).unwrap()), first);
+    }
 
     #[test]
     fn hex_names_round_trip() {

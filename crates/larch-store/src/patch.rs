@@ -7,6 +7,7 @@ use crate::codec::{self, Cursor, EncodedTarget, EntryCounts, RecordKind};
 use crate::error::{FileKind, Result, StoreError};
 use larch_core::schema::{INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
 use larch_core::{Entry, Hash, InodeTree, Name, NodeBody, NodeRef, StoreId};
+use std::borrow::Cow;
 
 /// The longest chain of patches: a record whose base is at this depth is written in full.
 pub const MAX_CHAIN: u8 = 8;
@@ -113,20 +114,15 @@ pub fn decode(
             if count > STABLE_HASH_MAX as u64 * 2 {
                 return Err(cursor.error(format!("{count} changes")));
             }
-            let mut names = codec::DecodedNames::with_capacity(count as usize);
-            let mut targets = Vec::with_capacity(count as usize);
-            for _ in 0..count {
-                targets.push(codec::decode_entry(&mut cursor, counts, &mut names, store)?);
-                if names.previous().is_some_and(|previous| previous >= names.last()) {
-                    return Err(cursor.error("patch changes not sorted by name"));
+            let changes = codec::with_decoded_names(|names| {
+                for _ in 0..count {
+                    codec::decode_entry(&mut cursor, counts, names, store)?;
+                    if names.previous().is_some_and(|previous| previous >= names.last()) {
+                        return Err(cursor.error("patch changes not sorted by name"));
+                    }
                 }
-            }
-            let (buffer, names) = names.finish(&cursor)?;
-            let changes: Vec<(Name, Option<Entry>)> = names
-                .into_iter()
-                .zip(targets)
-                .map(|(name, target)| Ok((name, target.map(|t| t.resolve(&buffer, &cursor)).transpose()?)))
-                .collect::<Result<_>>()?;
+                names.finish(&cursor, |name, target| Ok((name, target)))
+            })?;
             Patch::Entries { base, chain, changes }
         }
         RecordKind::PatchTree => {
@@ -166,11 +162,21 @@ pub(crate) fn merge_changes<K: Ord + Clone, V: Clone>(
     base: &[(K, V)],
     changes: Vec<(K, Option<V>)>,
 ) -> Option<Vec<(K, V)>> {
-    let mut out = Vec::with_capacity(base.len() + changes.len());
-    let mut rest = base.iter().peekable();
+    merge_changes_into(base.iter().cloned(), base.len(), changes)
+}
+
+/// [`merge_changes`] of a base given as its items in order (`base_len` of them): owned items are
+/// moved, not cloned.
+fn merge_changes_into<K: Ord, V>(
+    base: impl Iterator<Item = (K, V)>,
+    base_len: usize,
+    changes: Vec<(K, Option<V>)>,
+) -> Option<Vec<(K, V)>> {
+    let mut out = Vec::with_capacity(base_len + changes.len());
+    let mut rest = base.peekable();
     for (key, change) in changes {
         while let Some(kept) = rest.next_if(|(existing, _)| *existing < key) {
-            out.push(kept.clone());
+            out.push(kept);
         }
         let present = rest.next_if(|(existing, _)| *existing == key).is_some();
         match change {
@@ -179,33 +185,57 @@ pub(crate) fn merge_changes<K: Ord + Clone, V: Clone>(
             None => {}
         }
     }
-    out.extend(rest.cloned());
+    out.extend(rest);
     Some(out)
 }
 
 /// The body a patch at `offset` describes, given its base's body.
 pub fn apply(base: &NodeBody, patch: Patch, offset: u64) -> Result<NodeBody> {
+    apply_to(Cow::Borrowed(base), patch, offset)
+}
+
+/// [`apply`] to a base's body borrowed (the entries kept are cloned) or owned (they are moved:
+/// a base read only to apply a patch to it is no longer needed, and moving its entries spares
+/// a reference count taken and dropped per entry).
+pub fn apply_to(base: Cow<'_, NodeBody>, patch: Patch, offset: u64) -> Result<NodeBody> {
     let corrupt = |reason: &str| StoreError::corrupt(FileKind::Pack, offset, reason);
-    match (base, patch) {
-        (NodeBody::Flat(entries) | NodeBody::Values(entries), Patch::Entries { changes, .. }) => {
-            let out = merge_changes(entries, changes)
-                .ok_or_else(|| corrupt("the patch removes a name its base lacks"))?;
-            match base {
-                NodeBody::Flat(_) if out.len() <= STABLE_HASH_MAX => Ok(NodeBody::Flat(out)),
-                NodeBody::Values(_) if out.len() <= INODE_VALUES_MAX => Ok(NodeBody::Values(out)),
+    let mismatch = || corrupt("the patch does not match the kind of its base");
+    match patch {
+        Patch::Entries { changes, .. } => {
+            let flat = matches!(*base, NodeBody::Flat(_));
+            let out = match base {
+                Cow::Borrowed(NodeBody::Flat(entries) | NodeBody::Values(entries)) => {
+                    merge_changes(entries, changes)
+                }
+                Cow::Owned(NodeBody::Flat(entries) | NodeBody::Values(entries)) => {
+                    let len = entries.len();
+                    merge_changes_into(entries.into_iter(), len, changes)
+                }
+                _ => return Err(mismatch()),
+            }
+            .ok_or_else(|| corrupt("the patch removes a name its base lacks"))?;
+            match flat {
+                true if out.len() <= STABLE_HASH_MAX => Ok(NodeBody::Flat(out)),
+                false if out.len() <= INODE_VALUES_MAX => Ok(NodeBody::Values(out)),
                 _ => Err(corrupt("the patched node has too many entries")),
             }
         }
-        (NodeBody::Tree(tree), Patch::Tree { length, changes, .. }) => {
-            let children = merge_changes(&tree.children, changes)
-                .ok_or_else(|| corrupt("the patch removes a bucket its base lacks"))?;
+        Patch::Tree { length, changes, .. } => {
+            let (depth, children) = match base {
+                Cow::Borrowed(NodeBody::Tree(tree)) => (tree.depth, merge_changes(&tree.children, changes)),
+                Cow::Owned(NodeBody::Tree(tree)) => {
+                    let len = tree.children.len();
+                    (tree.depth, merge_changes_into(tree.children.into_iter(), len, changes))
+                }
+                _ => return Err(mismatch()),
+            };
+            let children = children.ok_or_else(|| corrupt("the patch removes a bucket its base lacks"))?;
             if children.is_empty() {
                 return Err(corrupt("the patched inode has no children"));
             }
-            codec::check_tree_length(tree.depth, length).map_err(|reason| corrupt(&reason))?;
-            Ok(NodeBody::Tree(InodeTree { depth: tree.depth, length, children }))
+            codec::check_tree_length(depth, length).map_err(|reason| corrupt(&reason))?;
+            Ok(NodeBody::Tree(InodeTree { depth, length, children }))
         }
-        _ => Err(corrupt("the patch does not match the kind of its base")),
     }
 }
 
@@ -247,6 +277,56 @@ mod tests {
         let Entry::Contents(value) = &out[1].1 else { panic!() };
         assert_eq!(value.held_bytes(), Some(&b"new"[..]));
         assert_eq!(value.hash(), larch_core::schema::contents_hash(b"new"));
+    }
+
+    #[test]
+    fn a_base_given_owned_patches_as_a_borrowed_one() {
+        let child = |n: u8| NodeRef::Stored {
+            hash: Hash([n; 32]),
+            key: larch_core::ObjectKey::new(StoreId::fresh(), u64::from(n) * 100),
+        };
+        let tree = NodeBody::Tree(InodeTree {
+            depth: 1,
+            length: 40,
+            children: vec![(1, child(1)), (3, child(3)), (9, child(9))],
+        });
+        let mut tree_patch = Vec::new();
+        encode_head(&mut tree_patch, 1000, (Hash([4; 32]), 500), 2);
+        encode_tree(&mut tree_patch, 1000, 41, &[(2, Some((Hash([2; 32]), 200))), (3, None)]);
+        let mut tree_removing_absent = Vec::new();
+        encode_head(&mut tree_removing_absent, 1000, (Hash([4; 32]), 500), 2);
+        encode_tree(&mut tree_removing_absent, 1000, 41, &[(4, None)]);
+        let cases: Vec<(NodeBody, RecordKind, Vec<u8>)> = vec![
+            (
+                flat(&["a", "b", "c", "e"]),
+                RecordKind::PatchEntries,
+                entries_patch(
+                    1,
+                    &[
+                        EntryChange::Set(b"0", EncodedTarget::Inline(b"first")),
+                        EntryChange::Remove(b"b"),
+                        EntryChange::Set(b"c", EncodedTarget::Inline(b"new")),
+                        EntryChange::Set(b"z", EncodedTarget::Inline(b"last")),
+                    ],
+                ),
+            ),
+            (flat(&["a"]), RecordKind::PatchEntries, entries_patch(1, &[EntryChange::Remove(b"zz")])),
+            (tree.clone(), RecordKind::PatchTree, tree_patch),
+            (tree.clone(), RecordKind::PatchTree, tree_removing_absent),
+            (tree, RecordKind::PatchEntries, entries_patch(1, &[])),
+        ];
+        for (i, (base, kind, body)) in cases.into_iter().enumerate() {
+            let store = StoreId::fresh();
+            let decode_patch = || decode(kind, &body, 1000, &mut EntryCounts::default(), store).unwrap();
+            let borrowed = apply(&base, decode_patch(), 1000).map(|body| larch_core::Node::new(body).hash());
+            let owned = apply_to(Cow::Owned(base), decode_patch(), 1000)
+                .map(|body| larch_core::Node::new(body).hash());
+            match (borrowed, owned) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "case {i}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "case {i}"),
+                (a, b) => panic!("case {i}: borrowed {a:?}, owned {b:?}"),
+            }
+        }
     }
 
     #[test]

@@ -663,6 +663,11 @@ impl Node {
         }
     }
 
+    /// The body, taken out of the node (its caches and origin are dropped with it).
+    pub fn into_body(mut self) -> NodeBody {
+        std::mem::replace(&mut self.body, NodeBody::Flat(Vec::new()))
+    }
+
     /// Mutable access to the body; forgets the cached hash and key, since the value changes.
     pub fn body_mut(&mut self) -> &mut NodeBody {
         self.hash = OnceLock::new();
