@@ -4,11 +4,12 @@
 //! free for its *purge delay* (1 s by default); the next allocation there faults the page in again
 //! and the kernel zeroes it. A replay frees and reallocates decoded nodes and copied directories
 //! all the time, so pages went back and forth: `clear_page_erms` and page faults were ~3% of the
-//! replay thread. With a delay of 10 s (and the pipelined replay's cache at 96 MiB) the default
-//! replay ran 1.02–1.10× faster in 4 alternated pairs, at a 20 MiB lower peak RSS
-//! (docs/benchmarks.md, "Issue 11, ninth round"); memory idle for longer (after a burst, between
-//! the blocks of a node, which come every few seconds) is still given back. A `MIMALLOC_PURGE_DELAY` in the environment
-//! (mimalloc's own setting) is left as it is.
+//! replay thread. A delay of 10 s (with the pipelined replay's cache at 96 MiB) made the default
+//! replay 1.02–1.10× faster in 4 alternated pairs (docs/benchmarks.md, "Issue 11, ninth round"),
+//! but still took 2,418 page faults (huge pages zeroed) where never purging takes 379; a delay
+//! of 60 s runs as never purging does, 1.01–1.05× faster than 10 s in 6 of 7 pairs, peak RSS
+//! +0–10 MiB ("Issue 11, tenth round"). Memory idle for longer than a minute is still given back.
+//! A `MIMALLOC_PURGE_DELAY` in the environment (mimalloc's own setting) is left as it is.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -18,7 +19,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// The purge delay larch sets, in milliseconds.
-const PURGE_DELAY_MS: std::os::raw::c_long = 10_000;
+const PURGE_DELAY_MS: std::os::raw::c_long = 60_000;
 
 /// Sets the allocator's purge delay to [`PURGE_DELAY_MS`] unless the environment chose one.
 pub fn tune() {
