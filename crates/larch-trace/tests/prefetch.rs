@@ -46,8 +46,9 @@ fn assert_same_through_prefetch(bytes: &[u8], what: &str) -> Transcript {
 fn prefetched_traces_read_as_the_reader_they_wrap_across_batches() {
     let (mut rng, seed) = seeded_rng("prefetch_same_items", 0x9f);
     let meta = vec![("seed".to_string(), seed.to_string())];
-    // Batches hold 1,024 operations: traces below, at and across the boundaries.
-    for count in [0, 1, 1023, 1024, 1025, 4100] {
+    // Batches hold 1,024 operations: traces below, at and across the boundaries, and long enough
+    // for the emptied batches to come back to the reading thread and be filled again.
+    for count in [0, 1, 1023, 1024, 1025, 4100, 20_000] {
         let ops = random_ops(&mut rng, count);
         for (format, bytes) in [("larch", write_larch(&ops, &meta)), ("irmin", write_irmin(&ops))] {
             let (items, tail) = assert_same_through_prefetch(&bytes, &format!("{format}, {count} ops"));

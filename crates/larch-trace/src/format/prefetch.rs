@@ -4,7 +4,7 @@
 
 use super::{BoxedSource, OpSource, TraceError, TraceFormat};
 use crate::op::Op;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::thread::JoinHandle;
 
 /// Operations sent to the reading side at once.
@@ -15,7 +15,8 @@ const BATCHES_AHEAD: usize = 4;
 /// One read item with the reader's operation count and byte offset after it.
 type Item = (Result<Op, TraceError>, u64, u64);
 
-/// A batch of items; the last one of the trace carries the reader's truncated tail.
+/// A batch of items, in reverse order (the caller pops them off the end); the last one of the
+/// trace carries the reader's truncated tail.
 struct Batch {
     items: Vec<Item>,
     end: Option<Option<u64>>,
@@ -30,7 +31,12 @@ pub struct PrefetchSource {
     format: TraceFormat,
     metadata: Vec<(String, String)>,
     receiver: Option<Receiver<Batch>>,
-    current: std::vec::IntoIter<Item>,
+    /// The batch being read, in reverse order.
+    current: Vec<Item>,
+    /// Where emptied batches go back to the reading thread, which fills them again: a batch is a
+    /// large allocation (~100 KiB), and allocating one per 1,024 operations on one thread and
+    /// freeing it on another made the allocator take fresh, zeroed pages all the time.
+    recycle: Option<SyncSender<Vec<Item>>>,
     truncated_tail: Option<u64>,
     ops_read: u64,
     offset: u64,
@@ -45,15 +51,17 @@ pub fn prefetch(source: BoxedSource) -> Result<PrefetchSource, TraceError> {
     let metadata = source.metadata().to_vec();
     let (ops_read, offset) = (source.ops_read(), source.offset());
     let (sender, receiver) = sync_channel(BATCHES_AHEAD);
+    let (recycle, recycled) = sync_channel(BATCHES_AHEAD + 2);
     let thread = std::thread::Builder::new()
         .name("larch-trace".into())
-        .spawn(move || read_ahead(source, &sender))
+        .spawn(move || read_ahead(source, &sender, &recycled))
         .map_err(|source| TraceError::Io { offset, source })?;
     Ok(PrefetchSource {
         format,
         metadata,
         receiver: Some(receiver),
-        current: Vec::new().into_iter(),
+        current: Vec::new(),
+        recycle: Some(recycle),
         truncated_tail: None,
         ops_read,
         offset,
@@ -62,10 +70,17 @@ pub fn prefetch(source: BoxedSource) -> Result<PrefetchSource, TraceError> {
     })
 }
 
-/// The reading thread: sends batches until the trace ends or the caller hangs up.
-fn read_ahead(mut source: BoxedSource, sender: &SyncSender<Batch>) {
+/// The reading thread: sends batches (filling the emptied ones the caller sends back) until the
+/// trace ends or the caller hangs up.
+fn read_ahead(mut source: BoxedSource, sender: &SyncSender<Batch>, recycled: &Receiver<Vec<Item>>) {
     loop {
-        let mut items = Vec::with_capacity(BATCH);
+        let mut items = match recycled.try_recv() {
+            Ok(mut items) => {
+                items.clear();
+                items
+            }
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => Vec::with_capacity(BATCH),
+        };
         let mut ended = false;
         while items.len() < BATCH {
             match source.next() {
@@ -77,6 +92,7 @@ fn read_ahead(mut source: BoxedSource, sender: &SyncSender<Batch>) {
             }
         }
         let end = ended.then(|| source.truncated_tail());
+        items.reverse();
         if sender.send(Batch { items, end }).is_err() || ended {
             return;
         }
@@ -88,7 +104,7 @@ impl Iterator for PrefetchSource {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some((item, ops_read, offset)) = self.current.next() {
+            if let Some((item, ops_read, offset)) = self.current.pop() {
                 self.ops_read = ops_read;
                 self.offset = offset;
                 return Some(item);
@@ -107,7 +123,11 @@ impl Iterator for PrefetchSource {
                 self.finished = true;
                 self.truncated_tail = tail;
             }
-            self.current = batch.items.into_iter();
+            let emptied = std::mem::replace(&mut self.current, batch.items);
+            if let Some(recycle) = &self.recycle {
+                // A full or closed channel: the batch is dropped instead.
+                let _ = recycle.try_send(emptied);
+            }
         }
     }
 }
