@@ -7,9 +7,10 @@
 //! replay thread. A delay of 10 s (with the pipelined replay's cache at 96 MiB) made the default
 //! replay 1.02–1.10× faster in 4 alternated pairs (docs/benchmarks.md, "Issue 11, ninth round"),
 //! but still took 2,418 page faults (huge pages zeroed) where never purging takes 379; a delay
-//! of 60 s runs as never purging does, 1.01–1.05× faster than 10 s in 6 of 7 pairs, peak RSS
-//! +0–10 MiB ("Issue 11, tenth round"). Memory idle for longer than a minute is still given back.
-//! A `MIMALLOC_PURGE_DELAY` in the environment (mimalloc's own setting) is left as it is.
+//! of 60 s runs as never purging does, which ran 0.94–1.10× (1.02–1.10× in 7 of 8 pairs) the
+//! speed of 10 s, peak RSS +0–10 MiB ("Issue 11, tenth round"). Memory idle for longer than a
+//! minute is still given back. A `MIMALLOC_PURGE_DELAY` in the environment (mimalloc's own
+//! setting) is left as it is.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
