@@ -36,7 +36,7 @@ pub struct PrefetchSource {
     /// Where emptied batches go back to the reading thread, which fills them again: a batch is a
     /// large allocation (~100 KiB), and allocating one per 1,024 operations on one thread and
     /// freeing it on another made the allocator take fresh, zeroed pages all the time.
-    recycle: Option<SyncSender<Vec<Item>>>,
+    recycle: SyncSender<Vec<Item>>,
     truncated_tail: Option<u64>,
     ops_read: u64,
     offset: u64,
@@ -61,7 +61,7 @@ pub fn prefetch(source: BoxedSource) -> Result<PrefetchSource, TraceError> {
         metadata,
         receiver: Some(receiver),
         current: Vec::new(),
-        recycle: Some(recycle),
+        recycle,
         truncated_tail: None,
         ops_read,
         offset,
@@ -124,10 +124,8 @@ impl Iterator for PrefetchSource {
                 self.truncated_tail = tail;
             }
             let emptied = std::mem::replace(&mut self.current, batch.items);
-            if let Some(recycle) = &self.recycle {
-                // A full or closed channel: the batch is dropped instead.
-                let _ = recycle.try_send(emptied);
-            }
+            // A full or closed channel: the batch is dropped instead.
+            let _ = self.recycle.try_send(emptied);
         }
     }
 }
