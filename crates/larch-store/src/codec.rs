@@ -369,8 +369,9 @@ thread_local! {
     };
 }
 
-/// A scratch larger than this is given back to the allocator after use (one huge record does not
-/// keep its buffers for the thread's lifetime).
+/// A scratch holding more bytes than this is given back to the allocator after use (one huge
+/// record does not keep its buffer for the thread's lifetime; the spans and targets are bounded
+/// by the entries a record may hold).
 const SCRATCH_KEEP_BYTES: usize = 1 << 20;
 
 /// Runs `f` with an empty [`DecodedNames`]: the thread's scratch, reused from one record to the
@@ -382,8 +383,7 @@ pub(crate) fn with_decoded_names<T>(f: impl FnOnce(&mut DecodedNames) -> T) -> T
         Ok(mut names) => {
             names.clear();
             let out = f(&mut names);
-            if names.bytes.capacity() > SCRATCH_KEEP_BYTES || names.spans.capacity() > SCRATCH_KEEP_BYTES / 16
-            {
+            if names.bytes.capacity() > SCRATCH_KEEP_BYTES {
                 *names = DecodedNames::default();
             } else {
                 names.clear();
