@@ -1,10 +1,11 @@
 //! Hashing a commit's tree on two threads when it is large: the dirty subtrees `larch-core` cuts
 //! out ([`Tree::dirty_subtrees`]) are shared between the committing thread and one helper, taking
-//! them from a common counter; the few nodes above them are hashed last, on the committing thread.
+//! them sixteen at a time from a common counter (each part hashed level by level, its pre-images
+//! batched: [`Node::hash_all`]); the few nodes above them are hashed last, on the committing thread.
 //! The hashes are those of [`Tree::hash`] alone (each node's hash is computed once, from the same
 //! pre-image, whichever thread computes it).
 
-use larch_core::{Hash, Tree};
+use larch_core::{Hash, Node, Tree};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Below this many dirty nodes, a tree is hashed on the committing thread only: starting a thread
@@ -12,14 +13,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// trace rewrites ~1,000 nodes, a large burst ~16,000 directories.
 pub(crate) const PARALLEL_MIN_DIRTY: usize = 1024;
 
+/// Subtrees a thread takes at a time, hashed together (their pre-images batched level by level,
+/// [`Node::hash_all`]): a few hundred subtrees are then shared in a few dozen parts.
+const SUBTREES_PER_TAKE: usize = 16;
+
 /// The hash of `tree`, its dirty subtrees hashed on two threads when there are enough of them.
 pub(crate) fn tree_hash(tree: &Tree) -> Hash {
     let work = tree.dirty_subtrees(PARALLEL_MIN_DIRTY);
     if !work.is_empty() {
         let next = AtomicUsize::new(0);
         let run = || {
-            while let Some(node) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
-                let _ = node.hash();
+            loop {
+                let start = next.fetch_add(SUBTREES_PER_TAKE, Ordering::Relaxed);
+                let Some(part) = work.get(start..).filter(|part| !part.is_empty()) else { break };
+                Node::hash_all(part.get(..SUBTREES_PER_TAKE).unwrap_or(part));
             }
         };
         std::thread::scope(|scope| {

@@ -6,9 +6,9 @@
 //! into a frontier of subtrees ([`Tree::dirty_subtrees`](super::Tree::dirty_subtrees)); a caller
 //! with threads (the store's commit) hashes them from several threads, then hashes the tree, whose
 //! nodes above the frontier find their children's hashes cached. The hashes are those of the
-//! serial computation: each node's hash is computed once, by whichever thread reaches it first
-//! (`OnceLock`: a thread reaching a node another thread is hashing waits for it), from the same
-//! pre-image. This crate starts no thread.
+//! serial computation: each node's hash is computed from the same pre-image whichever thread
+//! computes it, and cached once (`OnceLock`: a node shared by two subtrees, as a copy makes, may
+//! be computed by both, and the second result, equal, is dropped). This crate starts no thread.
 
 use super::node::{Entry, Node, NodeBody, NodeRef};
 use std::sync::Arc;

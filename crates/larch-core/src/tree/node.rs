@@ -711,13 +711,25 @@ impl Node {
         }
     }
 
-    /// The node's hash under the Tezos schema, computed bottom-up once and cached (at any depth:
-    /// the recursion through modified children is [guarded](crate::stack::guarded)).
+    /// The node's hash under the Tezos schema, computed once and cached, with those of its
+    /// in-memory descendants that lack one: level by level from the deepest, several at a time
+    /// (`node_hash.rs`).
     pub fn hash(&self) -> Hash {
         if let Some(hash) = self.hash.get() {
             return *hash;
         }
-        *self.hash.get_or_init(|| crate::stack::guarded(|| compute_hash(&self.body)))
+        crate::stack::guarded(|| {
+            node_hash::hash_all(&[self]);
+            *self.hash.get_or_init(|| node_hash::hash_alone(self))
+        })
+    }
+
+    /// Computes and caches the hashes of `nodes` and of their in-memory descendants that lack
+    /// one, as [`hash`](Node::hash) does for one node, batching the pre-images of all of them
+    /// (for a writer hashing many independent subtrees: [`Tree::dirty_subtrees`](crate::Tree::dirty_subtrees)).
+    pub fn hash_all(nodes: &[Arc<Node>]) {
+        let nodes: Vec<&Node> = nodes.iter().map(|node| &**node).collect();
+        crate::stack::guarded(|| node_hash::hash_all(&nodes));
     }
 }
 
@@ -736,44 +748,8 @@ impl Drop for Node {
     }
 }
 
-fn entry_refs(entries: &Entries) -> impl Iterator<Item = schema::EntryRef<'_>> {
-    entries.iter().map(|(name, entry)| (name.as_bytes(), entry.kind(), entry.hash()))
-}
-
-/// Computes and caches the hashes of the entries that cache them (an inline value's hash is
-/// computed where it is used, once).
-fn prehash(entries: &Entries) {
-    for (_, entry) in entries {
-        match entry {
-            Entry::Contents(contents) if !contents.hash_is_cached() => {}
-            _ => {
-                let _ = entry.hash();
-            }
-        }
-    }
-}
-
-fn compute_hash(body: &NodeBody) -> Hash {
-    // Children are hashed in a first pass, so that the pre-image buffer is free while they hash and
-    // the second pass only reads their caches.
-    match body {
-        NodeBody::Flat(entries) => {
-            prehash(entries);
-            schema::flat_node_hash(entries.len(), entry_refs(entries))
-        }
-        NodeBody::Values(entries) => {
-            prehash(entries);
-            schema::values_inode_hash(entries.len(), entry_refs(entries))
-        }
-        NodeBody::Tree(tree) => {
-            for (_, child) in &tree.children {
-                let _ = child.hash();
-            }
-            let pointers = tree.children.iter().map(|(index, child)| (*index, child.hash()));
-            schema::tree_inode_hash(tree.depth, tree.length, tree.children.len(), pointers)
-        }
-    }
-}
+#[path = "node_hash.rs"]
+mod node_hash;
 
 #[cfg(test)]
 #[path = "node_tests.rs"]

@@ -171,3 +171,108 @@ fn names_compare_as_their_bytes() {
         assert_eq!(Name::new(&a).cmp(&Name::new(&b)), a.cmp(&b), "seed {seed}");
     }
 }
+
+/// The hash of `node` from the schema's one-at-a-time functions, recursively: a reference for the
+/// batched hashing of `node_hash.rs` (it reads no cache the code under test sets).
+fn reference_hash(node: &Node) -> Hash {
+    fn entry_hash(entry: &Entry) -> Hash {
+        match entry {
+            Entry::Contents(ContentsRef::Stored { hash, .. }) | Entry::Node(NodeRef::Stored { hash, .. }) => {
+                *hash
+            }
+            Entry::Contents(contents) => schema::contents_hash(contents.held_bytes().unwrap()),
+            Entry::Node(NodeRef::Mem(child)) => reference_hash(child),
+        }
+    }
+    let triples = |entries: &Entries| -> Vec<(Vec<u8>, Kind, Hash)> {
+        entries.iter().map(|(name, entry)| (name.to_vec(), entry.kind(), entry_hash(entry))).collect()
+    };
+    match node.body() {
+        NodeBody::Flat(entries) => {
+            let triples = triples(entries);
+            schema::flat_node_hash(triples.len(), triples.iter().map(|(n, k, h)| (&n[..], *k, *h)))
+        }
+        NodeBody::Values(entries) => {
+            let triples = triples(entries);
+            schema::values_inode_hash(triples.len(), triples.iter().map(|(n, k, h)| (&n[..], *k, *h)))
+        }
+        NodeBody::Tree(tree) => {
+            let pointers: Vec<(u8, Hash)> = tree
+                .children
+                .iter()
+                .map(|(index, child)| (*index, entry_hash(&Entry::Node(child.clone()))))
+                .collect();
+            schema::tree_inode_hash(tree.depth, tree.length, pointers.len(), pointers.into_iter())
+        }
+    }
+}
+
+#[test]
+fn nodes_hashed_together_hash_as_each_alone() {
+    // More directories than a batch holds, each with every kind of entry: values in memory
+    // (uncached hash), inline pieces of a shared buffer, stored values and directories, and an
+    // in-memory sub-directory, itself holding an inode trie for some.
+    let store = StoreId::fresh();
+    let dirs: Vec<Arc<Node>> = (0..200u32)
+        .map(|i| {
+            let text = format!("v{i}-inline-{}", "x".repeat(i as usize % 150));
+            let buffer = SharedBytes::new(text.as_bytes());
+            let mut sub = crate::Tree::empty();
+            for j in 0..(if i % 20 == 0 { 300 } else { 1 + i % 5 }) {
+                sub.add(&[format!("f{j}")], format!("{i}/{j}").into_bytes()).unwrap();
+            }
+            let Entry::Node(sub) = sub.root().clone() else { panic!("a directory") };
+            let entries = vec![
+                (Name::from("d"), Entry::Node(sub)),
+                (Name::from("i"), Entry::Contents(ContentsRef::Inline(buffer.value(1..text.len()).unwrap()))),
+                (
+                    Name::from("k"),
+                    Entry::Node(NodeRef::Stored { hash: Hash([i as u8; 32]), key: ObjectKey::new(store, 8) }),
+                ),
+                (Name::from("m"), Entry::contents(vec![i as u8; i as usize % 300])),
+                (
+                    Name::from("s"),
+                    Entry::Contents(ContentsRef::Stored {
+                        hash: Hash([7; 32]),
+                        key: ObjectKey::new(store, 9),
+                    }),
+                ),
+            ];
+            Arc::new(Node::new(NodeBody::Flat(entries)))
+        })
+        .collect();
+    let expected: Vec<Hash> = dirs.iter().map(|dir| reference_hash(dir)).collect();
+    Node::hash_all(&dirs);
+    for (i, (dir, expected)) in dirs.iter().zip(&expected).enumerate() {
+        assert_eq!(dir.cached_hash(), Some(*expected), "directory {i}");
+        let NodeBody::Flat(entries) = dir.body() else { panic!("flat") };
+        let Some((_, Entry::Contents(ContentsRef::Mem(value)))) = entries.get(3) else { panic!("m") };
+        assert_eq!(value.hash.get(), Some(&schema::contents_hash(value.as_bytes())), "directory {i}: cached");
+    }
+    // And one at a time, for a node whose children are hashed already or not.
+    let fresh =
+        Node::new(NodeBody::Flat(vec![(Name::from("a"), Entry::Node(NodeRef::Mem(dirs[3].clone())))]));
+    assert_eq!(fresh.hash(), reference_hash(&fresh));
+}
+
+#[test]
+fn a_tree_of_shared_copies_is_hashed_once_per_node() {
+    // Each level holds the level below twice (as copies make it): 2^60 paths, 61 nodes. A walk
+    // per path would never end; the hash is the chain of the schema's.
+    let mut node =
+        Arc::new(Node::new(NodeBody::Flat(vec![(Name::from("v"), Entry::contents(b"x".to_vec()))])));
+    let mut expected =
+        schema::flat_node_hash(1, [(&b"v"[..], Kind::Contents, schema::contents_hash(b"x"))].into_iter());
+    for _ in 0..60 {
+        let entries = vec![
+            (Name::from("a"), Entry::Node(NodeRef::Mem(node.clone()))),
+            (Name::from("b"), Entry::Node(NodeRef::Mem(node.clone()))),
+        ];
+        node = Arc::new(Node::new(NodeBody::Flat(entries)));
+        expected = schema::flat_node_hash(
+            2,
+            [(&b"a"[..], Kind::Node, expected), (&b"b"[..], Kind::Node, expected)].into_iter(),
+        );
+    }
+    assert_eq!(node.hash(), expected);
+}
