@@ -543,6 +543,7 @@ impl Repo {
             poisoned: false,
             unsynced_commits: 0,
             buffer: Vec::new(),
+            encoder_tables: None,
             stats: StoreStats::default(),
             last_write: WriteCounts::default(),
             gc: None,

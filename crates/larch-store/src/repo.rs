@@ -63,6 +63,8 @@ pub struct Repo {
     pub(crate) poisoned: bool,
     pub(crate) unsynced_commits: u32,
     pub(crate) buffer: Vec<u8>,
+    /// The encoder's tables, kept between commits as `buffer` is.
+    pub(crate) encoder_tables: Option<crate::writer::EncoderTables>,
     pub(crate) stats: StoreStats,
     pub(crate) last_write: WriteCounts,
     /// The running garbage collection, until it switches (`gc.rs`).
@@ -237,6 +239,7 @@ impl Repo {
                 &**tree.source(),
                 reader,
                 prime_budget,
+                self.encoder_tables.take().unwrap_or_default(),
             );
             // Pointers into collected space are refused; while a GC runs, pointers below its
             // commit are its late roots.
@@ -251,13 +254,13 @@ impl Repo {
             Ok::<_, StoreError>((
                 commit_offset,
                 encoder.flushed,
-                encoder.marks,
+                encoder.tables,
                 encoder.records,
                 encoder.counts,
                 encoder.late_roots,
             ))
         })();
-        let (commit_offset, flushed, marks, records, counts, late_roots) = match result {
+        let (commit_offset, flushed, mut tables, records, counts, late_roots) = match result {
             Ok(done) => done,
             Err(e) => {
                 self.buffer = buffer;
@@ -281,13 +284,14 @@ impl Repo {
         self.publish(state, pack_len, index_len)?;
         self.commits.insert(hash, commit_offset);
         self.last_commit = Some(commit_offset);
-        for (node, offset, chain) in marks {
+        for (node, offset, chain) in tables.marks.drain(..) {
             let key = self.source.reader.key(offset);
             node.set_stored_key(key);
             if let Some(chain) = chain {
                 node.note_record_chain(key, chain);
             }
         }
+        self.encoder_tables = tables.recycled();
         for record in records {
             self.source.reader.prime(record.offset, record.node, record.chain, record.weight);
         }

@@ -44,6 +44,46 @@ impl std::hash::Hasher for AddressHasher {
 
 type AddressMap = HashMap<usize, u64, std::hash::BuildHasherDefault<AddressHasher>>;
 
+/// The tables an [`Encoder`] fills, kept by the writer from one commit to the next (cleared): a
+/// commit then fills tables already grown instead of growing new ones (each doubling rehashes
+/// and, past a few hundred KiB, faults fresh pages in; a large burst's commit spent a quarter of
+/// its time there).
+#[derive(Default)]
+pub(crate) struct EncoderTables {
+    pending_nodes: AddressMap,
+    pending_contents: AddressMap,
+    /// Nodes written, or found equal to a stored version, with their offsets and the chain
+    /// lengths of those records (if known): marked stored once the commit is published.
+    pub marks: Vec<(Arc<Node>, u64, Option<u8>)>,
+}
+
+impl std::fmt::Debug for EncoderTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncoderTables")
+            .field("node_capacity", &self.pending_nodes.capacity())
+            .field("contents_capacity", &self.pending_contents.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tables that grew past this many entries (a setup block's commit) are not kept.
+const KEEP_TABLE_ENTRIES: usize = 1 << 16;
+
+impl EncoderTables {
+    /// The tables emptied for the next commit, if they are not too large to keep.
+    pub fn recycled(mut self) -> Option<EncoderTables> {
+        let largest =
+            self.pending_nodes.capacity().max(self.pending_contents.capacity()).max(self.marks.capacity());
+        if largest > KEEP_TABLE_ENTRIES {
+            return None;
+        }
+        self.pending_nodes.clear();
+        self.pending_contents.clear();
+        self.marks.clear();
+        Some(self)
+    }
+}
+
 /// Where an entry's target went.
 enum Loc {
     Node(Hash, u64),
@@ -107,11 +147,8 @@ pub(crate) struct Encoder<'a> {
     sink: Option<&'a dyn Storage>,
     /// Bytes of this commit already written past the published end (before `buf`).
     pub flushed: u64,
-    pending_nodes: AddressMap,
-    pending_contents: AddressMap,
-    /// Nodes written, or found equal to a stored version, with their offsets and the chain
-    /// lengths of those records (if known): marked stored once the commit is published.
-    pub marks: Vec<(Arc<Node>, u64, Option<u8>)>,
+    /// Nodes and contents written by address, and the nodes to mark stored.
+    pub tables: EncoderTables,
     /// The records written, decoded (children as stored references): the cache is primed with
     /// them once the commit is published, so the next checkout finds them. Only the last ones
     /// (the upper levels of the tree, written last) within `prime_budget` bytes are kept: more
@@ -147,8 +184,8 @@ pub(crate) struct Encoder<'a> {
 }
 
 impl<'a> Encoder<'a> {
-    /// An encoder appending to `buf` (cleared), to be written at pack offset `base` of the store
-    /// `store`; with a `sink`, a buffer that reaches [`FLUSH_BYTES`] is written there early. At
+    /// An encoder appending to `buf` (cleared) and filling `tables` (empty), to be written at pack
+    /// offset `base` of the store `store`; with a `sink`, a buffer that reaches [`FLUSH_BYTES`] is written there early. At
     /// most `prime_budget` bytes of decoded records are kept to prime the cache. Lazy parts of
     /// the tree that are not this store's load from `source`, the tree's source.
     pub fn new(
@@ -158,6 +195,7 @@ impl<'a> Encoder<'a> {
         source: &'a dyn ObjectSource,
         reader: Option<&'a PackReader>,
         prime_budget: u64,
+        tables: EncoderTables,
     ) -> Encoder<'a> {
         buf.clear();
         Encoder {
@@ -166,9 +204,7 @@ impl<'a> Encoder<'a> {
             base,
             sink,
             flushed: 0,
-            pending_nodes: AddressMap::default(),
-            pending_contents: AddressMap::default(),
-            marks: Vec::new(),
+            tables,
             records: VecDeque::new(),
             records_weight: 0,
             prime_budget,
@@ -366,11 +402,11 @@ impl<'a> Encoder<'a> {
             }
             Entry::Contents(ContentsRef::Mem(contents)) => {
                 let id = Arc::as_ptr(contents) as usize;
-                let offset = match self.pending_contents.get(&id) {
+                let offset = match self.tables.pending_contents.get(&id) {
                     Some(offset) => *offset,
                     None => {
                         let offset = self.contents_record(contents.as_bytes())?;
-                        self.pending_contents.insert(id, offset);
+                        self.tables.pending_contents.insert(id, offset);
                         offset
                     }
                 };
@@ -461,7 +497,7 @@ impl<'a> Encoder<'a> {
             return self.own_key(hash, offset);
         }
         let id = Arc::as_ptr(node) as usize;
-        if let Some(offset) = self.pending_nodes.get(&id) {
+        if let Some(offset) = self.tables.pending_nodes.get(&id) {
             return Ok((hash, *offset));
         }
         if let Some((base_hash, base_offset)) = base
@@ -696,8 +732,8 @@ impl<'a> Encoder<'a> {
         hash: Hash,
         (offset, chain): (u64, u8),
     ) -> Result<(Hash, u64)> {
-        self.pending_nodes.insert(id, offset);
-        self.marks.push((node.clone(), offset, Some(chain)));
+        self.tables.pending_nodes.insert(id, offset);
+        self.tables.marks.push((node.clone(), offset, Some(chain)));
         Ok((hash, offset))
     }
 
@@ -715,8 +751,8 @@ impl<'a> Encoder<'a> {
         (offset, chain): (u64, Option<u8>),
     ) -> Result<(Hash, u64)> {
         let at = self.own_key(hash, offset)?;
-        self.pending_nodes.insert(id, offset);
-        self.marks.push((node.clone(), offset, chain));
+        self.tables.pending_nodes.insert(id, offset);
+        self.tables.marks.push((node.clone(), offset, chain));
         Ok(at)
     }
 }
