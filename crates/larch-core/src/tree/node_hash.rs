@@ -5,49 +5,79 @@
 //! nodes of one level, and the contents values of a batch of them, are independent by
 //! construction; the hashes are those of the schema alone, whichever order computes them.
 
-use super::{Contents, ContentsRef, Entry, Node, NodeBody, NodeRef};
+use super::{ContentsRef, Entry, Node, NodeBody, NodeRef};
 use crate::hash::{Hash, blake2b_params};
 use crate::schema;
 use blake2b_simd::many::{HashManyJob, hash_many};
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Nodes hashed in one batch: enough to fill the SIMD lanes with pre-images of similar lengths,
 /// few enough that a batch's pre-images stay in the CPU's caches (a few hundred KiB at most for
-/// typical directories).
+/// typical directories). 8, 16 and 256 ran as fast on the default replay.
 const BATCH_NODES: usize = 64;
+
+/// Pre-images handed to BLAKE2b at once (a bounded array of jobs, not one per input).
+const JOBS_AT_ONCE: usize = 32;
+
+/// Contents values longer than this are hashed alone, not copied into a batch's buffer (they
+/// are rare: contract code and storage; a copy would cost more than the lanes save).
+const BATCHED_CONTENTS_MAX: usize = 4096;
+
+/// A thread's scratch buffers are kept up to this many bytes each.
+const KEEP_SCRATCH_BYTES: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
 
 /// Computes and caches the hashes of `roots` and of their in-memory descendants that lack one.
 pub(super) fn hash_all(roots: &[&Node]) {
-    let levels = unhashed_levels(roots);
-    let mut scratch = Scratch::default();
-    for level in levels.iter().rev() {
-        for batch in level.chunks(BATCH_NODES) {
-            hash_batch(batch, &mut scratch);
+    with_scratch(|scratch| {
+        let levels = unhashed_levels(roots, &mut scratch.seen);
+        for level in levels.iter().rev() {
+            for batch in level.chunks(BATCH_NODES) {
+                hash_batch(batch, scratch);
+            }
         }
-    }
+    });
 }
 
 /// The hash of `node` computed alone, from the cached hashes of its children (computing those
-/// it lacks, one by one).
+/// it lacks).
 pub(super) fn hash_alone(node: &Node) -> Hash {
-    let mut scratch = Scratch::default();
-    let Scratch { contents, pre_images } = &mut scratch;
-    contents.gather(&[node]);
-    contents.hash_all();
-    write_pre_image(node, &mut contents.hashes.iter().copied(), &mut pre_images.bytes);
-    Hash::of_bytes(&pre_images.bytes)
+    with_scratch(|scratch| {
+        gather_contents(&[node], scratch);
+        let Scratch { contents_hashes, pre_images, .. } = scratch;
+        pre_images.clear();
+        write_pre_image(node, &mut contents_hashes.iter().copied(), &mut pre_images.bytes);
+        Hash::of_bytes(&pre_images.bytes)
+    })
+}
+
+/// Runs `f` on this thread's scratch buffers (fresh ones if they are in use: a hash computed
+/// while another is, for a node shared with a level not hashed yet), trimmed afterwards.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            let result = f(&mut scratch);
+            scratch.trim();
+            result
+        }
+        Err(_) => f(&mut Scratch::default()),
+    })
 }
 
 /// The nodes of `roots` without a cached hash and, level by level below them, the in-memory
 /// nodes without one, each once (a node shared by several parents, as a copy makes, is listed at
 /// the first level reaching it: without that, a tree of copies of copies would be walked once per
 /// path, exponentially many times).
-fn unhashed_levels<'a>(roots: &[&'a Node]) -> Vec<Vec<&'a Node>> {
-    let mut seen: HashSet<*const Node, BuildHasherDefault<PointerHasher>> = HashSet::default();
+fn unhashed_levels<'a>(roots: &[&'a Node], seen: &mut AddressSet) -> Vec<Vec<&'a Node>> {
+    seen.clear();
     let mut next: Vec<&'a Node> = Vec::new();
     for &root in roots {
-        if root.hash.get().is_none() && seen.insert(std::ptr::from_ref(root)) {
+        if root.hash.get().is_none() && seen.insert(std::ptr::from_ref(root) as usize) {
             next.push(root);
         }
     }
@@ -60,7 +90,7 @@ fn unhashed_levels<'a>(roots: &[&'a Node]) -> Vec<Vec<&'a Node>> {
                     // A node held once has one parent here: only shared ones need the set.
                     if child.hash.get().is_none()
                         && (std::sync::Arc::strong_count(child) == 1
-                            || seen.insert(std::ptr::from_ref::<Node>(child)))
+                            || seen.insert(std::ptr::from_ref::<Node>(child) as usize))
                     {
                         below.push(&**child);
                     }
@@ -103,11 +133,35 @@ impl Hasher for PointerHasher {
     }
 }
 
-/// Buffers reused from batch to batch.
+/// A set of addresses.
+type AddressSet = HashSet<usize, BuildHasherDefault<PointerHasher>>;
+
+/// Buffers reused from batch to batch, and from call to call on one thread.
 #[derive(Default)]
-struct Scratch<'a> {
-    contents: ContentsBatch<'a>,
+struct Scratch {
+    /// The nodes met more than once while listing levels.
+    seen: AddressSet,
+    /// The hash of each contents entry of the batch's `Flat` and `Values` nodes, in order.
+    contents_hashes: Vec<Hash>,
+    /// The places in `contents_hashes` of the hashes `contents_inputs` computes, in order.
+    pending: Vec<usize>,
+    contents_inputs: Inputs,
     pre_images: Inputs,
+    computed: Vec<Hash>,
+}
+
+impl Scratch {
+    /// Gives back the memory of buffers that a large batch grew.
+    fn trim(&mut self) {
+        for bytes in [&mut self.contents_inputs.bytes, &mut self.pre_images.bytes] {
+            if bytes.capacity() > KEEP_SCRATCH_BYTES {
+                *bytes = Vec::new();
+            }
+        }
+        if self.seen.capacity() > KEEP_SCRATCH_BYTES / 8 {
+            self.seen = AddressSet::default();
+        }
+    }
 }
 
 /// Byte strings laid end to end, hashed together.
@@ -128,107 +182,98 @@ impl Inputs {
         self.ends.push(self.bytes.len());
     }
 
-    /// The hash of each input, in order.
+    /// Appends the hash of each input, in order, to `out`.
     fn hash_all(&self, out: &mut Vec<Hash>) {
         let params = blake2b_params();
+        let mut jobs: Vec<HashManyJob<'_>> = Vec::with_capacity(self.ends.len().min(JOBS_AT_ONCE));
         let mut start = 0;
-        let mut jobs: Vec<HashManyJob<'_>> = Vec::with_capacity(self.ends.len());
-        for &end in &self.ends {
-            jobs.push(HashManyJob::new(&params, self.bytes.get(start..end).unwrap_or_default()));
-            start = end;
+        for ends in self.ends.chunks(JOBS_AT_ONCE) {
+            jobs.clear();
+            for &end in ends {
+                jobs.push(HashManyJob::new(&params, self.bytes.get(start..end).unwrap_or_default()));
+                start = end;
+            }
+            hash_many(jobs.iter_mut());
+            out.extend(jobs.iter().map(|job| Hash::from_digest(job.to_hash())));
         }
-        hash_many(jobs.iter_mut());
-        out.extend(jobs.iter().map(|job| Hash::from_digest(job.to_hash())));
     }
 }
 
-/// The contents hashes a batch of nodes needs, in the order of their entries: known ones (cached
-/// or stored) as they are, the others computed together.
-#[derive(Default)]
-struct ContentsBatch<'a> {
-    /// One per contents entry of the batch's `Flat` and `Values` nodes, in order.
-    hashes: Vec<Hash>,
-    /// For each pre-image of `inputs`: its place in `hashes`, and the in-memory value whose
-    /// cache takes the result (`None` for an inline value, which caches no hash).
-    pending: Vec<(usize, Option<&'a Contents>)>,
-    inputs: Inputs,
-    computed: Vec<Hash>,
-}
-
-impl<'a> ContentsBatch<'a> {
-    /// Lists the contents entries of `nodes`, with the pre-images of the hashes to compute.
-    fn gather(&mut self, nodes: &[&'a Node]) {
-        self.hashes.clear();
-        self.pending.clear();
-        self.inputs.clear();
-        for node in nodes {
-            let (NodeBody::Flat(entries) | NodeBody::Values(entries)) = &node.body else { continue };
-            for (_, entry) in entries {
-                let Entry::Contents(contents) = entry else { continue };
-                let (bytes, cache) = match contents {
-                    ContentsRef::Stored { hash, .. } => {
-                        self.hashes.push(*hash);
+/// Fills `contents_hashes` with the hash of each contents entry of `nodes`: known ones (cached
+/// or stored) as they are, the others computed (several at a time).
+fn gather_contents(nodes: &[&Node], scratch: &mut Scratch) {
+    let Scratch { contents_hashes, pending, contents_inputs, computed, .. } = scratch;
+    contents_hashes.clear();
+    pending.clear();
+    contents_inputs.clear();
+    for node in nodes {
+        let (NodeBody::Flat(entries) | NodeBody::Values(entries)) = &node.body else { continue };
+        for (_, entry) in entries {
+            let Entry::Contents(contents) = entry else { continue };
+            let bytes = match contents {
+                ContentsRef::Stored { hash, .. } => {
+                    contents_hashes.push(*hash);
+                    continue;
+                }
+                ContentsRef::Mem(value) => match value.hash.get() {
+                    Some(hash) => {
+                        contents_hashes.push(*hash);
                         continue;
                     }
-                    ContentsRef::Mem(value) => match value.hash.get() {
-                        Some(hash) => {
-                            self.hashes.push(*hash);
-                            continue;
-                        }
-                        None => (value.as_bytes(), Some(&**value)),
-                    },
-                    ContentsRef::Inline(value) => (value.as_bytes(), None),
-                };
-                self.pending.push((self.hashes.len(), cache));
-                self.hashes.push(Hash::default());
-                self.inputs.bytes.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
-                self.inputs.bytes.extend_from_slice(bytes);
-                self.inputs.end_input();
+                    None => value.as_bytes(),
+                },
+                ContentsRef::Inline(value) => value.as_bytes(),
+            };
+            if bytes.len() > BATCHED_CONTENTS_MAX {
+                contents_hashes.push(schema::contents_hash(bytes));
+                continue;
             }
+            pending.push(contents_hashes.len());
+            contents_hashes.push(Hash::default());
+            contents_inputs.bytes.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+            contents_inputs.bytes.extend_from_slice(bytes);
+            contents_inputs.end_input();
         }
     }
-
-    /// Computes the pending hashes, puts them in place and in the caches of in-memory values.
-    fn hash_all(&mut self) {
-        self.computed.clear();
-        self.inputs.hash_all(&mut self.computed);
-        for (&(slot, cache), hash) in self.pending.iter().zip(&self.computed) {
-            if let Some(place) = self.hashes.get_mut(slot) {
-                *place = *hash;
-            }
-            if let Some(contents) = cache {
-                let _ = contents.hash.set(*hash);
-            }
+    computed.clear();
+    contents_inputs.hash_all(computed);
+    for (&slot, hash) in pending.iter().zip(computed.iter()) {
+        if let Some(place) = contents_hashes.get_mut(slot) {
+            *place = *hash;
         }
     }
 }
 
 /// Hashes the nodes of `batch` (whose in-memory children all have a hash, except when shared
-/// with a level not yet hashed: those compute theirs when asked) and caches the results.
-fn hash_batch<'a>(batch: &[&'a Node], scratch: &mut Scratch<'a>) {
-    let Scratch { contents, pre_images } = scratch;
-    contents.gather(batch);
-    contents.hash_all();
+/// with a level not yet hashed: those compute theirs when asked) and caches the results, with
+/// those of the in-memory values they hold.
+fn hash_batch(batch: &[&Node], scratch: &mut Scratch) {
+    gather_contents(batch, scratch);
+    let Scratch { contents_hashes, pre_images, computed, .. } = scratch;
     pre_images.clear();
-    let mut contents_hashes = contents.hashes.iter().copied();
+    let mut hashes = contents_hashes.iter().copied();
     for node in batch {
-        write_pre_image(node, &mut contents_hashes, &mut pre_images.bytes);
+        write_pre_image(node, &mut hashes, &mut pre_images.bytes);
         pre_images.end_input();
     }
-    let mut hashes = std::mem::take(&mut contents.computed);
-    hashes.clear();
-    pre_images.hash_all(&mut hashes);
-    for (node, hash) in batch.iter().zip(&hashes) {
+    computed.clear();
+    pre_images.hash_all(computed);
+    for (node, hash) in batch.iter().zip(computed.iter()) {
         let _ = node.hash.set(*hash);
     }
-    contents.computed = hashes;
 }
 
 /// Writes the pre-image of `node`, taking the hashes of its contents entries from
-/// `contents_hashes` in order.
+/// `contents_hashes` in order (and caching those of its in-memory values).
 fn write_pre_image(node: &Node, contents_hashes: &mut impl Iterator<Item = Hash>, out: &mut Vec<u8>) {
     let mut entry_hash = |entry: &Entry| match entry {
-        Entry::Contents(_) => contents_hashes.next().unwrap_or_default(),
+        Entry::Contents(contents) => {
+            let hash = contents_hashes.next().unwrap_or_default();
+            if let ContentsRef::Mem(value) = contents {
+                let _ = value.hash.set(hash);
+            }
+            hash
+        }
         Entry::Node(child) => child.hash(),
     };
     match &node.body {
