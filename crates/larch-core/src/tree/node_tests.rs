@@ -256,6 +256,14 @@ fn nodes_hashed_together_hash_as_each_alone() {
     let fresh =
         Node::new(NodeBody::Flat(vec![(Name::from("a"), Entry::Node(NodeRef::Mem(dirs[3].clone())))]));
     assert_eq!(fresh.hash(), reference_hash(&fresh));
+    let unhashed =
+        Arc::new(Node::new(NodeBody::Flat(vec![(Name::from("v"), Entry::contents(b"1".to_vec()))])));
+    let parent = Node::new(NodeBody::Flat(vec![
+        (Name::from("d"), Entry::Node(NodeRef::Mem(unhashed.clone()))),
+        (Name::from("v"), Entry::contents(b"2".to_vec())),
+    ]));
+    assert_eq!(node_hash::hash_alone(&parent), reference_hash(&parent), "alone, its child unhashed");
+    assert_eq!(unhashed.cached_hash(), Some(reference_hash(&unhashed)));
 }
 
 #[test]
