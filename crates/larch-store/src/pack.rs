@@ -96,6 +96,9 @@ pub(crate) fn node_weight(node: &Node) -> u32 {
     body_weight(node.body())
 }
 
+/// The bytes of one entry of a decoded directory (its name's handle and its target).
+const ENTRY_BYTES: usize = std::mem::size_of::<(larch_core::Name, larch_core::Entry)>();
+
 /// An estimate of the heap bytes a decoded node body holds.
 pub(crate) fn body_weight(body: &NodeBody) -> u32 {
     let bytes = match body {
@@ -108,7 +111,7 @@ pub(crate) fn body_weight(body: &NodeBody) -> u32 {
                     larch_core::Entry::Contents(larch_core::ContentsRef::Inline(v)) => v.as_bytes().len(),
                     _ => 0,
                 };
-                72 + name.len() + inline
+                ENTRY_BYTES + name.len() + inline
             })
             .sum::<usize>(),
         NodeBody::Tree(tree) => tree.children.len() * 56,

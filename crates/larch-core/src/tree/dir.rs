@@ -2,7 +2,7 @@
 //! an inode trie, keeping the trie canonical (a pure function of the entry set, spec §4.2.1).
 
 use super::TreeError;
-use super::node::{Entries, Entry, InodeTree, Name, Node, NodeBody, NodeRef, compare_name_bytes};
+use super::node::{Entries, Entry, InodeTree, Name, Node, NodeBody, NodeRef, name_prefix};
 use super::source::ObjectSource;
 use crate::ocaml_hash::inode_index;
 use crate::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX};
@@ -78,7 +78,8 @@ pub(crate) fn check_dir(node: &Node) -> Result<(), TreeError> {
 }
 
 fn search(entries: &Entries, name: &[u8]) -> Result<usize, usize> {
-    entries.binary_search_by(|(probe, _)| compare_name_bytes(probe.as_bytes(), name))
+    let prefix = name_prefix(name);
+    entries.binary_search_by(|(probe, _)| probe.cmp_bytes(name, prefix))
 }
 
 fn search_bucket(children: &[(u8, NodeRef)], index: u8) -> Result<usize, usize> {

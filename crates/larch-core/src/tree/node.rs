@@ -106,18 +106,42 @@ impl fmt::Display for ObjectKey {
 /// A name is a piece of a shared buffer: a name built alone owns its buffer, and the names of a
 /// node decoded from a store share one buffer ([`Name::split`]), so decoding, cloning and dropping
 /// a node's names cost one allocation and touch one place in memory, not one per name.
+///
+/// A name also holds its first eight bytes (zero-padded) as an integer: most comparisons of two
+/// names, and so most probes of a directory search, are decided by them without reading the
+/// buffer (a cache line of its own, cold in a node just loaded).
 #[derive(Clone)]
 pub struct Name {
     buf: Arc<[u8]>,
     start: u32,
     /// `u32::MAX`: the rest of the buffer (a name of 4 GiB or more, alone in its buffer).
     len: u32,
+    /// [`name_prefix`] of the name's bytes.
+    prefix: u64,
+}
+
+/// The first eight bytes of `bytes`, zero-padded, as a big-endian integer: two names whose
+/// prefixes differ compare as their prefixes do (a name that ends within the eight bytes is
+/// padded with zeros, below any byte but zero; equal prefixes decide nothing).
+#[inline]
+pub(crate) fn name_prefix(bytes: &[u8]) -> u64 {
+    let mut head = [0u8; 8];
+    let n = bytes.len().min(8);
+    if let (Some(head), Some(bytes)) = (head.get_mut(..n), bytes.get(..n)) {
+        head.copy_from_slice(bytes);
+    }
+    u64::from_be_bytes(head)
 }
 
 impl Name {
     /// A name holding a copy of `bytes`.
     pub fn new(bytes: &[u8]) -> Name {
-        Name { buf: Arc::from(bytes), start: 0, len: u32::try_from(bytes.len()).unwrap_or(u32::MAX) }
+        Name {
+            buf: Arc::from(bytes),
+            start: 0,
+            len: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
+            prefix: name_prefix(bytes),
+        }
     }
 
     /// The names whose bytes are the consecutive pieces of `bytes` ending at `ends` (increasing,
@@ -132,7 +156,8 @@ impl Name {
                 return None;
             }
             let len = u32::try_from(end - start).ok().filter(|len| *len < u32::MAX)?;
-            names.push(Name { buf: buf.clone(), start: u32::try_from(start).ok()?, len });
+            let prefix = name_prefix(bytes.get(start..end).unwrap_or_default());
+            names.push(Name { buf: buf.clone(), start: u32::try_from(start).ok()?, len, prefix });
             start = end;
         }
         Some(names)
@@ -145,7 +170,18 @@ impl Name {
             return None;
         }
         let len = u32::try_from(range.end - range.start).ok().filter(|len| *len < u32::MAX)?;
-        Some(Name { buf: buf.clone(), start: u32::try_from(range.start).ok()?, len })
+        let prefix = name_prefix(buf.get(range.clone()).unwrap_or_default());
+        Some(Name { buf: buf.clone(), start: u32::try_from(range.start).ok()?, len, prefix })
+    }
+
+    /// `self.cmp(key)` bytewise, `key_prefix` being [`name_prefix`] of `key`: decided by the
+    /// prefixes when they differ, without reading the name's buffer.
+    #[inline]
+    pub(crate) fn cmp_bytes(&self, key: &[u8], key_prefix: u64) -> std::cmp::Ordering {
+        match self.prefix.cmp(&key_prefix) {
+            std::cmp::Ordering::Equal => compare_name_bytes(self.as_bytes(), key),
+            decided => decided,
+        }
     }
 
     /// The name's bytes.
@@ -164,8 +200,9 @@ impl PartialEq for Name {
     fn eq(&self, other: &Name) -> bool {
         // The same piece of the same buffer (a name copied along with its node) is equal without
         // reading the bytes.
-        (Arc::ptr_eq(&self.buf, &other.buf) && self.start == other.start && self.len == other.len)
-            || self.as_bytes() == other.as_bytes()
+        self.prefix == other.prefix
+            && ((Arc::ptr_eq(&self.buf, &other.buf) && self.start == other.start && self.len == other.len)
+                || self.as_bytes() == other.as_bytes())
     }
 }
 
@@ -179,7 +216,7 @@ impl PartialOrd for Name {
 
 impl Ord for Name {
     fn cmp(&self, other: &Name) -> std::cmp::Ordering {
-        compare_name_bytes(self.as_bytes(), other.as_bytes())
+        self.cmp_bytes(other.as_bytes(), other.prefix)
     }
 }
 

@@ -11,6 +11,8 @@ fn layouts_stay_compact() {
     assert_eq!(std::mem::size_of::<NodeRef>(), 48);
     assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
     assert!(std::mem::size_of::<Entry>() <= 56);
+    // A name holds its buffer, its place there and its first eight bytes.
+    assert_eq!(std::mem::size_of::<Name>(), 32);
     let key = ObjectKey::new(StoreId::fresh(), (7 << 40) | 5);
     assert_eq!(key.offset(), (7 << 40) | 5);
 }
@@ -169,6 +171,14 @@ fn names_compare_as_their_bytes() {
         b.extend((0..rng.random_range(0..=12)).map(|_| rng.random_range(0..4u8) * 85));
         assert_eq!(compare_name_bytes(&a, &b), a.cmp(&b), "seed {seed}: {a:?} {b:?}");
         assert_eq!(Name::new(&a).cmp(&Name::new(&b)), a.cmp(&b), "seed {seed}");
+        // By the prefixes the names hold (zero bytes included), alone or pieces of one buffer.
+        assert_eq!(Name::new(&b).cmp_bytes(&a, name_prefix(&a)), b.cmp(&a), "seed {seed}");
+        assert_eq!(Name::new(&a) == Name::new(&b), a == b, "seed {seed}");
+        let joined = [a.clone(), b.clone()].concat();
+        let pieces = Name::split(&joined, &[a.len(), joined.len()]).unwrap();
+        assert_eq!(pieces[0].cmp(&pieces[1]), a.cmp(&b), "seed {seed}");
+        assert_eq!(pieces[0] == pieces[1], a == b, "seed {seed}");
+        assert!(pieces[1] == Name::new(&b), "seed {seed}");
     }
 }
 
