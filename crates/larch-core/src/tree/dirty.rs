@@ -21,8 +21,8 @@ const FRONTIER_MIN: usize = 256;
 const FRONTIER_MAX_LEVELS: usize = 24;
 
 /// Calls `f` on each dirty child (directory or inode) of `node`.
-fn for_each_dirty_child(node: &Node, mut f: impl FnMut(&Arc<Node>)) {
-    let mut visit = |child: &NodeRef| {
+fn for_each_dirty_child<'a>(node: &'a Node, mut f: impl FnMut(&'a Arc<Node>)) {
+    let mut visit = |child: &'a NodeRef| {
         if let NodeRef::Mem(child) = child
             && child.cached_hash().is_none()
         {
@@ -52,13 +52,15 @@ pub(crate) fn count_dirty(root: &Arc<Node>, cap: usize) -> usize {
         return 0;
     }
     let mut count = 0;
-    let mut stack = vec![root.clone()];
+    // Borrowed, not cloned: a clone per node was two atomic operations on a line the next block's
+    // tree shares (1.3% of a pipelined replay's CPU).
+    let mut stack: Vec<&Node> = vec![root];
     while let Some(node) = stack.pop() {
         count += 1;
         if count >= cap {
             break;
         }
-        for_each_dirty_child(&node, |child| stack.push(child.clone()));
+        for_each_dirty_child(node, |child| stack.push(child));
     }
     count
 }
