@@ -75,6 +75,7 @@ pub mod patch;
 #[cfg(not(feature = "fault-injection"))]
 mod patch;
 mod pipeline;
+mod prefetch;
 mod publisher;
 mod recover;
 mod repo;

@@ -530,7 +530,7 @@ impl Repo {
         Repo {
             path: path.map(Path::to_path_buf),
             files: files.clone(),
-            source: Arc::new(PackSource { reader }),
+            source: PackSource::new(reader),
             synced_pack_end: state.pack_end,
             confirm_synced: false,
             state,

@@ -7,7 +7,10 @@ use crate::error::{FileKind, Result, StoreError};
 use crate::graveyard::Graveyard;
 use crate::layout::Layout;
 use crate::patch;
-use larch_core::{Contents, Hash, HeldKeys, LoadError, Node, NodeBody, ObjectKey, ObjectSource, StoreId};
+use crate::prefetch::Prefetcher;
+use larch_core::{
+    Contents, Entry, Hash, HeldKeys, LoadError, Name, Node, NodeBody, ObjectKey, ObjectSource, StoreId,
+};
 use quick_cache::Weighter;
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -374,6 +377,24 @@ impl PackReader {
     /// [`PackReader::node_chained`]; a node decoded on a miss enters the cache when `keep` (the
     /// bases of a patch are not kept: they are older versions, rarely wanted for themselves).
     fn node_loaded(&self, offset: u64, hash: &Hash, max_chain: u8, keep: bool) -> Result<(Arc<Node>, u8)> {
+        match self.cached_node(offset, hash, max_chain)? {
+            Some(found) => Ok(found),
+            None => self.node_read(offset, hash, max_chain, keep),
+        }
+    }
+
+    /// Whether the cache holds an object at `offset` (not counted as a use).
+    pub(crate) fn is_cached(&self, offset: u64) -> bool {
+        self.cache.contains_key(&offset)
+    }
+
+    /// The node at `offset` if the cache holds it (a hit is counted, a miss is not).
+    pub(crate) fn cached_node(
+        &self,
+        offset: u64,
+        hash: &Hash,
+        max_chain: u8,
+    ) -> Result<Option<(Arc<Node>, u8)>> {
         if let Some(CacheItem { object: CachedObject::Node(node), chain, hash_prefix: prefix, .. }) =
             self.cache.get(&offset)
         {
@@ -392,8 +413,19 @@ impl PackReader {
                     "patch chain longer than its successor says",
                 ));
             }
-            return Ok((node, chain));
+            return Ok(Some((node, chain)));
         }
+        Ok(None)
+    }
+
+    /// The node at `offset` read from the pack (a miss of the cache), kept in the cache if `keep`.
+    pub(crate) fn node_read(
+        &self,
+        offset: u64,
+        hash: &Hash,
+        max_chain: u8,
+        keep: bool,
+    ) -> Result<(Arc<Node>, u8)> {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         enum Decoded {
             Full(NodeBody),
@@ -545,9 +577,22 @@ impl PackReader {
 #[derive(Debug)]
 pub struct PackSource {
     pub(crate) reader: PackReader,
+    /// Reads a large directory's sub-directories ahead during a storm of cold reads.
+    prefetch: Prefetcher,
 }
 
 impl PackSource {
+    /// The source of `reader`'s objects, in an `Arc` that its prefetching thread refers to
+    /// weakly.
+    pub(crate) fn new(reader: PackReader) -> Arc<PackSource> {
+        Arc::new_cyclic(|source| PackSource { reader, prefetch: Prefetcher::new(source.clone()) })
+    }
+
+    /// The reading ahead of large directories' sub-directories.
+    pub(crate) fn prefetch(&self) -> &Prefetcher {
+        &self.prefetch
+    }
+
     /// The position of `key` in this store: a key of another store is refused (its position means
     /// nothing here).
     fn offset(&self, key: ObjectKey) -> Result<u64> {
@@ -585,6 +630,25 @@ impl ObjectSource for PackSource {
             hash: *hash,
             reason: Box::new(e),
         })
+    }
+
+    /// A miss counts towards a storm of cold reads, during which the leaf's other stored
+    /// sub-directories are read ahead ([`Prefetcher`]).
+    fn load_node_among(
+        &self,
+        key: ObjectKey,
+        hash: &Hash,
+        leaf: &[(Name, Entry)],
+    ) -> Result<Arc<Node>, LoadError> {
+        let load = || -> Result<Arc<Node>> {
+            let offset = self.offset(key)?;
+            if let Some((node, _)) = self.reader.cached_node(offset, hash, patch::MAX_CHAIN)? {
+                return Ok(node);
+            }
+            self.prefetch.missed(offset, leaf, self.reader.store);
+            Ok(self.reader.node_read(offset, hash, patch::MAX_CHAIN, true)?.0)
+        };
+        load().map_err(|e| LoadError { what: "node", key, hash: *hash, reason: Box::new(e) })
     }
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {

@@ -54,6 +54,8 @@ struct Done {
 /// commits in flight first.
 pub struct PipelinedRepo {
     repo: Arc<Mutex<Repo>>,
+    /// The writer's object source (its reading ahead told of each new tree).
+    source: Arc<crate::pack::PackSource>,
     jobs: Option<SyncSender<Job>>,
     done: Receiver<Done>,
     thread: Option<JoinHandle<()>>,
@@ -115,6 +117,7 @@ impl PipelinedRepo {
         let empty = repo.empty_tree();
         let stats = ContextRepo::stats(&repo);
         let gc_running = repo.gc_running();
+        let source = repo.source.clone();
         let repo = Arc::new(Mutex::new(repo));
         let (jobs, receive_jobs) = sync_channel::<Job>(depth);
         let (send_done, done) = sync_channel::<Done>(depth);
@@ -153,6 +156,7 @@ impl PipelinedRepo {
             .map_err(|e| StoreError::io(crate::FileKind::Pack, 0, "start the commit thread", e))?;
         Ok(PipelinedRepo {
             repo,
+            source,
             jobs: Some(jobs),
             done,
             thread: Some(thread),
@@ -253,6 +257,7 @@ impl PipelinedRepo {
         if self.failed {
             return Err(StoreError::Poisoned);
         }
+        self.source.prefetch().new_tree();
         // A tree this large (a setup block, an import) is not served from memory afterwards (its
         // nodes would stay reachable from the next blocks' trees until each is copied again), so
         // its commit is waited for here.
@@ -297,6 +302,7 @@ impl PipelinedRepo {
     /// it rewrote more than 65,536 nodes), else from the store once the commits in flight are done.
     pub fn checkout(&mut self, hash: &Hash) -> Result<Tree> {
         self.poll()?;
+        self.source.prefetch().new_tree();
         if let Some((last, tree)) = &self.last
             && last == hash
             && !self.failed

@@ -140,6 +140,8 @@ impl Repo {
     /// The tree of commit `hash`, loaded lazily through the cache.
     pub fn checkout(&self, hash: &Hash) -> Result<Tree> {
         let offset = self.commit_offset(hash)?;
+        // A new tree: the reading ahead counts its misses from zero.
+        self.source.prefetch().new_tree();
         let data = self.source.reader.commit(offset)?;
         let root = Entry::Node(NodeRef::Stored {
             hash: data.tree_hash,

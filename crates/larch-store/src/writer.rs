@@ -577,7 +577,13 @@ impl<'a> Encoder<'a> {
                 };
                 self.counts.inline += locs.iter().filter(|loc| matches!(loc, Loc::Inline(_))).count() as u64;
                 let changes = match (&base, base_entries) {
-                    (Some(base), Some(list)) if base.chain < patch::MAX_CHAIN && entries.len() >= 4 => {
+                    (Some(base), Some(list))
+                        if patch::entries_patch_allowed(
+                            entries.len(),
+                            base.chain,
+                            self.base.saturating_sub(base.offset),
+                        ) =>
+                    {
                         entry_changes(entries, &locs, list, self.store)
                             .filter(|changes| changes.len() * 2 <= entries.len())
                     }

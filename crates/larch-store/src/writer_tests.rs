@@ -153,3 +153,52 @@ fn the_primed_cache_holds_what_the_records_decode_to() {
     let seen = check_primed(&repo, &reader, &tree);
     assert!(seen.nodes >= 5 && seen.patches > 0 && seen.shared > 0, "{seen:?}");
 }
+
+/// The patch chain length of the record of the directory at `path` of `tree` (just committed).
+fn chain_at(repo: &Repo, tree: &Tree, path: &[&str]) -> u8 {
+    let sub = tree.find_tree(path).unwrap().unwrap();
+    let node = match sub.root() {
+        Entry::Node(NodeRef::Mem(node)) => node.clone(),
+        _ => panic!("{path:?} is not a node in memory"),
+    };
+    let offset = node.stored_offset_in(repo.source.reader.store()).unwrap();
+    repo.source.reader.node_chained(offset, &node.hash(), u8::MAX).unwrap().1
+}
+
+#[test]
+fn a_small_directory_on_an_old_base_is_written_in_full() {
+    use crate::patch::{OLD_BASE_BYTES, OLD_BASE_MAX_ENTRIES};
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    fill(&mut tree, &["small"], OLD_BASE_MAX_ENTRIES - 10, 1);
+    fill(&mut tree, &["large"], OLD_BASE_MAX_ENTRIES + 4, 2);
+    let mut parent = repo.commit(&tree, &[], CommitInfo::tezos(1, "first")).unwrap();
+
+    // Rewritten soon after: both directories are patches on their first records.
+    let mut tree = repo.checkout(&parent).unwrap();
+    tree.add(&["small", "k00001"], b"one".to_vec()).unwrap();
+    tree.add(&["large", "k00001"], b"one".to_vec()).unwrap();
+    parent = repo.commit(&tree, &[parent], CommitInfo::tezos(2, "soon")).unwrap();
+    assert_eq!((chain_at(&repo, &tree, &["small"]), chain_at(&repo, &tree, &["large"])), (1, 1));
+
+    // More than `OLD_BASE_BYTES` of pack later: the small directory is written in full, the large
+    // one is still a patch.
+    let mut tree = repo.checkout(&parent).unwrap();
+    let pieces = OLD_BASE_BYTES / (1 << 20) + 2;
+    for i in 0..pieces {
+        tree.add(&["filler", format!("{i}").as_str()], vec![i as u8; 1 << 20]).unwrap();
+    }
+    parent = repo.commit(&tree, &[parent], CommitInfo::tezos(3, "filler")).unwrap();
+    let mut tree = repo.checkout(&parent).unwrap();
+    tree.add(&["small", "k00002"], b"two".to_vec()).unwrap();
+    tree.add(&["large", "k00002"], b"two".to_vec()).unwrap();
+    let last = repo.commit(&tree, &[parent], CommitInfo::tezos(4, "late")).unwrap();
+    assert_eq!((chain_at(&repo, &tree, &["small"]), chain_at(&repo, &tree, &["large"])), (0, 2));
+
+    // Both read back as written.
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let tree = reader.checkout(&last).unwrap();
+    assert_eq!(tree.find(&["small", "k00002"]).unwrap().unwrap().as_bytes(), b"two");
+    assert_eq!(tree.find(&["large", "k00001"]).unwrap().unwrap().as_bytes(), b"one");
+}

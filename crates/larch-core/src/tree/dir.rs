@@ -87,23 +87,27 @@ fn search_bucket(children: &[(u8, NodeRef)], index: u8) -> Result<usize, usize> 
 }
 
 /// `f` of the entry named `name` in the directory `node` (`None` if absent), the entry borrowed
-/// from the node that holds it (a walk down a path then clones no entry on the way).
+/// from the node that holds it (a walk down a path then clones no entry on the way), and of the
+/// entries of the inode leaf it is in when `node` is a large directory (empty otherwise).
 pub(crate) fn find_with<R>(
     node: &Node,
     name: &[u8],
     source: &dyn ObjectSource,
-    f: impl FnOnce(Option<&Entry>) -> Result<R, TreeError>,
+    f: impl FnOnce(Option<&Entry>, &[(Name, Entry)]) -> Result<R, TreeError>,
 ) -> Result<R, TreeError> {
     match node.body() {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-            f(search(entries, name).ok().and_then(|i| entries.get(i)).map(|(_, entry)| entry))
+        NodeBody::Flat(entries) => {
+            f(search(entries, name).ok().and_then(|i| entries.get(i)).map(|(_, entry)| entry), &[])
+        }
+        NodeBody::Values(entries) => {
+            f(search(entries, name).ok().and_then(|i| entries.get(i)).map(|(_, entry)| entry), entries)
         }
         NodeBody::Tree(tree) => {
             let index = inode_index(tree.depth, name);
             let Some((_, child)) =
                 search_bucket(&tree.children, index).ok().and_then(|i| tree.children.get(i))
             else {
-                return f(None);
+                return f(None, &[]);
             };
             let child = load(child, source)?;
             check_child(tree.depth, &child)?;

@@ -189,7 +189,11 @@ impl Tree {
         let mut node = dir::load(root, source)?;
         for step in steps {
             dir::check_dir(&node)?;
-            let child = dir::find_with(&node, step.as_ref(), source, |entry| match entry {
+            let child = dir::find_with(&node, step.as_ref(), source, |entry, leaf| match entry {
+                // A sub-directory of a large directory is loaded knowing the others of its leaf.
+                Some(Entry::Node(NodeRef::Stored { hash, key })) if !leaf.is_empty() => {
+                    Ok(Some(source.load_node_among(*key, hash, leaf)?))
+                }
                 Some(Entry::Node(child)) => dir::load(child, source).map(Some),
                 _ => Ok(None),
             })?;
@@ -199,7 +203,7 @@ impl Tree {
             }
         }
         dir::check_dir(&node)?;
-        dir::find_with(&node, last.as_ref(), source, f)
+        dir::find_with(&node, last.as_ref(), source, |entry, _| f(entry))
     }
 
     fn load_contents(&self, contents: &ContentsRef) -> Result<Arc<Contents>, TreeError> {

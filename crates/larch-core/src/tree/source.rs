@@ -1,6 +1,6 @@
 //! The object-source seam: how a lazy tree loads the nodes and contents it knows only by key.
 
-use super::node::{Contents, ContentsRef, Entry, Node, NodeBody, NodeRef, ObjectKey, StoreId};
+use super::node::{Contents, ContentsRef, Entry, Name, Node, NodeBody, NodeRef, ObjectKey, StoreId};
 use crate::hash::Hash;
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -29,6 +29,20 @@ pub trait ObjectSource: Send + Sync + Debug {
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError>;
     /// Loads the contents stored at `key`, whose hash is `hash`.
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError>;
+
+    /// Loads the directory at `key` like [`ObjectSource::load_node`], found among the entries
+    /// `leaf` of an inode leaf of a large directory: a source may then read the leaf's other
+    /// stored sub-directories ahead of their use (on another thread), when many of a large
+    /// directory's sub-directories are being read cold. The default: `load_node`.
+    fn load_node_among(
+        &self,
+        key: ObjectKey,
+        hash: &Hash,
+        leaf: &[(Name, Entry)],
+    ) -> Result<Arc<Node>, LoadError> {
+        let _ = leaf;
+        self.load_node(key, hash)
+    }
 
     /// The keys this source surely holds, if it is one store (a pack store). A node copied for a
     /// change then refers to its in-memory children held there by their keys, but for the last

@@ -1,0 +1,179 @@
+//! Reading a large directory's sub-directories ahead, on a thread of its own, while many of them
+//! are being read cold.
+//!
+//! A Tezos cycle's end rewrites thousands of accounts spread over the inode leaves of one huge
+//! directory (`contracts/index`), most of them not read for hundreds of blocks: the reading
+//! thread then spends most of its time reading and decoding them one by one while the other core
+//! idles. A tree tells its source the inode leaf each such sub-directory was found in
+//! ([`larch_core::ObjectSource::load_node_among`]). Once more than [`STORM_MISSES`] of these
+//! loads missed the cache since the tree was checked out or committed (and within
+//! [`STORM_WINDOW`]), the other stored sub-directories of the leaf of each further miss are read
+//! into the cache by the prefetching thread, where the reading thread then finds them. Each leaf
+//! is handed over once per tree. A regular block misses at most about 1,100 of them (the default
+//! replay), a large burst about 16,000.
+
+use larch_core::{Entry, Hash, Name, NodeRef, StoreId};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Mutex, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use crate::pack::PackSource;
+
+/// Misses of sub-directories found in inode leaves since a tree was checked out or committed, past
+/// which the leaves of further misses are read ahead.
+pub(crate) const STORM_MISSES: u32 = 2048;
+/// Misses older than this are forgotten too (a tree read for a long time without a checkout).
+const STORM_WINDOW: Duration = Duration::from_secs(1);
+/// Leaves waiting for the prefetching thread at most; past it a leaf is not read ahead.
+const LEAVES_WAITING: usize = 4096;
+/// Leaves remembered as handed over at most (then forgotten, and possibly handed over again).
+const LEAVES_REMEMBERED: usize = 1 << 16;
+
+/// One leaf's stored sub-directories to read ahead: `(offset, hash)`.
+type Batch = Vec<(u64, Hash)>;
+
+/// The detector of cold-read storms and the channel to the prefetching thread (started at the
+/// first storm).
+pub(crate) struct Prefetcher {
+    source: Weak<PackSource>,
+    /// When this prefetcher was made: the origin of `window_start`.
+    created: Instant,
+    /// The start of the current count, in milliseconds since `created`.
+    window_start: AtomicU64,
+    /// Misses counted since `window_start`.
+    misses: AtomicU32,
+    /// The leaves handed over in the current count, by their first stored sub-directory.
+    sent: Mutex<HashSet<u64>>,
+    sender: OnceLock<Option<SyncSender<Batch>>>,
+    /// Leaves handed to the thread.
+    pub leaves_sent: AtomicU64,
+    /// Sub-directories the thread read into the cache.
+    pub nodes_read: AtomicU64,
+    /// Leaves the thread is done with.
+    pub leaves_done: AtomicU64,
+}
+
+impl std::fmt::Debug for Prefetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefetcher")
+            .field("leaves_sent", &self.leaves_sent.load(Ordering::Relaxed))
+            .field("nodes_read", &self.nodes_read.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prefetcher {
+    /// A prefetcher reading into `source`'s cache.
+    pub fn new(source: Weak<PackSource>) -> Prefetcher {
+        Prefetcher {
+            source,
+            created: Instant::now(),
+            window_start: AtomicU64::new(0),
+            misses: AtomicU32::new(0),
+            sent: Mutex::new(HashSet::new()),
+            sender: OnceLock::new(),
+            leaves_sent: AtomicU64::new(0),
+            nodes_read: AtomicU64::new(0),
+            leaves_done: AtomicU64::new(0),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A tree was checked out or committed: misses are counted from zero.
+    pub fn new_tree(&self) {
+        self.restart(self.now_ms());
+    }
+
+    fn restart(&self, now_ms: u64) {
+        self.window_start.store(now_ms, Ordering::Relaxed);
+        if self.misses.swap(0, Ordering::Relaxed) > STORM_MISSES {
+            self.sent.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        }
+    }
+
+    /// Counts a miss of a sub-directory found in an inode leaf: whether the misses are a storm.
+    fn storm(&self) -> bool {
+        let now = self.now_ms();
+        let window = u64::try_from(STORM_WINDOW.as_millis()).unwrap_or(u64::MAX);
+        if now.saturating_sub(self.window_start.load(Ordering::Relaxed)) > window {
+            self.restart(now);
+        }
+        static T: std::sync::LazyLock<u32> = std::sync::LazyLock::new(|| {
+            std::env::var("LARCH_PF_MISSES").ok().and_then(|v| v.parse().ok()).unwrap_or(STORM_MISSES)
+        });
+        self.misses.fetch_add(1, Ordering::Relaxed).saturating_add(1) > *T
+    }
+
+    /// Notes that the sub-directory at `missed`, found in the inode leaf `leaf` of store `store`,
+    /// missed the cache; during a storm, hands the leaf's other stored sub-directories to the
+    /// prefetching thread (once per leaf).
+    pub fn missed(&self, missed: u64, leaf: &[(Name, Entry)], store: StoreId) {
+        if !self.storm() {
+            return;
+        }
+        let stored = |(_, entry): &(Name, Entry)| match entry {
+            Entry::Node(NodeRef::Stored { hash, key }) => key.offset_in(store).map(|offset| (offset, *hash)),
+            _ => None,
+        };
+        let Some(first) = leaf.iter().filter_map(stored).map(|(offset, _)| offset).min() else { return };
+        {
+            let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+            if sent.len() >= LEAVES_REMEMBERED {
+                sent.clear();
+            }
+            if !sent.insert(first) {
+                return;
+            }
+        }
+        let batch: Batch = leaf.iter().filter_map(stored).filter(|(offset, _)| *offset != missed).collect();
+        if batch.is_empty() {
+            return;
+        }
+        let Some(sender) = self.sender.get_or_init(|| self.spawn()) else { return };
+        match sender.try_send(batch) {
+            Ok(()) => {
+                self.leaves_sent.fetch_add(1, Ordering::Relaxed);
+            }
+            // A full queue: this leaf is read by the reading thread as it needs it.
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Starts the prefetching thread (`None` if it cannot be started: then nothing is read ahead).
+    fn spawn(&self) -> Option<SyncSender<Batch>> {
+        let (sender, receiver) = sync_channel::<Batch>(LEAVES_WAITING);
+        let source = self.source.clone();
+        std::thread::Builder::new()
+            .name("larch-prefetch".into())
+            .spawn(move || prefetch_loop(&source, &receiver))
+            .ok()
+            .map(|_| sender)
+    }
+}
+
+/// Reads the batches into the cache until the source is dropped (its sender with it). A read that
+/// fails is left to the reading thread, which meets the error itself if it needs the node.
+fn prefetch_loop(source: &Weak<PackSource>, receiver: &Receiver<Batch>) {
+    for batch in receiver {
+        let Some(source) = source.upgrade() else { return };
+        let mut read = 0;
+        for (offset, hash) in batch {
+            if !source.reader.is_cached(offset)
+                && source.reader.node_read(offset, &hash, crate::patch::MAX_CHAIN, true).is_ok()
+            {
+                read += 1;
+            }
+        }
+        source.prefetch().nodes_read.fetch_add(read, Ordering::Relaxed);
+        source.prefetch().leaves_done.fetch_add(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+#[path = "prefetch_tests.rs"]
+mod tests;
