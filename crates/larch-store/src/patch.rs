@@ -15,24 +15,23 @@ pub const MAX_CHAIN: u8 = 8;
 /// The fewest entries of a directory or `Values` inode written as a patch.
 pub const PATCH_MIN_ENTRIES: usize = 4;
 
-/// A directory or `Values` inode of fewer than [`OLD_BASE_MAX_ENTRIES`] entries whose base was
-/// written more than this many bytes of pack before it is written in full. Such a node (a Tezos
-/// account) is rewritten rarely and read cold, mostly: a full record then costs one read instead
-/// of a record and its base, for little more space (the default replay's large bursts: 1284 and
-/// 2565, 0.85–0.9× the time for the reads of their `find`s; the store 336 → 344 MiB;
-/// docs/benchmarks.md, "Issue 11, twelfth round").
+/// A flat directory of fewer than [`OLD_BASE_MAX_ENTRIES`] entries whose base was written more
+/// than this many bytes of pack before it is written in full. Such a directory (a Tezos account)
+/// is rewritten rarely and read cold, mostly: a full record then costs one read instead of a
+/// record and its base, for a little more space. Inode leaves (`Values`) are not concerned: they
+/// are the parts of large directories, rewritten and read together with them.
 pub const OLD_BASE_BYTES: u64 = 32 << 20;
 
 /// See [`OLD_BASE_BYTES`].
 pub const OLD_BASE_MAX_ENTRIES: usize = 16;
 
-/// Whether a directory or `Values` inode of `entries` entries may be written as a patch on a base
-/// of chain length `base_chain` written `base_age` bytes of pack before it (if few enough of its
-/// entries changed).
-pub fn entries_patch_allowed(entries: usize, base_chain: u8, base_age: u64) -> bool {
+/// Whether a directory (`flat`) or `Values` inode of `entries` entries may be written as a patch
+/// on a base of chain length `base_chain` written `base_age` bytes of pack before it (if few
+/// enough of its entries changed).
+pub fn entries_patch_allowed(flat: bool, entries: usize, base_chain: u8, base_age: u64) -> bool {
     base_chain < MAX_CHAIN
         && entries >= PATCH_MIN_ENTRIES
-        && (entries >= OLD_BASE_MAX_ENTRIES || base_age <= OLD_BASE_BYTES)
+        && !(flat && entries < OLD_BASE_MAX_ENTRIES && base_age > OLD_BASE_BYTES)
 }
 
 /// A decoded patch record.

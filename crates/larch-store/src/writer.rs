@@ -579,6 +579,7 @@ impl<'a> Encoder<'a> {
                 let changes = match (&base, base_entries) {
                     (Some(base), Some(list))
                         if patch::entries_patch_allowed(
+                            matches!(node.body(), NodeBody::Flat(_)),
                             entries.len(),
                             base.chain,
                             self.base.saturating_sub(base.offset),

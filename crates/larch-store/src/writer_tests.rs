@@ -196,6 +196,12 @@ fn a_small_directory_on_an_old_base_is_written_in_full() {
     let last = repo.commit(&tree, &[parent], CommitInfo::tezos(4, "late")).unwrap();
     assert_eq!((chain_at(&repo, &tree, &["small"]), chain_at(&repo, &tree, &["large"])), (0, 2));
 
+    // Inode leaves (parts of large directories) are not concerned.
+    use crate::patch::entries_patch_allowed;
+    assert!(!entries_patch_allowed(true, OLD_BASE_MAX_ENTRIES - 1, 0, OLD_BASE_BYTES + 1));
+    assert!(entries_patch_allowed(false, OLD_BASE_MAX_ENTRIES - 1, 0, OLD_BASE_BYTES + 1));
+    assert!(entries_patch_allowed(true, OLD_BASE_MAX_ENTRIES - 1, 0, OLD_BASE_BYTES));
+
     // Both read back as written.
     let reader = Repo::open_read_only(dir.path()).unwrap();
     let tree = reader.checkout(&last).unwrap();
