@@ -121,9 +121,10 @@ pub(crate) struct Job {
 /// Copy reads of at most this many bytes.
 const COPY_PIECE: u64 = 1 << 20;
 
-/// Lowers the calling thread's priority (nice +10 by default, on Linux): the GC worker yields the
-/// CPU to the writer and readers when they compete for it (docs/gc-design.md §5).
-fn lower_priority(nice: i32) {
+/// Lowers the calling thread's priority (nice +10 by default for the GC worker, +19 for the
+/// prefetching thread, on Linux): the thread yields the CPU to the writer and readers when they
+/// compete for it (docs/gc-design.md §5).
+pub(crate) fn lower_priority(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `gettid` has no preconditions; `setpriority` on this thread's id only changes

@@ -31,6 +31,11 @@ const LEAVES_WAITING: usize = 4096;
 /// Leaves remembered as handed over at most (then forgotten, and possibly handed over again).
 const LEAVES_REMEMBERED: usize = 1 << 16;
 
+/// The prefetching thread's priority (nice, on Linux): it yields the CPU to the threads whose work
+/// the reading thread waits for (the trace reader of a replay, the commit thread) when they
+/// compete for it.
+const PREFETCH_NICE: i32 = 19;
+
 /// One leaf's stored sub-directories to read ahead: `(offset, hash)`.
 type Batch = Vec<(u64, Hash)>;
 
@@ -159,6 +164,7 @@ impl Prefetcher {
 /// Reads the batches into the cache until the source is dropped (its sender with it). A read that
 /// fails is left to the reading thread, which meets the error itself if it needs the node.
 fn prefetch_loop(source: &Weak<PackSource>, receiver: &Receiver<Batch>) {
+    crate::gc_worker::lower_priority(PREFETCH_NICE);
     for batch in receiver {
         let Some(source) = source.upgrade() else { return };
         let mut read = 0;
