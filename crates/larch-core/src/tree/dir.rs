@@ -197,7 +197,7 @@ fn set_in_entries(entries: &mut Entries, name: &[u8], new: Option<Entry>) -> i64
             if entries.len() == entries.capacity() && entries.len() < EXACT_GROWTH_MAX {
                 // A small directory (an account) grows by the one entry: doubling would leave
                 // room unused in each of the thousands of accounts a Tezos cycle's end gives a
-                // new entry (4-6 MiB less peak memory on the default replay).
+                // new entry (a few MiB less memory on the default replay).
                 entries.reserve_exact(1);
             }
             entries.insert(i, (Name::new(name), entry));
