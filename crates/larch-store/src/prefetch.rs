@@ -6,8 +6,9 @@
 //! thread then spends most of its time reading and decoding them one by one while the other core
 //! idles. A tree tells its source the inode leaf each such sub-directory was found in
 //! ([`larch_core::ObjectSource::load_node_among`]). Once more than [`STORM_MISSES`] of these
-//! loads missed the cache since the tree was checked out or committed (and within
-//! [`STORM_WINDOW`]), the other stored sub-directories of the leaf of each further miss are read
+//! loads missed the cache since the store's last checkout or commit (and within [`STORM_WINDOW`];
+//! the loads of every tree of the store count together), the other stored sub-directories of the
+//! leaf of each further miss are read
 //! into the cache by the prefetching thread, where the reading thread then finds them. Each leaf
 //! is handed over once per tree. A regular block misses at most about 1,100 of them (the default
 //! replay), a large burst about 16,000.
