@@ -6,12 +6,12 @@
 //! thread then spends most of its time reading and decoding them one by one while the other core
 //! idles. A tree tells its source the inode leaf each such sub-directory was found in
 //! ([`larch_core::ObjectSource::load_node_among`]). Once more than [`STORM_MISSES`] of these
-//! loads missed the cache since the store's last checkout or commit (and within [`STORM_WINDOW`];
-//! the loads of every tree of the store count together), the other stored sub-directories of the
-//! leaf of each further miss are read
-//! into the cache by the prefetching thread, where the reading thread then finds them. Each leaf
-//! is handed over once per tree. A regular block misses at most about 1,100 of them (the default
-//! replay), a large burst about 16,000.
+//! loads missed the cache since the store's last checkout or pipelined commit (and within
+//! [`STORM_WINDOW`]; the loads of all the store's trees count together), the other stored
+//! sub-directories of the leaf of each further miss are read into the cache by the prefetching
+//! thread, where the reading thread then finds them. Each leaf is handed over once per count. A
+//! regular block misses at most about 1,100 of them (the default replay), a large burst about
+//! 16,000.
 
 use larch_core::{Entry, Hash, Name, NodeRef, StoreId};
 use std::collections::HashSet;
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::pack::PackSource;
 
-/// Misses of sub-directories found in inode leaves since a tree was checked out or committed, past
+/// Misses of sub-directories found in inode leaves since the last checkout (or pipelined commit), past
 /// which the leaves of further misses are read ahead.
 pub(crate) const STORM_MISSES: u32 = 2048;
 /// Misses older than this are forgotten too (a tree read for a long time without a checkout).
@@ -90,7 +90,9 @@ impl Prefetcher {
         u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// A tree was checked out or committed: misses are counted from zero.
+    /// A tree was checked out, or handed to a pipelined writer's commit (the caller's next block
+    /// starts): misses are counted from zero. A plain `Repo::commit` does not reset the count (a
+    /// pipelined writer calls it on its commit thread, in the middle of the next block).
     pub fn new_tree(&self) {
         self.restart(self.now_ms());
     }
