@@ -122,6 +122,9 @@ pub struct BackendStats {
     pub cache_hits: Option<u64>,
     /// Object reads that had to go to disk (or the backing source).
     pub cache_misses: Option<u64>,
+    /// Bytes the cache holds now (its estimate of the decoded objects' memory).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub cache_bytes: Option<u64>,
     /// Objects (contents, nodes, inodes, commits) written.
     pub objects_written: Option<u64>,
     /// Bytes of the objects written (their encoded size, before any file-level overhead).

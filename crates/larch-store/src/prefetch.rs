@@ -111,10 +111,7 @@ impl Prefetcher {
         if now.saturating_sub(self.window_start.load(Ordering::Relaxed)) > window {
             self.restart(now);
         }
-        static T: std::sync::LazyLock<u32> = std::sync::LazyLock::new(|| {
-            std::env::var("LARCH_PF_MISSES").ok().and_then(|v| v.parse().ok()).unwrap_or(STORM_MISSES)
-        });
-        self.misses.fetch_add(1, Ordering::Relaxed).saturating_add(1) > *T
+        self.misses.fetch_add(1, Ordering::Relaxed).saturating_add(1) > STORM_MISSES
     }
 
     /// Notes that the sub-directory at `missed`, found in the inode leaf `leaf` of store `store`,
