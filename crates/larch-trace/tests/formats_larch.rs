@@ -344,3 +344,28 @@ fn malformed_larch_records_are_typed_errors() {
     let err = larch_error(&trace_with_chunk(0, &[]));
     assert!(matches!(err, TraceError::Malformed { row: 0, .. }), "{err:?}");
 }
+
+#[test]
+fn decoded_paths_share_their_steps_within_a_generation_only() {
+    // 3,000 finds alternating between two directories, no commit: one chunk, one step table.
+    // The steps the paths share (`data` by prefix, `contracts` and `index` from the step table)
+    // are handed out as clones of one copy for a generation of 1,024 paths, fresh copies after.
+    let path = |i: u32| -> larch_trace::Path {
+        let map: &[u8] = if i % 2 == 0 { b"contracts" } else { b"big_maps" };
+        let key = format!("{i:06}").into_bytes();
+        vec![b"data".as_slice().into(), map.into(), b"index".as_slice().into(), key.into()]
+    };
+    let ops: Vec<Op> = (0..3000)
+        .map(|i| Op::Find { path: path(i), found: i % 3 == 0, input: larch_trace::Scoped::Keep(1) })
+        .collect();
+    let (read, _) = read_larch(&write_larch(&ops, &[])).unwrap();
+    assert_eq!(read, ops);
+    let step = |op: &Op, at: usize| match op {
+        Op::Find { path, .. } => path[at].clone(),
+        other => panic!("{other:?}"),
+    };
+    for at in 0..3 {
+        assert!(std::sync::Arc::ptr_eq(&step(&read[10], at), &step(&read[12], at)), "step {at} shared");
+        assert!(!std::sync::Arc::ptr_eq(&step(&read[10], at), &step(&read[2500], at)), "step {at} renewed");
+    }
+}
