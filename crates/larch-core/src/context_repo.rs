@@ -125,6 +125,9 @@ pub struct BackendStats {
     /// Bytes the cache holds now (its estimate of the decoded objects' memory).
     #[cfg_attr(feature = "serde", serde(default))]
     pub cache_bytes: Option<u64>,
+    /// Objects read into the cache ahead of their use, by a thread of the store's own.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub objects_read_ahead: Option<u64>,
     /// Objects (contents, nodes, inodes, commits) written.
     pub objects_written: Option<u64>,
     /// Bytes of the objects written (their encoded size, before any file-level overhead).

@@ -33,6 +33,7 @@ impl ContextRepo for Repo {
             cache_hits: Some(stats.cache_hits),
             cache_misses: Some(stats.cache_misses),
             cache_bytes: Some(stats.cache_bytes),
+            objects_read_ahead: Some(stats.nodes_read_ahead),
             objects_written: Some(stats.objects_written + stats.commits_written),
             object_bytes_written: Some(stats.bytes_written),
             store_size_bytes: Some(self.disk_bytes().unwrap_or(stats.pack_bytes + stats.index_bytes)),

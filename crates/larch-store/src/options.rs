@@ -129,6 +129,9 @@ pub struct StoreStats {
     pub cache_entries: u64,
     /// Records read from the pack.
     pub records_read: u64,
+    /// Directories read into the cache ahead of their use, during storms of cold reads (the
+    /// store's reading-ahead thread; included in `records_read`).
+    pub nodes_read_ahead: u64,
     /// Bytes of records read from the pack.
     pub bytes_read: u64,
     /// Bytes appended to the pack and the index by this handle.

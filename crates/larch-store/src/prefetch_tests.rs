@@ -72,6 +72,7 @@ fn a_storm_of_cold_sub_directories_is_read_ahead() {
     let cached =
         after[1..].iter().filter(|&&i| reader.source.reader.is_cached(offset(&reader, &tree, i))).count();
     assert_eq!(cached as u64, read_ahead, "the accounts read ahead are in the cache");
+    assert_eq!(reader.stats().nodes_read_ahead, read_ahead, "the store's statistics count them");
 
     // Everything still reads right, storm and all.
     for &i in &after[1..] {

@@ -459,6 +459,7 @@ impl Repo {
             cache_bytes,
             cache_entries: cache_entries as u64,
             records_read: load(&counters.records_read),
+            nodes_read_ahead: load(&self.source.prefetch().nodes_read),
             bytes_read: load(&counters.bytes_read),
             pack_bytes: self.state.pack_end,
             index_bytes: self.state.index_end,
