@@ -169,6 +169,12 @@ impl Metrics {
             stats.cache_bytes.to_string(),
         );
         metric(
+            "larch_store_nodes_read_ahead_total",
+            "counter",
+            "Directories the store read into its cache ahead of their use, during storms of cold reads.",
+            stats.nodes_read_ahead.to_string(),
+        );
+        metric(
             "larch_store_bytes_read_total",
             "counter",
             "Bytes of records read from the pack.",

@@ -145,6 +145,7 @@ fn metrics_count_requests_latencies_cache_and_head() {
     let stats = server.state.store_stats();
     assert!(stats.cache_hits + stats.cache_misses > 0);
     assert!(value("larch_store_cache_hits_total ") + value("larch_store_cache_misses_total ") > 0.0);
+    assert_eq!(value("larch_store_nodes_read_ahead_total "), stats.nodes_read_ahead as f64);
     assert_eq!(value("larch_store_commits "), 1.0);
     assert_eq!(value(&format!("larch_head_info{{hash=\"{}\"}}", head.to_base58())), 1.0);
     assert_eq!(value("larch_head_date_seconds "), 1_600_000_000.0);
