@@ -130,7 +130,7 @@ pub struct StoreStats {
     /// Records read from the pack.
     pub records_read: u64,
     /// Directories read into the cache ahead of their use, during storms of cold reads (the
-    /// store's reading-ahead thread; included in `records_read`).
+    /// store's reading-ahead thread; included in `records_read` and `cache_misses`).
     pub nodes_read_ahead: u64,
     /// Bytes of records read from the pack.
     pub bytes_read: u64,

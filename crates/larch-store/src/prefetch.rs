@@ -6,8 +6,9 @@
 //! thread then spends most of its time reading and decoding them one by one while the other core
 //! idles. A tree tells its source the inode leaf each such sub-directory was found in
 //! ([`larch_core::ObjectSource::load_node_among`]). Once more than [`STORM_MISSES`] of these
-//! loads missed the cache since the store's last checkout or pipelined commit (and within
-//! [`STORM_WINDOW`]; the loads of all the store's trees count together), the other stored
+//! loads missed the cache since the store's last checkout or pipelined commit (a count older
+//! than [`STORM_WINDOW`] starts again at its next miss; the loads of all the store's trees count
+//! together), the other stored
 //! sub-directories of the leaf of each further miss are read into the cache by the prefetching
 //! thread, where the reading thread then finds them. Each leaf is handed over once per count. A
 //! regular block misses at most about 1,100 of them (the default replay), a large burst about
@@ -25,7 +26,9 @@ use crate::pack::PackSource;
 /// Misses of sub-directories found in inode leaves since the last checkout (or pipelined commit), past
 /// which the leaves of further misses are read ahead.
 pub(crate) const STORM_MISSES: u32 = 2048;
-/// Misses older than this are forgotten too (a tree read for a long time without a checkout).
+/// A count started longer ago than this starts again from zero at the next miss (a tree read for a
+/// long time without a checkout; a fixed window, not a sliding one: a storm that straddles its end
+/// counts again from zero).
 const STORM_WINDOW: Duration = Duration::from_secs(1);
 /// Leaves waiting for the prefetching thread at most; past it a leaf is not read ahead.
 const LEAVES_WAITING: usize = 4096;

@@ -369,3 +369,24 @@ fn decoded_paths_share_their_steps_within_a_generation_only() {
         assert!(!std::sync::Arc::ptr_eq(&step(&read[10], at), &step(&read[2500], at)), "step {at} renewed");
     }
 }
+
+#[test]
+fn a_step_repeated_in_a_path_is_renewed_once() {
+    // A path holding one long step 50 times (a reference of a byte or two each after the first):
+    // renewing the steps at a generation's start copies it once, not once per occurrence (a
+    // crafted trace would otherwise make a few bytes of input cost its size times the count).
+    let long: larch_trace::op::Step = vec![b'x'; 300].into();
+    let path: larch_trace::Path = vec![long; 50];
+    let ops: Vec<Op> = (0..1500)
+        .map(|_| Op::Find { path: path.clone(), found: true, input: larch_trace::Scoped::Keep(1) })
+        .collect();
+    let (read, _) = read_larch(&write_larch(&ops, &[])).unwrap();
+    assert_eq!(read, ops);
+    for at in [0, 1499] {
+        let Op::Find { path, .. } = &read[at] else { panic!("{:?}", read[at]) };
+        assert!(
+            path.iter().all(|step| std::sync::Arc::ptr_eq(step, &path[0])),
+            "op {at}: one copy of the step"
+        );
+    }
+}

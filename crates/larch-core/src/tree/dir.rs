@@ -176,11 +176,11 @@ pub(crate) fn set(
     Ok(())
 }
 
-/// Sets or removes `name` in sorted entries; returns the change in length (-1, 0 or 1).
 /// A directory of fewer entries than this grows by exactly one entry at a time (see
 /// [`set_in_entries`]); larger ones double.
 const EXACT_GROWTH_MAX: usize = 16;
 
+/// Sets or removes `name` in sorted entries; returns the change in length (-1, 0 or 1).
 fn set_in_entries(entries: &mut Entries, name: &[u8], new: Option<Entry>) -> i64 {
     match (search(entries, name), new) {
         (Ok(i), Some(entry)) => {
@@ -342,10 +342,14 @@ mod tests {
             assert_eq!(set_in_entries(&mut entries, format!("n{i:02}").as_bytes(), Some(value(i))), 1);
             assert_eq!(entries.capacity(), entries.len(), "{} entries", entries.len());
         }
-        for i in EXACT_GROWTH_MAX as u8..2 * EXACT_GROWTH_MAX as u8 {
+        // The next insert into a full vector of EXACT_GROWTH_MAX entries doubles it: room for the
+        // following ones without a reallocation each.
+        let i = EXACT_GROWTH_MAX as u8;
+        set_in_entries(&mut entries, format!("n{i:02}").as_bytes(), Some(value(i)));
+        assert!(entries.capacity() >= 2 * EXACT_GROWTH_MAX, "capacity {} after one more", entries.capacity());
+        for i in EXACT_GROWTH_MAX as u8 + 1..2 * EXACT_GROWTH_MAX as u8 {
             set_in_entries(&mut entries, format!("n{i:02}").as_bytes(), Some(value(i)));
         }
-        assert!(entries.capacity() >= 2 * EXACT_GROWTH_MAX, "capacity {}", entries.capacity());
         // Sorted, each once.
         let names: Vec<&[u8]> = entries.iter().map(|(name, _)| name.as_bytes()).collect();
         assert!(names.windows(2).all(|pair| pair[0] < pair[1]));

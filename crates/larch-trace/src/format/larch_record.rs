@@ -178,8 +178,13 @@ impl CodecState {
         if self.paths_in_generation >= PATHS_PER_GENERATION {
             self.paths_in_generation = 0;
             self.generation = self.generation.wrapping_add(1);
+            // Each distinct step is copied once: a path may hold one long step many times (by
+            // reference, a byte or two each), and a copy per occurrence would multiply its size.
+            let mut renewed: HashMap<usize, Step> = HashMap::new();
             for step in &mut self.prev_path {
-                *step = Step::from(&step[..]);
+                let fresh =
+                    renewed.entry(step.as_ptr() as usize).or_insert_with(|| Step::from(&step[..])).clone();
+                *step = fresh;
             }
         }
         for _ in 0..count {
