@@ -166,6 +166,45 @@ fn chain_at(repo: &Repo, tree: &Tree, path: &[&str]) -> u8 {
 }
 
 #[test]
+fn a_small_directory_patch_chain_stops_at_its_bound() {
+    use crate::patch::{MAX_CHAIN, OLD_BASE_MAX_ENTRIES, SMALL_MAX_CHAIN};
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    fill(&mut tree, &["small"], OLD_BASE_MAX_ENTRIES - 8, 1);
+    fill(&mut tree, &["large"], OLD_BASE_MAX_ENTRIES + 4, 2);
+    let mut parent = repo.commit(&tree, &[], CommitInfo::tezos(1, "first")).unwrap();
+
+    // Rewritten commit after commit (one entry each time, soon after): the small directory's
+    // chain goes back to a full record past `SMALL_MAX_CHAIN` patches, the large one's past
+    // `MAX_CHAIN`.
+    let mut chains = Vec::new();
+    for i in 0..usize::from(MAX_CHAIN) + 1 {
+        let mut tree = repo.checkout(&parent).unwrap();
+        let value = format!("v{i}").into_bytes();
+        tree.add(&["small", "k00001"], value.clone()).unwrap();
+        tree.add(&["large", "k00001"], value).unwrap();
+        parent = repo.commit(&tree, &[parent], CommitInfo::tezos(2 + i as i64, "again")).unwrap();
+        chains.push((chain_at(&repo, &tree, &["small"]), chain_at(&repo, &tree, &["large"])));
+    }
+    let small: Vec<u8> = chains.iter().map(|(small, _)| *small).collect();
+    let large: Vec<u8> = chains.iter().map(|(_, large)| *large).collect();
+    let period = usize::from(SMALL_MAX_CHAIN) + 1;
+    let expected_small: Vec<u8> = (0..chains.len()).map(|i| ((i + 1) % period) as u8).collect();
+    let expected_large: Vec<u8> =
+        (0..chains.len()).map(|i| ((i + 1) % (usize::from(MAX_CHAIN) + 1)) as u8).collect();
+    assert_eq!(small, expected_small, "small directory chains");
+    assert_eq!(large, expected_large, "large directory chains");
+
+    // Read back as written by a reader with a cold cache.
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let tree = reader.checkout(&parent).unwrap();
+    let last = format!("v{}", MAX_CHAIN).into_bytes();
+    assert_eq!(tree.find(&["small", "k00001"]).unwrap().unwrap().as_bytes(), last.as_slice());
+    assert_eq!(tree.find(&["large", "k00001"]).unwrap().unwrap().as_bytes(), last.as_slice());
+}
+
+#[test]
 fn a_small_directory_on_an_old_base_is_written_in_full() {
     use crate::patch::{OLD_BASE_BYTES, OLD_BASE_MAX_ENTRIES};
     let dir = tempfile::tempdir().unwrap();
