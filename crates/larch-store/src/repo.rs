@@ -241,7 +241,7 @@ impl Repo {
                 &**tree.source(),
                 reader,
                 prime_budget,
-                self.encoder_tables.take().unwrap_or_default(),
+                self.encoder_tables.take().unwrap_or_else(crate::writer::EncoderTables::new),
             );
             // Pointers into collected space are refused; while a GC runs, pointers below its
             // commit are its late roots.

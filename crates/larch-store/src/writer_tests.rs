@@ -166,6 +166,35 @@ fn chain_at(repo: &Repo, tree: &Tree, path: &[&str]) -> u8 {
 }
 
 #[test]
+fn a_commit_of_a_burst_does_not_grow_the_encoder_tables() {
+    use crate::writer::RESERVED_NODES;
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let mut tree = repo.empty_tree();
+    tree.add(&["first"], b"one".to_vec()).unwrap();
+    let parent = repo.commit(&tree, &[], CommitInfo::tezos(1, "first")).unwrap();
+    let reserved = repo.encoder_tables.as_ref().map(|tables| tables.node_capacity()).unwrap();
+    assert!(reserved >= RESERVED_NODES, "{reserved}");
+
+    // Half the reserve's worth of accounts, each a directory of two entries, under one
+    // directory: about as many nodes as a Tezos cycle's end writes.
+    let mut tree = repo.checkout(&parent).unwrap();
+    let accounts = RESERVED_NODES / 2;
+    for i in 0..accounts {
+        let account = format!("{i:08}");
+        tree.add(&["index", account.as_str(), "balance"], b"1".to_vec()).unwrap();
+        tree.add(&["index", account.as_str(), "counter"], b"2".to_vec()).unwrap();
+    }
+    let last = repo.commit(&tree, &[parent], CommitInfo::tezos(2, "burst")).unwrap();
+    let tables = repo.encoder_tables.as_ref().expect("tables kept after the burst");
+    assert_eq!(tables.node_capacity(), reserved, "the tables grew");
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let tree = reader.checkout(&last).unwrap();
+    let account = format!("{:08}", accounts - 1);
+    assert_eq!(tree.find(&["index", account.as_str(), "counter"]).unwrap().unwrap().as_bytes(), b"2");
+}
+
+#[test]
 fn a_small_directory_patch_chain_stops_at_its_bound() {
     use crate::patch::{MAX_CHAIN, OLD_BASE_MAX_ENTRIES, SMALL_MAX_CHAIN};
     let dir = tempfile::tempdir().unwrap();
