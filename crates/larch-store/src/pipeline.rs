@@ -49,9 +49,9 @@ struct Done {
 /// the next call (then [`StoreError::Poisoned`]), and nothing after it is committed (the commits
 /// queued behind it are dropped).
 ///
-/// The store's counters ([`ContextRepo::stats`]) are those sampled after the last finished
-/// commit. Everything else (garbage collection, checkout of older commits, closing) waits for the
-/// commits in flight first.
+/// The store's read counters ([`ContextRepo::stats`]) are live; its write counters and size are
+/// those sampled after the last finished commit. Everything else (garbage collection, checkout of
+/// older commits, closing) waits for the commits in flight first.
 pub struct PipelinedRepo {
     repo: Arc<Mutex<Repo>>,
     /// The writer's object source (its reading ahead told of each new tree).
@@ -403,10 +403,11 @@ impl ContextRepo for PipelinedRepo {
         }
     }
 
-    /// The counters sampled after the last finished commit (one block behind while a commit is
-    /// in flight).
+    /// The read side's counters as they are now (the caller's reads, the commit thread's and
+    /// those read ahead); the written objects and the store's size as sampled after the last
+    /// finished commit (up to the pipeline's depth of commits behind).
     fn stats(&self) -> BackendStats {
-        self.stats
+        crate::context_repo::with_live_reads(&self.source, self.stats)
     }
 
     fn gc_start(&mut self, commit: &Hash) -> Result<bool> {

@@ -4,7 +4,7 @@
 //! the same commit hashes, the same contents, a clean store of about the same size; a tree kept
 //! across many commits does not keep the nodes of old commits in memory; a failure on the commit
 //! thread is returned by the next call; GC through the wrapper; a pipelined writer primes the
-//! cache with less of each commit.
+//! cache with less of each commit, and reports its reads as they happen.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
@@ -417,4 +417,33 @@ fn a_pipelined_writer_primes_the_cache_with_less_of_its_commits() {
     // (The commit may load a node of its parent: a few KiB.)
     let more = repo.stats().cache_bytes.saturating_sub(primed);
     assert!(more > 2 * cache / 1024, "the plain writer given back primed {more} bytes");
+}
+
+#[test]
+fn a_pipelined_writer_reports_its_reads_as_they_happen() {
+    // The read counters are the store's own, live: reads of a checkout show at once, not after
+    // the next commit the commit thread finishes.
+    let dir = tempfile::tempdir().unwrap();
+    let mut plain = Repo::open_with(dir.path(), options()).unwrap();
+    let mut tree = plain.empty_tree();
+    for dir in 0..50 {
+        tree.add(&[format!("d{dir}"), "key".to_string()], vec![dir as u8; 8]).unwrap();
+    }
+    let first = plain.commit(&tree, &[], info(0)).unwrap();
+    drop(plain);
+
+    let repo = Repo::open_with(dir.path(), options()).unwrap();
+    let mut pipelined = PipelinedRepo::with_depth(repo, 4).unwrap();
+    let before = ContextRepo::stats(&pipelined);
+    let tree = pipelined.checkout(&first).unwrap();
+    for dir in 0..50 {
+        let found = tree.find(&[format!("d{dir}"), "key".to_string()]).unwrap().unwrap();
+        assert_eq!(found.as_bytes(), vec![dir as u8; 8].as_slice());
+    }
+    let after = ContextRepo::stats(&pipelined);
+    let missed = after.cache_misses.unwrap() - before.cache_misses.unwrap();
+    assert!(missed >= 50, "{missed} misses counted for 50 cold directories");
+    assert!(after.cache_bytes.unwrap() > before.cache_bytes.unwrap(), "{before:?} {after:?}");
+    // The write side is still the last finished commit's (none yet).
+    assert_eq!(after.objects_written, before.objects_written);
 }
