@@ -112,13 +112,17 @@ impl fmt::Display for ObjectKey {
 /// buffer (a cache line of its own, cold in a node just loaded).
 #[derive(Clone)]
 pub struct Name {
-    buf: Arc<[u8]>,
+    buf: NameBuffer,
     start: u32,
     /// `u32::MAX`: the rest of the buffer (a name of 4 GiB or more, alone in its buffer).
     len: u32,
     /// [`name_prefix`] of the name's bytes.
     prefix: u64,
 }
+
+/// The shared buffer of names and inline values: a thin pointer (8 bytes, its length in the
+/// allocation), so that a name takes 24 bytes and a directory entry 80, not 32 and 88.
+type NameBuffer = triomphe::ThinArc<(), u8>;
 
 /// The first eight bytes of `bytes`, zero-padded, as a big-endian integer: two names whose
 /// prefixes differ compare as their prefixes do (a name that ends within the eight bytes is
@@ -137,7 +141,7 @@ impl Name {
     /// A name holding a copy of `bytes`.
     pub fn new(bytes: &[u8]) -> Name {
         Name {
-            buf: Arc::from(bytes),
+            buf: NameBuffer::from_header_and_slice((), bytes),
             start: 0,
             len: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
             prefix: name_prefix(bytes),
@@ -148,7 +152,7 @@ impl Name {
     /// at most `bytes.len()`), sharing one allocation; `None` if `ends` are not so, or a piece
     /// starts past 4 GiB.
     pub fn split(bytes: &[u8], ends: &[usize]) -> Option<Vec<Name>> {
-        let buf: Arc<[u8]> = Arc::from(bytes);
+        let buf = NameBuffer::from_header_and_slice((), bytes);
         let mut start = 0usize;
         let mut names = Vec::with_capacity(ends.len());
         for &end in ends {
@@ -165,12 +169,12 @@ impl Name {
 
     /// The piece `range` of `buf` as a name (sharing the buffer); `None` if the range is not
     /// within it or starts past 4 GiB.
-    fn piece(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<Name> {
-        if range.start > range.end || range.end > buf.len() {
+    fn piece(buf: &NameBuffer, range: std::ops::Range<usize>) -> Option<Name> {
+        if range.start > range.end || range.end > buf.slice.len() {
             return None;
         }
         let len = u32::try_from(range.end - range.start).ok().filter(|len| *len < u32::MAX)?;
-        let prefix = name_prefix(buf.get(range.clone()).unwrap_or_default());
+        let prefix = name_prefix(buf.slice.get(range.clone()).unwrap_or_default());
         Some(Name { buf: buf.clone(), start: u32::try_from(range.start).ok()?, len, prefix })
     }
 
@@ -188,9 +192,9 @@ impl Name {
     pub fn as_bytes(&self) -> &[u8] {
         let start = self.start as usize;
         let piece = if self.len == u32::MAX {
-            self.buf.get(start..)
+            self.buf.slice.get(start..)
         } else {
-            self.buf.get(start..start + self.len as usize)
+            self.buf.slice.get(start..start + self.len as usize)
         };
         piece.unwrap_or_default()
     }
@@ -201,7 +205,7 @@ impl PartialEq for Name {
         // The same piece of the same buffer (a name copied along with its node) is equal without
         // reading the bytes.
         self.prefix == other.prefix
-            && ((Arc::ptr_eq(&self.buf, &other.buf) && self.start == other.start && self.len == other.len)
+            && ((self.buf.ptr() == other.buf.ptr() && self.start == other.start && self.len == other.len)
                 || self.as_bytes() == other.as_bytes())
     }
 }
@@ -280,12 +284,12 @@ impl fmt::Debug for Name {
 /// a piece of it ([`SharedBytes::name`], [`SharedBytes::value`]), so that decoding a node costs one
 /// allocation for all of its names and inline values, not one per name or value.
 #[derive(Clone)]
-pub struct SharedBytes(Arc<[u8]>);
+pub struct SharedBytes(NameBuffer);
 
 impl SharedBytes {
     /// A buffer holding a copy of `bytes`.
     pub fn new(bytes: &[u8]) -> SharedBytes {
-        SharedBytes(Arc::from(bytes))
+        SharedBytes(NameBuffer::from_header_and_slice((), bytes))
     }
 
     /// The bytes at `range` as a name; `None` if `range` is not within the buffer or starts past

@@ -11,8 +11,10 @@ fn layouts_stay_compact() {
     assert_eq!(std::mem::size_of::<NodeRef>(), 48);
     assert_eq!(std::mem::size_of::<ContentsRef>(), 48);
     assert!(std::mem::size_of::<Entry>() <= 56);
-    // A name holds its buffer, its place there and its first eight bytes.
-    assert_eq!(std::mem::size_of::<Name>(), 32);
+    // A name holds its buffer (a thin pointer: the length is in the allocation), its place there
+    // and its first eight bytes; a directory entry is 80 bytes.
+    assert_eq!(std::mem::size_of::<Name>(), 24);
+    assert_eq!(std::mem::size_of::<(Name, Entry)>(), 80);
     let key = ObjectKey::new(StoreId::fresh(), (7 << 40) | 5);
     assert_eq!(key.offset(), (7 << 40) | 5);
 }
