@@ -5,20 +5,6 @@ use crate::GcReport;
 use crate::{Repo, StoreError};
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, Tree};
 
-/// `stats` with the read side's counters of `source` as they are now: cache hits and misses, the
-/// cache's memory and the nodes read ahead.
-pub(crate) fn with_live_reads(source: &crate::pack::PackSource, stats: BackendStats) -> BackendStats {
-    let counters = &source.reader.counters;
-    let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
-    BackendStats {
-        cache_hits: Some(load(&counters.hits)),
-        cache_misses: Some(load(&counters.misses)),
-        cache_bytes: Some(source.reader.cache_usage().0),
-        objects_read_ahead: Some(load(&source.prefetch().nodes_read)),
-        ..stats
-    }
-}
-
 impl ContextRepo for Repo {
     type Error = StoreError;
 
@@ -43,13 +29,15 @@ impl ContextRepo for Repo {
     /// index if the directory cannot be listed).
     fn stats(&self) -> BackendStats {
         let stats = Repo::stats(self);
-        let written = BackendStats {
+        BackendStats {
+            cache_hits: Some(stats.cache_hits),
+            cache_misses: Some(stats.cache_misses),
+            cache_bytes: Some(stats.cache_bytes),
+            objects_read_ahead: Some(stats.nodes_read_ahead),
             objects_written: Some(stats.objects_written + stats.commits_written),
             object_bytes_written: Some(stats.bytes_written),
             store_size_bytes: Some(self.disk_bytes().unwrap_or(stats.pack_bytes + stats.index_bytes)),
-            ..BackendStats::default()
-        };
-        with_live_reads(&self.source, written)
+        }
     }
 
     fn gc_start(&mut self, commit: &Hash) -> Result<bool, StoreError> {

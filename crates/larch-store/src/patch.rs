@@ -19,17 +19,17 @@ pub const PATCH_MIN_ENTRIES: usize = 4;
 /// than this many bytes of pack before it is written in full. Such a directory (a Tezos account)
 /// is rewritten a few times between long stretches in which it is not read, then mostly read
 /// cold: a full record then costs one read instead of a record and its base, for a little more
-/// space. Inode leaves (`Values`) are not concerned: they
-/// are the parts of large directories, rewritten and read together with them.
+/// space. Inode leaves (`Values`) are not concerned: they are the parts of large directories,
+/// rewritten and read together with them.
 pub const OLD_BASE_BYTES: u64 = 32 << 20;
 
 /// The longest chain of patches of a flat directory of fewer than [`OLD_BASE_MAX_ENTRIES`]
 /// entries: a record whose base is at this depth (or deeper, in a store written before this
-/// bound) is written in full. Such a directory (a Tezos account) is
-/// rewritten a few times between two cold reads (a cycle's end reads 16,000 of them), each
-/// rewrite within [`OLD_BASE_BYTES`] of the one before a patch on it: a cold read then costs at
-/// most three records (2 patches and a full record) instead of up to nine. A full record of a small directory is only a
-/// little larger than a patch.
+/// bound) is written in full. Such a directory (a Tezos account) is rewritten a few times between
+/// two cold reads (a cycle's end reads 16,000 of them), each rewrite within [`OLD_BASE_BYTES`] of
+/// the one before a patch on it: a cold read then costs at most three records (2 patches and a
+/// full record) instead of up to nine. A full record of a small directory is only a little larger
+/// than a patch.
 pub const SMALL_MAX_CHAIN: u8 = 2;
 
 /// The small flat directories of [`OLD_BASE_BYTES`] and [`SMALL_MAX_CHAIN`]: fewer entries than this.

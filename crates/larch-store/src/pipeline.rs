@@ -407,7 +407,7 @@ impl ContextRepo for PipelinedRepo {
     /// those read ahead); the written objects and the store's size as sampled after the last
     /// finished commit (up to the pipeline's depth of commits behind).
     fn stats(&self) -> BackendStats {
-        crate::context_repo::with_live_reads(&self.source, self.stats)
+        with_live_reads(&self.source, self.stats)
     }
 
     fn gc_start(&mut self, commit: &Hash) -> Result<bool> {
@@ -435,5 +435,19 @@ impl ContextRepo for PipelinedRepo {
             self.gc_unreported = self.gc_running;
         }
         finished
+    }
+}
+
+/// `stats` with the read side's counters of `source` as they are now: cache hits and misses, the
+/// cache's memory and the nodes read ahead.
+fn with_live_reads(source: &crate::pack::PackSource, stats: BackendStats) -> BackendStats {
+    let counters = &source.reader.counters;
+    let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+    BackendStats {
+        cache_hits: Some(load(&counters.hits)),
+        cache_misses: Some(load(&counters.misses)),
+        cache_bytes: Some(source.reader.cache_usage().0),
+        objects_read_ahead: Some(load(&source.prefetch().nodes_read)),
+        ..stats
     }
 }
