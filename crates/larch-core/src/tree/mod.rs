@@ -5,6 +5,7 @@
 pub(crate) mod dir;
 mod dirty;
 pub mod node;
+mod prefetch;
 pub mod source;
 
 use crate::hash::Hash;

@@ -178,6 +178,12 @@ impl Name {
         Some(Name { buf: buf.clone(), start: u32::try_from(range.start).ok()?, len, prefix })
     }
 
+    /// The address of the name's buffer (its reference count), for [`prefetch`](super::prefetch).
+    #[inline]
+    pub(crate) fn buffer_address(&self) -> *const u8 {
+        self.buf.ptr().cast::<u8>()
+    }
+
     /// `self.cmp(key)` bytewise, `key_prefix` being [`name_prefix`] of `key`: decided by the
     /// prefixes when they differ, without reading the name's buffer.
     #[inline]
@@ -321,6 +327,12 @@ impl InlineValue {
     /// The contents hash (computed at each call).
     pub fn hash(&self) -> Hash {
         schema::contents_hash(self.piece.as_bytes())
+    }
+
+    /// The address of the value's buffer (its reference count), for [`prefetch`](super::prefetch).
+    #[inline]
+    pub(crate) fn buffer_address(&self) -> *const u8 {
+        self.piece.buffer_address()
     }
 
     /// The value as [`Contents`] of its own.
@@ -576,6 +588,7 @@ const NO_CHAIN: u8 = u8::MAX;
 impl Clone for Node {
     /// Clones the body and keeps the caches (they describe the same value); not the origin.
     fn clone(&self) -> Node {
+        self.prefetch_clone_targets();
         self.with_body(self.body.clone())
     }
 }
@@ -666,6 +679,7 @@ impl Node {
             },
             NodeRef::Stored { .. } => child.clone(),
         };
+        self.prefetch_clone_targets();
         let body = match &self.body {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 let entries = entries
@@ -691,6 +705,17 @@ impl Node {
             }),
         };
         self.with_body(body)
+    }
+
+    /// Hints the lines a copy of the body increments counts in (see [`prefetch::clone_targets`]).
+    ///
+    /// [`prefetch::clone_targets`]: super::prefetch::clone_targets
+    #[inline]
+    fn prefetch_clone_targets(&self) {
+        match &self.body {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => super::prefetch::clone_targets(entries),
+            NodeBody::Tree(tree) => super::prefetch::children_targets(&tree.children),
+        }
     }
 
     /// A node holding `body` (the same value as this one's) with this one's caches, no origin.

@@ -299,3 +299,41 @@ fn a_tree_of_shared_copies_is_hashed_once_per_node() {
     }
     assert_eq!(node.hash(), expected);
 }
+
+#[test]
+fn a_copy_of_every_kind_of_entry_is_the_same_value() {
+    // Copies hint the lines of the counts they increment first (`prefetch::clone_targets`): each
+    // kind of entry, a name owning its buffer and names sharing one, and inode children.
+    let store = StoreId::fresh();
+    let contents = Arc::new(Contents::from_slice(b"in memory"));
+    let child = stored_dir(store, 100, b"child");
+    let shared = SharedBytes::new(b"abinline");
+    let (Some(a), Some(b), Some(inline)) = (shared.name(0..1), shared.name(1..2), shared.value(2..8)) else {
+        panic!("pieces of the shared buffer")
+    };
+    let stored_contents = ContentsRef::Stored { hash: Hash([7; 32]), key: ObjectKey::new(store, 7) };
+    let stored_node = NodeRef::Stored { hash: Hash([8; 32]), key: ObjectKey::new(store, 8) };
+    let entries = vec![
+        (a, Entry::Contents(ContentsRef::Mem(contents.clone()))),
+        (b, Entry::Contents(ContentsRef::Inline(inline))),
+        (Name::from("c"), Entry::Contents(stored_contents)),
+        (Name::from("d"), Entry::Node(NodeRef::Mem(child.clone()))),
+        (Name::from("e"), Entry::Node(stored_node.clone())),
+    ];
+    let flat = Node::new(NodeBody::Flat(entries));
+    let tree = Node::new(NodeBody::Tree(InodeTree {
+        depth: 0,
+        length: 300,
+        children: vec![(1, NodeRef::Mem(child.clone())), (2, stored_node)],
+    }));
+    for node in [&flat, &tree] {
+        let (contents_before, child_before) = (Arc::strong_count(&contents), Arc::strong_count(&child));
+        let copies = [node.clone(), node.detached_copy(HeldKeys { store, from: 0, recent_from: 0 })];
+        for copy in &copies {
+            assert_eq!(copy.hash(), node.hash());
+        }
+        let per_copy = usize::from(matches!(node.body(), NodeBody::Flat(_)));
+        assert_eq!(Arc::strong_count(&contents), contents_before + 2 * per_copy);
+        assert_eq!(Arc::strong_count(&child), child_before + 2);
+    }
+}
