@@ -2,8 +2,8 @@
 # Alternated replays of one trace by several builds or settings (docs/benchmarks.md, issue 11's
 # rounds): each round runs every variant once, in the order given, and prints one line per run:
 # context ops/s (wall-clock), CPU seconds, regular-block p99 and largest block, the times of the
-# large-burst blocks (BURSTS), peak RSS, store size and the last commit. Compare variants as ratios
-# within a round; run a second set in the reverse order.
+# large-burst blocks (BURSTS) and their page faults, peak RSS, store size and the last commit.
+# Compare variants as ratios within a round; run a second set in the reverse order.
 #
 #   scripts/replay_ab.sh TRACE OUT_DIR ROUNDS "LABEL@BINARY|ENV=VALUE ...|EXTRA ARGS" ...
 #
@@ -30,14 +30,16 @@ import json, sys
 run, bursts = sys.argv[1], [int(b) for b in sys.argv[2].split(",") if b]
 summary = json.load(open(run + ".json"))
 regular = summary["regular_block_time"]
-times = {}
+times, faults = {}, {}
 for line in open(run + ".jsonl"):
     record = json.loads(line)
     if record.get("type") == "block" and record["block"] in bursts:
         times[record["block"]] = record["wall_s"] * 1000
-print("%-24s ops/s %5.0fk cpu %5.2f s p99 %5.1f ms max %6.1f ms @%d bursts %s rss %5.1f MiB store %.1f MiB %s" % (
+        faults[record["block"]] = record.get("page_faults")
+print("%-24s ops/s %5.0fk cpu %5.2f s p99 %5.1f ms max %6.1f ms @%d bursts %s faults %s rss %5.1f MiB store %.1f MiB %s" % (
     run.split("/")[-1], summary["context_ops_per_wall_s"] / 1e3, summary["cpu_s"], regular["p99"] * 1e3,
     regular["max"] * 1e3, regular["max_block"], "/".join("%.0f" % times.get(b, 0) for b in bursts),
+    "/".join("-" if faults.get(b) is None else str(faults[b]) for b in bursts),
     summary["max_rss_bytes"] / 2**20, summary["store_size_bytes"] / 2**20, summary["last_commit"][:12]))
 PY
   done

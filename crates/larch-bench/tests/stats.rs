@@ -388,6 +388,23 @@ fn backend_stats_flow_from_the_repo_into_the_summary() {
     let sizes: Vec<Option<u64>> = file.blocks.iter().map(|b| b.backend.store_size_bytes).collect();
     assert_eq!(sizes, [Some(1500), Some(2000), Some(2500), Some(3000)]);
     if cfg!(target_os = "linux") {
-        assert!(file.blocks.iter().all(|b| b.cpu_s.is_some() && b.rss_bytes.is_some()));
+        assert!(
+            file.blocks.iter().all(|b| b.cpu_s.is_some() && b.rss_bytes.is_some() && b.page_faults.is_some())
+        );
     }
+}
+
+#[test]
+fn a_block_s_page_faults_round_trip_and_are_optional_in_older_files() {
+    let with = BlockStats { page_faults: Some(18), ..block(3, 0.1) };
+    let line = serde_json::to_string(&StatLine::Block(with.clone())).unwrap();
+    assert!(line.contains("\"page_faults\":18"), "{line}");
+    let StatLine::Block(back) = serde_json::from_str(&line).unwrap() else { panic!("not a block line") };
+    assert_eq!(back, with);
+    // A stat file written before the field existed.
+    let older = line.replace(",\"page_faults\":18", "");
+    assert_ne!(older, line);
+    let StatLine::Block(back) = serde_json::from_str(&older).unwrap() else { panic!("not a block line") };
+    assert_eq!(back.page_faults, None);
+    assert_eq!(back.block, 3);
 }

@@ -93,6 +93,7 @@ struct BlockMeter {
     block_wall: Instant,
     block_cpu: Option<f64>,
     block_io: Option<IoCounters>,
+    block_faults: Option<u64>,
     first_op: u64,
     ops: u64,
     counts: [u64; 8],
@@ -113,6 +114,7 @@ impl BlockMeter {
             block_wall: now,
             block_cpu: sample.cpu_s,
             block_io: sample.io,
+            block_faults: sample.page_faults,
             first_op: 0,
             ops: 0,
             counts: [0; 8],
@@ -136,6 +138,7 @@ impl BlockMeter {
         self.block_wall = now;
         self.block_cpu = sample.cpu_s;
         self.block_io = sample.io;
+        self.block_faults = sample.page_faults;
         self.first_op = next_op;
         self.ops = 0;
         self.counts = [0; 8];
@@ -419,6 +422,10 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             rss_bytes: sample.rss_bytes,
             max_rss_bytes: sample.max_rss_bytes,
             io,
+            page_faults: sample
+                .page_faults
+                .zip(self.meter.block_faults)
+                .map(|(after, before)| after.saturating_sub(before)),
             backend,
             reads_checked: self.meter.reads_checked,
             commit_checked: self.options.check_hashes,

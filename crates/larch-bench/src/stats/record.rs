@@ -120,6 +120,11 @@ pub struct BlockStats {
     pub max_rss_bytes: Option<u64>,
     /// I/O of the process during this block (difference of `/proc/self/io`).
     pub io: Option<IoCounters>,
+    /// Page faults of the process during this block, minor and major (`getrusage`): first
+    /// touches of memory new to the process, each zeroed by the kernel (`None` where unavailable;
+    /// absent from stat files of earlier builds).
+    #[serde(default)]
+    pub page_faults: Option<u64>,
     /// The store's counters after the commit (cumulative).
     pub backend: BackendStats,
     /// Read results compared with the trace in this block.
