@@ -3,8 +3,9 @@
 the memory has been idle for a while (docs/benchmarks.md, "Issue 11, fifteenth round").
 
 On the shared benchmark VMs, huge pages freed for more than about two seconds are handed back to
-the host (virtio-balloon free page reporting), and touching them again costs ~1-2 ms per MiB
-instead of ~0.05: a replay block whose heap grows by 20 MiB of huge pages pays 20-40 ms for it.
+the host (virtio-balloon free page reporting), and touching them again costs ~1-2.3 ms per MiB
+instead of at most 0.05 (this loop's own cost included): a replay block whose heap grows by 20
+MiB of huge pages pays 20-45 ms for it.
 Run it to see whether a machine behaves so:
 
     python3 scripts/page_refault_cost.py [MIB]
@@ -17,8 +18,7 @@ import time
 def touch(mib, huge):
     """Seconds to write one byte of every 4 KiB page of `mib` MiB of fresh anonymous memory."""
     area = mmap.mmap(-1, (mib + 2) << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    if huge:
-        area.madvise(mmap.MADV_HUGEPAGE)
+    area.madvise(mmap.MADV_HUGEPAGE if huge else mmap.MADV_NOHUGEPAGE)
     start = time.perf_counter()
     for offset in range(0, mib << 20, 4096):
         area[offset] = 1

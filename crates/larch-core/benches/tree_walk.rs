@@ -1,7 +1,7 @@
 //! Walks of a tree too large for the CPU's caches (issue 11): random `find`s, and `add`s to a
-//! copy of a committed tree (each copies the nodes on its path). Their cost is mostly waiting for
-//! memory: the searches' probes and the reference counts a copy increments
-//! (`larch_core::tree::prefetch`).
+//! copy of a hashed tree (each copies the shared nodes on its path with `Node::clone`). Their cost
+//! is mostly waiting for memory: the searches' probes and the reference counts a copy increments
+//! (the hints of `larch-core/src/tree/prefetch.rs`).
 //!
 //! Run: `cargo bench -p larch-core --bench tree_walk -- --warm-up-time 1 --measurement-time 3`.
 //! Results are in `docs/benchmarks.md` ("Issue 11, fifteenth round").

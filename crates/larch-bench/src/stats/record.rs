@@ -120,9 +120,9 @@ pub struct BlockStats {
     pub max_rss_bytes: Option<u64>,
     /// I/O of the process during this block (difference of `/proc/self/io`).
     pub io: Option<IoCounters>,
-    /// Page faults of the process during this block, minor and major (`getrusage`): first
-    /// touches of memory new to the process, each zeroed by the kernel (`None` where unavailable;
-    /// absent from stat files of earlier builds).
+    /// Page faults of the process during this block, minor and major (`getrusage`): e.g. first
+    /// touches of memory new to the process (zeroed by the kernel) or of pages of a mapped file
+    /// (`None` where unavailable; absent from stat files of earlier builds).
     #[serde(default)]
     pub page_faults: Option<u64>,
     /// The store's counters after the commit (cumulative).

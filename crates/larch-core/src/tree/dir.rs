@@ -81,7 +81,7 @@ fn search(entries: &Entries, name: &[u8]) -> Result<usize, usize> {
     // The entries of a node just read (often by the prefetching thread, on the other core) are
     // not in this core's cache: a binary search would wait for each probe's line in turn.
     let prefix = name_prefix(name);
-    prefetch_probes(entries);
+    super::prefetch::search_probes(entries);
     entries.binary_search_by(|(probe, _)| probe.cmp_bytes(name, prefix))
 }
 
@@ -330,42 +330,6 @@ pub(crate) fn entries(node: &Node, source: &dyn ObjectSource) -> Result<Entries,
     }
 }
 
-/// A directory of at most this many entries has all its lines fetched before a search (40
-/// entries: 50 lines of 64 bytes); a larger one, the lines of its search's first four levels.
-const PREFETCH_ALL_ENTRIES: usize = 40;
-/// The levels of a search of a large directory whose probes are fetched ahead: 15 lines.
-const PREFETCH_LEVELS: u32 = 4;
-
-/// Asks the CPU to start loading the memory lines a binary search of `entries` will probe, all
-/// at once rather than one after the other: a search of a leaf just read then waits for memory
-/// about once instead of five times (bursts of cold reads ~10% shorter: docs/benchmarks.md,
-/// "Issue 11, fifteenth round").
-#[inline]
-fn prefetch_probes(entries: &[(Name, Entry)]) {
-    let n = entries.len();
-    if n <= 4 {
-        return;
-    }
-    if n <= PREFETCH_ALL_ENTRIES {
-        super::prefetch::slice(entries);
-    } else {
-        for position in probe_positions(n) {
-            if let Some(entry) = entries.get(position) {
-                super::prefetch::read(std::ptr::from_ref(entry).cast::<u8>());
-            }
-        }
-    }
-}
-
-/// The midpoints of the first [`PREFETCH_LEVELS`] levels of a binary search over `n` items:
-/// `n/2`, then `n/4` and `3n/4`, and so on.
-fn probe_positions(n: usize) -> impl Iterator<Item = usize> {
-    (1..=PREFETCH_LEVELS).flat_map(move |level| {
-        let parts = 1usize << level;
-        (0..parts / 2).map(move |j| (2 * j + 1) * n / parts)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,15 +360,8 @@ mod tests {
     }
 
     #[test]
-    fn the_probes_fetched_ahead_are_a_binary_search_s_first_levels() {
-        let positions: Vec<usize> = probe_positions(64).collect();
-        assert_eq!(positions, [32, 16, 48, 8, 24, 40, 56, 4, 12, 20, 28, 36, 44, 52, 60]);
-        assert!(probe_positions(41).all(|position| position < 41));
-    }
-
-    #[test]
     fn a_search_finds_every_entry_and_the_place_of_every_absent_one() {
-        // Sizes on both sides of PREFETCH_ALL_ENTRIES and of the first-levels fetch.
+        // Sizes on both sides of the hints' bounds (`prefetch::search_probes`).
         for n in [0usize, 1, 4, 5, 39, 40, 41, 64, 256] {
             let mut entries: Entries = Vec::new();
             for i in 0..n {

@@ -4,6 +4,7 @@
 
 pub(crate) mod dir;
 mod dirty;
+mod key;
 pub mod node;
 mod prefetch;
 pub mod source;

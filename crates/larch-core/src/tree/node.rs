@@ -8,98 +8,7 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The identity of one object store instance (a [`MemorySource`](crate::MemorySource), an open
-/// disk store) within this process. A position ([`ObjectKey`]) is meaningful only to the store
-/// that made it: keys carry the identity, so a store treats a key of another store as absent
-/// (a writer copies the object, a source refuses the load) instead of misreading its offset.
-///
-/// Identities are drawn from a process-wide counter, so two live stores never share one (after
-/// 2^32 - 1 stores opened in one process the counter wraps around).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StoreId(std::num::NonZeroU32);
-
-impl StoreId {
-    /// A new identity, different from every other one handed out in this process (until the
-    /// counter wraps around).
-    pub fn fresh() -> StoreId {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-        loop {
-            let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let Some(id) = std::num::NonZeroU32::new(id) {
-                return StoreId(id);
-            }
-        }
-    }
-
-    /// The identity as a number (for messages).
-    pub fn get(self) -> u32 {
-        self.0.get()
-    }
-}
-
-impl fmt::Debug for StoreId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "store#{}", self.0)
-    }
-}
-
-impl fmt::Display for StoreId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "store#{}", self.0)
-    }
-}
-
-/// Where an object lives: the store that wrote it and its position there (a pack offset for the
-/// disk store, an index for [`MemorySource`](crate::MemorySource)). Only the store named by
-/// [`store`](ObjectKey::store) may interpret the position.
-///
-/// Laid out as three `u32`s (12 bytes, 4-aligned): a node's key cache then fits where a `u64`
-/// offset's did (a `Node`, with its origin and chain length, stays at 112 bytes, an allocator
-/// size class below 128), and the identity's zero niche keeps a `NodeRef` at 48 bytes.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ObjectKey {
-    offset_low: u32,
-    offset_high: u32,
-    store: StoreId,
-}
-
-impl ObjectKey {
-    /// The object at `offset` of `store`.
-    #[inline]
-    pub fn new(store: StoreId, offset: u64) -> ObjectKey {
-        ObjectKey { offset_low: offset as u32, offset_high: (offset >> 32) as u32, store }
-    }
-
-    /// The store whose position this is.
-    #[inline]
-    pub fn store(self) -> StoreId {
-        self.store
-    }
-
-    /// The position within [`store`](ObjectKey::store).
-    #[inline]
-    pub fn offset(self) -> u64 {
-        (u64::from(self.offset_high) << 32) | u64::from(self.offset_low)
-    }
-
-    /// The position, if this key belongs to `store`.
-    #[inline]
-    pub fn offset_in(self, store: StoreId) -> Option<u64> {
-        (self.store == store).then(|| self.offset())
-    }
-}
-
-impl fmt::Debug for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.offset(), self.store)
-    }
-}
-
-impl fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.offset(), self.store)
-    }
-}
+pub use super::key::{ObjectKey, StoreId};
 
 /// A step of a path: arbitrary bytes, ordered bytewise (OCaml `String.compare`).
 ///
@@ -178,10 +87,18 @@ impl Name {
         Some(Name { buf: buf.clone(), start: u32::try_from(range.start).ok()?, len, prefix })
     }
 
-    /// The address of the name's buffer (its reference count), for [`prefetch`](super::prefetch).
+    /// The address of the name's buffer, for [`prefetch`](super::prefetch): triomphe's
+    /// `ThinArc::ptr` is the start of its `ArcInner`, the reference count (only a hint relies on it).
     #[inline]
     pub(crate) fn buffer_address(&self) -> *const u8 {
         self.buf.ptr().cast::<u8>()
+    }
+
+    /// The address of the name's first eight bytes (what a search compares), for
+    /// [`prefetch`](super::prefetch).
+    #[inline]
+    pub(crate) fn prefix_address(&self) -> *const u64 {
+        std::ptr::from_ref(&self.prefix)
     }
 
     /// `self.cmp(key)` bytewise, `key_prefix` being [`name_prefix`] of `key`: decided by the
@@ -329,7 +246,7 @@ impl InlineValue {
         schema::contents_hash(self.piece.as_bytes())
     }
 
-    /// The address of the value's buffer (its reference count), for [`prefetch`](super::prefetch).
+    /// The address of the value's buffer, for [`prefetch`](super::prefetch).
     #[inline]
     pub(crate) fn buffer_address(&self) -> *const u8 {
         self.piece.buffer_address()
@@ -588,7 +505,7 @@ const NO_CHAIN: u8 = u8::MAX;
 impl Clone for Node {
     /// Clones the body and keeps the caches (they describe the same value); not the origin.
     fn clone(&self) -> Node {
-        self.prefetch_clone_targets();
+        super::prefetch::copy_targets(&self.body, false);
         self.with_body(self.body.clone())
     }
 }
@@ -679,7 +596,7 @@ impl Node {
             },
             NodeRef::Stored { .. } => child.clone(),
         };
-        self.prefetch_clone_targets();
+        super::prefetch::copy_targets(&self.body, true);
         let body = match &self.body {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 let entries = entries
@@ -707,15 +624,10 @@ impl Node {
         self.with_body(body)
     }
 
-    /// Hints the lines a copy of the body increments counts in (see [`prefetch::clone_targets`]).
-    ///
-    /// [`prefetch::clone_targets`]: super::prefetch::clone_targets
-    #[inline]
-    fn prefetch_clone_targets(&self) {
-        match &self.body {
-            NodeBody::Flat(entries) | NodeBody::Values(entries) => super::prefetch::clone_targets(entries),
-            NodeBody::Tree(tree) => super::prefetch::children_targets(&tree.children),
-        }
+    /// The addresses of the hash and key caches (a detached copy reads them), for
+    /// [`prefetch`](super::prefetch).
+    pub(crate) fn cache_addresses(&self) -> (*const OnceLock<Hash>, *const OnceLock<ObjectKey>) {
+        (std::ptr::from_ref(&self.hash), std::ptr::from_ref(&self.key))
     }
 
     /// A node holding `body` (the same value as this one's) with this one's caches, no origin.

@@ -302,7 +302,7 @@ fn a_tree_of_shared_copies_is_hashed_once_per_node() {
 
 #[test]
 fn a_copy_of_every_kind_of_entry_is_the_same_value() {
-    // Copies hint the lines of the counts they increment first (`prefetch::clone_targets`): each
+    // Copies hint the lines of the counts they increment first (`prefetch::copy_targets`): each
     // kind of entry, a name owning its buffer and names sharing one, and inode children.
     let store = StoreId::fresh();
     let contents = Arc::new(Contents::from_slice(b"in memory"));
@@ -326,14 +326,31 @@ fn a_copy_of_every_kind_of_entry_is_the_same_value() {
         length: 300,
         children: vec![(1, NodeRef::Mem(child.clone())), (2, stored_node)],
     }));
+    let in_memory_children = |node: &Node| -> usize {
+        match node.body() {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                entries.iter().filter(|(_, entry)| matches!(entry, Entry::Node(NodeRef::Mem(_)))).count()
+            }
+            NodeBody::Tree(tree) => {
+                tree.children.iter().filter(|(_, child)| matches!(child, NodeRef::Mem(_))).count()
+            }
+        }
+    };
     for node in [&flat, &tree] {
         let (contents_before, child_before) = (Arc::strong_count(&contents), Arc::strong_count(&child));
-        let copies = [node.clone(), node.detached_copy(HeldKeys { store, from: 0, recent_from: 0 })];
+        // A clone, a detached copy keeping the child (recent), one referring to it by key.
+        let copies = [
+            node.clone(),
+            node.detached_copy(HeldKeys { store, from: 0, recent_from: 0 }),
+            node.detached_copy(HeldKeys { store, from: 0, recent_from: u64::MAX }),
+        ];
         for copy in &copies {
             assert_eq!(copy.hash(), node.hash());
         }
+        let in_memory: Vec<usize> = copies.iter().map(in_memory_children).collect();
+        assert_eq!(in_memory, [1, 1, 0]);
         let per_copy = usize::from(matches!(node.body(), NodeBody::Flat(_)));
-        assert_eq!(Arc::strong_count(&contents), contents_before + 2 * per_copy);
+        assert_eq!(Arc::strong_count(&contents), contents_before + 3 * per_copy);
         assert_eq!(Arc::strong_count(&child), child_before + 2);
     }
 }

@@ -1,85 +1,163 @@
-//! Hints that start loading memory lines before they are needed, so that lines a loop will touch
-//! one after the other arrive together instead of each in turn (docs/benchmarks.md, "Issue 11,
-//! fifteenth round").
+//! Hints that start loading memory lines before they are needed, so that the lines a loop will
+//! touch one after the other arrive together instead of each in turn (docs/benchmarks.md, "Issue
+//! 11, fifteenth round"). A hint changes no value: on targets without one, these do nothing.
 
-use super::node::{ContentsRef, Entry, Name, NodeRef};
+use super::node::{ContentsRef, Entry, Name, Node, NodeBody, NodeRef};
 
-/// Hints the CPU to load the line holding `at` for reading (nothing on targets without the hint).
+/// A directory of at most this many entries has all its lines hinted before a search (40
+/// entries: 50 lines of 64 bytes); a larger one, the probes of its search's first levels.
+const SEARCH_ALL_ENTRIES: usize = 40;
+/// The levels of a search of a larger directory whose probes are hinted: 15 entries.
+const SEARCH_LEVELS: u32 = 4;
+
+/// Hints the CPU to load the line holding `at` (a read hint, `PREFETCHT0`; nothing on targets
+/// without it).
 #[inline(always)]
-pub(crate) fn read(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
+fn hint_line<T>(at: *const T) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
     // SAFETY: `_mm_prefetch` only hints the cache: it reads nothing the program sees and never
     // faults, whatever the address. It is `unsafe` only as a `target_feature` function, and its
-    // feature (SSE) is part of every x86-64 target. Stable Rust has no safe prefetch.
+    // feature (SSE) is enabled here (the `cfg` above). Stable Rust has no safe prefetch.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast::<i8>());
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Hints the CPU to load the line holding `at` for writing (nothing on targets without the hint).
-#[inline(always)]
-fn write(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `read`; a CPU without the write hint (`PREFETCHW`) treats it as a no-op.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(at.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
     let _ = at;
 }
 
 /// Every line of `items`.
-#[inline]
-pub(crate) fn slice<T>(items: &[T]) {
+fn hint_lines<T>(items: &[T]) {
     let base = items.as_ptr().cast::<u8>();
     let size = std::mem::size_of_val(items);
     if size == 0 {
         return;
     }
     for at in (0..size).step_by(64).chain([size - 1]) {
-        read(base.wrapping_add(at));
+        hint_line(base.wrapping_add(at));
     }
 }
 
-/// The reference counts a clone of `entries` increments: each name's buffer, each in-memory
-/// value's and child's `Arc` (and the child's caches, which a detached copy reads). A clone
-/// increments each count with a locked instruction, which waits for its line before the next one
-/// can start; hinted together first, the lines of a node's entries arrive together.
+/// Hints the lines a binary search of `entries` (std's `binary_search_by`) will read, all at
+/// once rather than one after the other: a search of a directory just read then waits for memory
+/// about once instead of at each probe. A small directory's lines all; a larger one's, the name
+/// prefixes of the probes of the search's first [`SEARCH_LEVELS`] levels.
 #[inline]
-pub(crate) fn clone_targets(entries: &[(Name, Entry)]) {
-    for (name, entry) in entries {
-        write(name.buffer_address());
-        match entry {
-            Entry::Contents(ContentsRef::Mem(contents)) => arc_counts(std::sync::Arc::as_ptr(contents)),
-            Entry::Contents(ContentsRef::Inline(value)) => write(value.buffer_address()),
-            Entry::Node(child) => node_ref(child),
-            Entry::Contents(ContentsRef::Stored { .. }) => {}
+pub(crate) fn search_probes(entries: &[(Name, Entry)]) {
+    let n = entries.len();
+    if n <= 4 {
+        return;
+    }
+    if n <= SEARCH_ALL_ENTRIES {
+        hint_lines(entries);
+        return;
+    }
+    for position in probe_positions(n) {
+        if let Some((name, _)) = entries.get(position) {
+            hint_line(name.prefix_address());
         }
     }
 }
 
-/// The children's counts and caches of an inode `Tree`, as [`clone_targets`].
+/// The positions std's `binary_search_by` probes in its first [`SEARCH_LEVELS`] levels over `n`
+/// items, level by level: at a range `(base, size)` of more than one item it probes
+/// `base + size / 2`, then goes on with `(base, size - size / 2)` or `(base + size / 2, size -
+/// size / 2)`; at one item, it probes it last.
+pub(crate) fn probe_positions(n: usize) -> impl Iterator<Item = usize> {
+    let mut ranges = vec![(0usize, n)];
+    let mut positions = Vec::with_capacity((1 << SEARCH_LEVELS) - 1);
+    for _ in 0..SEARCH_LEVELS {
+        let mut next = Vec::with_capacity(ranges.len() * 2);
+        for (base, size) in ranges {
+            if size > 1 {
+                let half = size / 2;
+                positions.push(base + half);
+                next.push((base, size - half));
+                next.push((base + half, size - half));
+            } else if size == 1 {
+                // The search's last probe, at the one item left.
+                positions.push(base);
+            }
+        }
+        ranges = next;
+    }
+    positions.into_iter()
+}
+
+/// Hints the reference counts a copy of `body` increments (each name's buffer, each in-memory
+/// value's and child's `Arc`) and, when the copy `detaches` children
+/// ([`Node::detached_copy`]), the children's caches it reads. A copy increments each count with a
+/// locked instruction, which waits for its line before any later load can proceed; hinted first,
+/// the lines of a node's entries arrive together.
 #[inline]
-pub(crate) fn children_targets(children: &[(u8, NodeRef)]) {
-    for (_, child) in children {
-        node_ref(child);
+pub(crate) fn copy_targets(body: &NodeBody, detaches: bool) {
+    match body {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            for (name, entry) in entries {
+                hint_line(name.buffer_address());
+                match entry {
+                    Entry::Contents(ContentsRef::Mem(contents)) => {
+                        arc_counts(std::sync::Arc::as_ptr(contents))
+                    }
+                    Entry::Contents(ContentsRef::Inline(value)) => hint_line(value.buffer_address()),
+                    Entry::Node(child) => child_targets(child, detaches),
+                    Entry::Contents(ContentsRef::Stored { .. }) => {}
+                }
+            }
+        }
+        NodeBody::Tree(tree) => {
+            for (_, child) in &tree.children {
+                child_targets(child, detaches);
+            }
+        }
     }
 }
 
+/// An in-memory child's count and, if `detaches`, its caches.
 #[inline(always)]
-fn node_ref(child: &NodeRef) {
+fn child_targets(child: &NodeRef, detaches: bool) {
     if let NodeRef::Mem(node) = child {
-        let data = std::sync::Arc::as_ptr(node).cast::<u8>();
-        arc_counts(data);
-        // A node's caches (hash, key) lie past the first line of its allocation.
-        read(data.wrapping_add(64));
+        arc_counts(std::sync::Arc::as_ptr(node));
+        if detaches {
+            let (hash, key) = Node::cache_addresses(node);
+            hint_line(hash);
+            hint_line(key);
+        }
     }
 }
 
-/// The line of the counts of the `Arc` whose value is at `data` (the counts precede it).
+/// The line of the counts of the `Arc` whose value is at `data`: std's `ArcInner` holds the
+/// strong and weak counts, then the value at the next multiple of its alignment.
 #[inline(always)]
 fn arc_counts<T>(data: *const T) {
-    write(data.cast::<u8>().wrapping_sub(2 * std::mem::size_of::<usize>()));
+    let offset = (2 * std::mem::size_of::<usize>()).next_multiple_of(std::mem::align_of::<T>());
+    hint_line(data.cast::<u8>().wrapping_sub(offset));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probes_hinted_are_those_of_std_s_binary_search() {
+        for n in 5..=300usize {
+            let hinted: Vec<usize> = probe_positions(n).collect();
+            let items: Vec<usize> = (0..n).map(|i| 2 * i + 1).collect();
+            // Every key, present or absent: the first levels' probes of each search are hinted.
+            for key in 0..=2 * n + 1 {
+                let mut probes = Vec::new();
+                let _ = items.binary_search_by(|probe| {
+                    probes.push(probe / 2);
+                    probe.cmp(&key)
+                });
+                for probe in probes.iter().take(SEARCH_LEVELS as usize) {
+                    assert!(hinted.contains(probe), "n {n}, key {key}: probe {probe} not in {hinted:?}");
+                }
+            }
+            assert!(hinted.iter().all(|position| *position < n));
+        }
+        assert_eq!(
+            probe_positions(64).collect::<Vec<_>>(),
+            [32, 16, 48, 8, 24, 40, 56, 4, 12, 20, 28, 36, 44, 52, 60]
+        );
+    }
 }
