@@ -51,36 +51,29 @@ pub(crate) fn search_probes(entries: &[(Name, Entry)]) {
         hint_lines(entries);
         return;
     }
-    for position in probe_positions(n) {
+    probe_positions(0, n, SEARCH_LEVELS, &mut |position| {
         if let Some((name, _)) = entries.get(position) {
             hint_line(name.prefix_address());
         }
-    }
+    });
 }
 
-/// The positions std's `binary_search_by` probes in its first [`SEARCH_LEVELS`] levels over `n`
-/// items, level by level: at a range `(base, size)` of more than one item it probes
-/// `base + size / 2`, then goes on with `(base, size - size / 2)` or `(base + size / 2, size -
-/// size / 2)`; at one item, it probes it last.
-pub(crate) fn probe_positions(n: usize) -> impl Iterator<Item = usize> {
-    let mut ranges = vec![(0usize, n)];
-    let mut positions = Vec::with_capacity((1 << SEARCH_LEVELS) - 1);
-    for _ in 0..SEARCH_LEVELS {
-        let mut next = Vec::with_capacity(ranges.len() * 2);
-        for (base, size) in ranges {
-            if size > 1 {
-                let half = size / 2;
-                positions.push(base + half);
-                next.push((base, size - half));
-                next.push((base + half, size - half));
-            } else if size == 1 {
-                // The search's last probe, at the one item left.
-                positions.push(base);
-            }
-        }
-        ranges = next;
+/// Calls `visit` with each position std's `binary_search_by` may probe in its first `levels`
+/// levels over the `size` items from `base` (no allocation: a search calls it): at a range of more
+/// than one item it probes `base + size / 2`, then goes on with `(base, size - size / 2)` or
+/// `(base + size / 2, size - size / 2)`; at one item, it probes it last.
+pub(crate) fn probe_positions(base: usize, size: usize, levels: u32, visit: &mut impl FnMut(usize)) {
+    if levels == 0 || size == 0 {
+        return;
     }
-    positions.into_iter()
+    if size == 1 {
+        visit(base);
+        return;
+    }
+    let half = size / 2;
+    visit(base + half);
+    probe_positions(base, size - half, levels - 1, visit);
+    probe_positions(base + half, size - half, levels - 1, visit);
 }
 
 /// Hints the reference counts a copy of `body` increments (each name's buffer, each in-memory
@@ -137,10 +130,16 @@ fn arc_counts<T>(data: *const T) {
 mod tests {
     use super::*;
 
+    fn positions(n: usize) -> Vec<usize> {
+        let mut positions = Vec::new();
+        probe_positions(0, n, SEARCH_LEVELS, &mut |position| positions.push(position));
+        positions
+    }
+
     #[test]
     fn the_probes_hinted_are_those_of_std_s_binary_search() {
         for n in 5..=300usize {
-            let hinted: Vec<usize> = probe_positions(n).collect();
+            let hinted = positions(n);
             let items: Vec<usize> = (0..n).map(|i| 2 * i + 1).collect();
             // Every key, present or absent: the first levels' probes of each search are hinted.
             for key in 0..=2 * n + 1 {
@@ -155,9 +154,8 @@ mod tests {
             }
             assert!(hinted.iter().all(|position| *position < n));
         }
-        assert_eq!(
-            probe_positions(64).collect::<Vec<_>>(),
-            [32, 16, 48, 8, 24, 40, 56, 4, 12, 20, 28, 36, 44, 52, 60]
-        );
+        let mut sorted = positions(64);
+        sorted.sort_unstable();
+        assert_eq!(sorted, [4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60]);
     }
 }
