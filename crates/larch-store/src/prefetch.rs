@@ -13,6 +13,10 @@
 //! thread, where the reading thread then finds them. Each leaf is handed over once per count. A
 //! regular block misses at most about 1,100 of them (the default replay), a large burst about
 //! 16,000.
+//!
+//! Leaves still waiting when a new tree starts (the storm's block is over) are dropped unread: with
+//! ten times the default's accounts, the thread went on reading a cycle's leaves for dozens of
+//! blocks after it, and a reading thread used none of those nodes.
 
 use larch_core::{Entry, Hash, Name, NodeRef, StoreId};
 use std::collections::HashSet;
@@ -40,13 +44,21 @@ const LEAVES_REMEMBERED: usize = 1 << 16;
 /// compete for it.
 const PREFETCH_NICE: i32 = 19;
 
-/// One leaf's stored sub-directories to read ahead: `(offset, hash)`.
-type Batch = Vec<(u64, Hash)>;
+/// One leaf's stored sub-directories to read ahead.
+struct Batch {
+    /// The count it was handed over in ([`Prefetcher::count`]): once that count has ended, the
+    /// batch is dropped unread.
+    count: u64,
+    /// `(offset, hash)` of each sub-directory.
+    nodes: Vec<(u64, Hash)>,
+}
 
 /// The detector of cold-read storms and the channel to the prefetching thread (started at the
 /// first storm).
 pub(crate) struct Prefetcher {
     source: Weak<PackSource>,
+    /// The current count's number: how many trees were started ([`Prefetcher::new_tree`]).
+    count: AtomicU64,
     /// When this prefetcher was made: the origin of `window_start`.
     created: Instant,
     /// The start of the current count, in milliseconds since `created`.
@@ -60,8 +72,10 @@ pub(crate) struct Prefetcher {
     pub leaves_sent: AtomicU64,
     /// Sub-directories the thread read into the cache.
     pub nodes_read: AtomicU64,
-    /// Leaves the thread is done with.
+    /// Leaves the thread is done with (read or dropped).
     pub leaves_done: AtomicU64,
+    /// Leaves the thread dropped unread: their count had ended (the storm's block is over).
+    pub leaves_dropped: AtomicU64,
 }
 
 impl std::fmt::Debug for Prefetcher {
@@ -78,6 +92,7 @@ impl Prefetcher {
     pub fn new(source: Weak<PackSource>) -> Prefetcher {
         Prefetcher {
             source,
+            count: AtomicU64::new(0),
             created: Instant::now(),
             window_start: AtomicU64::new(0),
             misses: AtomicU32::new(0),
@@ -86,6 +101,7 @@ impl Prefetcher {
             leaves_sent: AtomicU64::new(0),
             nodes_read: AtomicU64::new(0),
             leaves_done: AtomicU64::new(0),
+            leaves_dropped: AtomicU64::new(0),
         }
     }
 
@@ -97,6 +113,7 @@ impl Prefetcher {
     /// starts): misses are counted from zero. A plain `Repo::commit` does not reset the count (a
     /// pipelined writer calls it on its commit thread, in the middle of the next block).
     pub fn new_tree(&self) {
+        self.count.fetch_add(1, Ordering::Relaxed);
         self.restart(self.now_ms());
     }
 
@@ -138,12 +155,12 @@ impl Prefetcher {
                 return;
             }
         }
-        let batch: Batch = leaf.iter().filter_map(stored).filter(|(offset, _)| *offset != missed).collect();
-        if batch.is_empty() {
+        let nodes: Vec<_> = leaf.iter().filter_map(stored).filter(|(offset, _)| *offset != missed).collect();
+        if nodes.is_empty() {
             return;
         }
         let Some(sender) = self.sender.get_or_init(|| self.spawn()) else { return };
-        match sender.try_send(batch) {
+        match sender.try_send(Batch { count: self.count.load(Ordering::Relaxed), nodes }) {
             Ok(()) => {
                 self.leaves_sent.fetch_add(1, Ordering::Relaxed);
             }
@@ -170,16 +187,22 @@ fn prefetch_loop(source: &Weak<PackSource>, receiver: &Receiver<Batch>) {
     crate::gc_worker::lower_priority(PREFETCH_NICE);
     for batch in receiver {
         let Some(source) = source.upgrade() else { return };
+        let prefetch = source.prefetch();
+        if batch.count != prefetch.count.load(Ordering::Relaxed) {
+            prefetch.leaves_dropped.fetch_add(1, Ordering::Relaxed);
+            prefetch.leaves_done.fetch_add(1, Ordering::Release);
+            continue;
+        }
         let mut read = 0;
-        for (offset, hash) in batch {
+        for (offset, hash) in batch.nodes {
             if !source.reader.is_cached(offset)
                 && source.reader.node_read(offset, &hash, crate::patch::MAX_CHAIN, true).is_ok()
             {
                 read += 1;
             }
         }
-        source.prefetch().nodes_read.fetch_add(read, Ordering::Relaxed);
-        source.prefetch().leaves_done.fetch_add(1, Ordering::Release);
+        prefetch.nodes_read.fetch_add(read, Ordering::Relaxed);
+        prefetch.leaves_done.fetch_add(1, Ordering::Release);
     }
 }
 

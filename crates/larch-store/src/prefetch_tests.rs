@@ -1,11 +1,11 @@
 //! A storm of cold reads of a large directory's sub-directories is read ahead; fewer misses are
-//! not; a new tree counts from zero.
+//! not; a new tree counts from zero, and the leaves still waiting then are dropped.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
 
-use super::STORM_MISSES;
+use super::{Batch, Prefetcher, STORM_MISSES};
 use crate::Repo;
-use larch_core::{CommitInfo, Entry, NodeRef, Tree};
+use larch_core::{CommitInfo, Entry, Hash, NodeRef, Tree};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -34,8 +34,16 @@ fn offset(reader: &Repo, tree: &Tree, i: usize) -> u64 {
     }
 }
 
-#[test]
-fn a_storm_of_cold_sub_directories_is_read_ahead() {
+/// The hash of account `i`'s directory.
+fn hash(tree: &Tree, i: usize) -> Hash {
+    match tree.find_tree(&["index", name(i).as_str()]).unwrap().unwrap().root() {
+        Entry::Node(NodeRef::Stored { hash, .. }) => *hash,
+        _ => panic!("account {i} is not a stored directory"),
+    }
+}
+
+/// A store whose one commit holds [`ACCOUNTS`] accounts under `index`, and that commit.
+fn store_of_accounts() -> (tempfile::TempDir, Hash) {
     let dir = tempfile::tempdir().unwrap();
     let mut repo = Repo::open(dir.path()).unwrap();
     let mut tree = repo.empty_tree();
@@ -45,7 +53,21 @@ fn a_storm_of_cold_sub_directories_is_read_ahead() {
         tree.add(&["index", account.as_str(), "counter"], vec![1, 2]).unwrap();
     }
     let commit = repo.commit(&tree, &[], CommitInfo::tezos(1, "accounts")).unwrap();
-    drop(repo);
+    (dir, commit)
+}
+
+/// Waits until the prefetching thread is done with `leaves` leaves.
+fn wait_for_leaves(prefetch: &Prefetcher, leaves: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while prefetch.leaves_done.load(Ordering::Acquire) < leaves {
+        assert!(Instant::now() < deadline, "the prefetching thread did not finish its leaves");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_storm_of_cold_sub_directories_is_read_ahead() {
+    let (dir, commit) = store_of_accounts();
 
     // A reader with a cold cache: each account's directory read is a miss.
     let reader = Repo::open_read_only(dir.path()).unwrap();
@@ -62,11 +84,7 @@ fn a_storm_of_cold_sub_directories_is_read_ahead() {
     let next = after[0];
     assert_eq!(balance(&tree, next), Some(next.to_le_bytes().to_vec()));
     assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 1, "the storm's first leaf");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while prefetch.leaves_done.load(Ordering::Acquire) < 1 {
-        assert!(Instant::now() < deadline, "the prefetching thread did not finish its leaf");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_leaves(prefetch, 1);
     let read_ahead = prefetch.nodes_read.load(Ordering::Relaxed);
     assert!(read_ahead > 0, "nothing was read ahead");
     let cached =
@@ -93,4 +111,42 @@ fn a_storm_of_cold_sub_directories_is_read_ahead() {
         assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()));
     }
     assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 1, "a new tree's misses handed leaves over");
+}
+
+#[test]
+fn leaves_left_when_their_tree_is_done_are_dropped_unread() {
+    let (dir, commit) = store_of_accounts();
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let prefetch = reader.source.prefetch();
+    let tree = reader.checkout(&commit).unwrap();
+    let order = order();
+    // A storm starts the prefetching thread.
+    for &i in &order[..=STORM_MISSES as usize] {
+        assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()));
+    }
+    wait_for_leaves(prefetch, 1);
+    let sender = prefetch.sender.get().cloned().flatten().expect("the prefetching thread runs");
+    let (stale, current) = (order[STORM_MISSES as usize + 1], order[STORM_MISSES as usize + 2]);
+    let uncached = |i: usize| !reader.source.reader.is_cached(offset(&reader, &tree, i));
+    assert!(uncached(stale) && uncached(current), "accounts {stale} and {current} already read");
+
+    // A leaf handed over in a count that has ended (a new tree started) is dropped unread...
+    let ended = prefetch.count.load(Ordering::Relaxed);
+    prefetch.new_tree();
+    let done = prefetch.leaves_done.load(Ordering::Acquire);
+    sender
+        .send(Batch { count: ended, nodes: vec![(offset(&reader, &tree, stale), hash(&tree, stale))] })
+        .unwrap();
+    wait_for_leaves(prefetch, done + 1);
+    assert_eq!(prefetch.leaves_dropped.load(Ordering::Relaxed), 1);
+    assert!(uncached(stale), "a leaf of an ended count was read");
+
+    // ... and one of the current count is read.
+    let count = prefetch.count.load(Ordering::Relaxed);
+    sender
+        .send(Batch { count, nodes: vec![(offset(&reader, &tree, current), hash(&tree, current))] })
+        .unwrap();
+    wait_for_leaves(prefetch, done + 2);
+    assert_eq!(prefetch.leaves_dropped.load(Ordering::Relaxed), 1);
+    assert!(!uncached(current), "a leaf of the current count was not read");
 }
