@@ -76,6 +76,7 @@ pub mod patch;
 mod patch;
 mod pipeline;
 mod prefetch;
+mod publish;
 mod publisher;
 mod recover;
 mod repo;

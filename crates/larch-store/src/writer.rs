@@ -3,7 +3,7 @@
 //! large commit (a setup block) writes its buffer past the published end whenever it reaches
 //! [`FLUSH_BYTES`], so that its memory stays bounded; nothing is published before the commit's end.
 
-use crate::codec::{self, EncodedTarget, INLINE_MAX, RecordKind};
+use crate::codec::{self, INLINE_MAX, RecordKind};
 use crate::error::{Result, StoreError};
 use crate::pack::{PackReader, node_weight};
 use crate::patch::{self, EntryChange};
@@ -18,91 +18,9 @@ use std::sync::Arc;
 /// Encoded bytes a commit holds in memory before writing them past the published end.
 pub(crate) const FLUSH_BYTES: usize = 8 << 20;
 
-/// A hasher for pointer-identity keys (addresses: already well spread, no need for SipHash).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct AddressHasher(u64);
-
-impl std::hash::Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_usize(&mut self, value: usize) {
-        self.write_u64(value as u64);
-    }
-    fn write_u64(&mut self, value: u64) {
-        // Multiply, then fold the high half (which depends on every bit) into the low bits that
-        // pick the bucket: addresses and offsets often share their low bits.
-        let product = value.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = product ^ (product >> 32);
-    }
-}
-
-type AddressMap = HashMap<usize, u64, std::hash::BuildHasherDefault<AddressHasher>>;
-
-/// The tables an [`Encoder`] fills, kept by the writer from one commit to the next (cleared): a
-/// commit then fills tables already grown instead of growing new ones (each doubling rehashes
-/// and, past a few hundred KiB, faults fresh pages in; a large burst's commit spent a quarter of
-/// its time there).
-pub(crate) struct EncoderTables {
-    pending_nodes: AddressMap,
-    pending_contents: AddressMap,
-    /// Nodes written, or found equal to a stored version, with their offsets and the chain
-    /// lengths of those records (if known): marked stored once the commit is published.
-    pub marks: Vec<(Arc<Node>, u64, Option<u8>)>,
-}
-
-impl std::fmt::Debug for EncoderTables {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EncoderTables")
-            .field("node_capacity", &self.pending_nodes.capacity())
-            .field("contents_capacity", &self.pending_contents.capacity())
-            .finish_non_exhaustive()
-    }
-}
-
-/// Tables that grew past this many entries (a setup block's commit) are not kept.
-const KEEP_TABLE_ENTRIES: usize = 1 << 16;
-
-/// Nodes the tables are made for before a commit needs them: a Tezos cycle's end writes ~17,000
-/// (16,000 accounts and the leaves above them), and growing the tables to that size in its commit
-/// rehashed them and faulted fresh pages in: ~15 ms of a first large burst's commit, which the
-/// pipelined commits behind it wait for. About 1.8 MiB, touched as it fills.
-pub(crate) const RESERVED_NODES: usize = 1 << 15;
-
-impl EncoderTables {
-    /// Empty tables with room for [`RESERVED_NODES`] nodes.
-    pub fn new() -> EncoderTables {
-        EncoderTables {
-            pending_nodes: AddressMap::with_capacity_and_hasher(RESERVED_NODES, Default::default()),
-            pending_contents: AddressMap::default(),
-            marks: Vec::with_capacity(RESERVED_NODES),
-        }
-    }
-
-    /// The number of nodes the tables hold without growing.
-    #[cfg(test)]
-    pub fn node_capacity(&self) -> usize {
-        self.pending_nodes.capacity().min(self.marks.capacity())
-    }
-
-    /// The tables emptied for the next commit, if they are not too large to keep.
-    pub fn recycled(mut self) -> Option<EncoderTables> {
-        let largest =
-            self.pending_nodes.capacity().max(self.pending_contents.capacity()).max(self.marks.capacity());
-        if largest > KEEP_TABLE_ENTRIES {
-            return None;
-        }
-        self.pending_nodes.clear();
-        self.pending_contents.clear();
-        self.marks.clear();
-        Some(self)
-    }
-}
+#[path = "writer_tables.rs"]
+mod tables;
+pub(crate) use tables::{AddressHasher, EncoderTables};
 
 /// Where an entry's target went.
 enum Loc {
@@ -784,6 +702,10 @@ impl<'a> Encoder<'a> {
     }
 }
 
+#[path = "writer_diff.rs"]
+mod diff;
+use diff::{Change, bucket_changes, entry_changes, stored_position, target_of};
+
 #[cfg(test)]
 #[path = "writer_tests.rs"]
 mod tests;
@@ -827,108 +749,4 @@ struct Base {
     offset: u64,
     node: Arc<Node>,
     chain: u8,
-}
-
-/// One change of an entries patch: set the entry at this index of the new node, or remove a name.
-enum Change {
-    Set(usize),
-    Remove(Name),
-}
-
-fn target_of(loc: Option<&Loc>) -> EncodedTarget<'_> {
-    match loc {
-        Some(Loc::Node(hash, child)) => EncodedTarget::Node(*hash, *child),
-        Some(Loc::Contents(hash, child)) => EncodedTarget::Contents(*hash, *child),
-        Some(loc @ Loc::Inline(_)) => EncodedTarget::Inline(loc.inline_bytes().unwrap_or_default()),
-        None => EncodedTarget::Inline(&[]),
-    }
-}
-
-/// The hash and position in `store` of a child a base refers to: by key, or in memory with its
-/// stored key (a base in memory: a node's origin).
-fn stored_position(child: &NodeRef, store: StoreId) -> Option<(Hash, u64)> {
-    match child {
-        NodeRef::Stored { hash, key } => Some((*hash, key.offset_in(store)?)),
-        NodeRef::Mem(node) => Some((node.cached_hash()?, node.stored_offset_in(store)?)),
-    }
-}
-
-/// Whether the new target `loc` is what the base entry (of `store`) holds.
-fn same_target(loc: &Loc, entry: &Entry, store: StoreId) -> bool {
-    match (loc, entry) {
-        // By key, or in memory (a base in memory, a node's origin, holds its children so).
-        (Loc::Node(hash, offset), Entry::Node(child)) => {
-            stored_position(child, store) == Some((*hash, *offset))
-        }
-        (Loc::Contents(hash, offset), Entry::Contents(ContentsRef::Stored { hash: h, key })) => {
-            hash == h && key.offset_in(store) == Some(*offset)
-        }
-        (Loc::Inline(ContentsRef::Mem(contents)), Entry::Contents(ContentsRef::Mem(old))) => {
-            // An unchanged entry usually shares its value with the base (the node was copied from
-            // it): no need to read the bytes.
-            Arc::ptr_eq(contents, old) || contents.as_bytes() == old.as_bytes()
-        }
-        (loc @ Loc::Inline(_), Entry::Contents(old)) => {
-            loc.inline_bytes().is_some_and(|new| old.held_bytes() == Some(new))
-        }
-        _ => false,
-    }
-}
-
-/// The changes from the sorted `base` entries to the new sorted `entries` (with their targets
-/// `locs`), sorted by name; `None` if the lists are not sorted as they must be.
-fn entry_changes(
-    entries: &[(Name, Entry)],
-    locs: &[Loc],
-    base: &[(Name, Entry)],
-    store: StoreId,
-) -> Option<Vec<Change>> {
-    let mut changes = Vec::new();
-    let mut old = base.iter().peekable();
-    for (index, ((name, _), loc)) in entries.iter().zip(locs).enumerate() {
-        // Equality first: an unchanged entry shares its name with the base (the node was copied
-        // from it), and `Name` equality then compares no bytes: most entries cost no comparison.
-        loop {
-            match old.peek() {
-                Some((probe, entry)) if probe == name => {
-                    if !same_target(loc, entry, store) {
-                        changes.push(Change::Set(index));
-                    }
-                    old.next();
-                    break;
-                }
-                Some((probe, _)) if probe < name => {
-                    changes.push(Change::Remove(probe.clone()));
-                    old.next();
-                }
-                _ => {
-                    changes.push(Change::Set(index));
-                    break;
-                }
-            }
-        }
-    }
-    changes.extend(old.map(|(removed, _)| Change::Remove(removed.clone())));
-    Some(changes)
-}
-
-/// The bucket changes from the base children to the new ones (both sorted by bucket).
-fn bucket_changes(
-    children: &[(u8, (Hash, u64))],
-    base: &[(u8, NodeRef)],
-    store: StoreId,
-) -> Vec<(u8, Option<(Hash, u64)>)> {
-    let mut changes = Vec::new();
-    let mut old = base.iter().peekable();
-    for (bucket, (hash, offset)) in children {
-        while let Some((removed, _)) = old.next_if(|(probe, _)| probe < bucket) {
-            changes.push((*removed, None));
-        }
-        match old.next_if(|(probe, _)| probe == bucket) {
-            Some((_, child)) if stored_position(child, store) == Some((*hash, *offset)) => {}
-            _ => changes.push((*bucket, Some((*hash, *offset)))),
-        }
-    }
-    changes.extend(old.map(|(removed, _)| (*removed, None)));
-    changes
 }

@@ -167,7 +167,7 @@ fn chain_at(repo: &Repo, tree: &Tree, path: &[&str]) -> u8 {
 
 #[test]
 fn a_commit_of_a_burst_does_not_grow_the_encoder_tables() {
-    use crate::writer::RESERVED_NODES;
+    use crate::writer::tables::RESERVED_NODES;
     let dir = tempfile::tempdir().unwrap();
     let mut repo = Repo::open(dir.path()).unwrap();
     let mut tree = repo.empty_tree();
