@@ -22,8 +22,19 @@ pub(crate) fn node_mut<'a>(
     node: &'a mut NodeRef,
     source: &dyn ObjectSource,
 ) -> Result<&'a mut Node, TreeError> {
-    // The node is (or becomes) modified: copied, or modified in place.
-    super::note_dirty(1);
+    // The node is (or becomes) modified: copied, or modified in place. Counted only when this
+    // makes a node dirty (a load, a copy, or a hashed node changed in place): a node already
+    // modified and held by this tree alone is not counted again, so that the bound stays close
+    // to the dirty nodes a block makes, not to its edits' path lengths (seven times more on the
+    // default replay, and a bound over the parallel-hashing threshold walked the tree at most
+    // commits).
+    let newly_dirty = match node {
+        NodeRef::Stored { .. } => true,
+        NodeRef::Mem(arc) => arc.cached_hash().is_some() || Arc::get_mut(arc).is_none(),
+    };
+    if newly_dirty {
+        super::note_dirty(1);
+    }
     let origins = source.keeps_origins();
     if let NodeRef::Stored { hash, key } = node {
         let loaded = source.load_node(*key, hash)?;

@@ -208,6 +208,29 @@ mod tests {
     }
 
     #[test]
+    fn edits_of_nodes_already_modified_are_not_counted_again() {
+        // A block's edits go through the same few directories again and again: 2,000 values in
+        // 20 directories of a hashed tree make ~150 dirty nodes (directories, their inodes and
+        // the paths above), not one per node each edit passes through (8,000).
+        let mut tree = wide_tree(20, 1);
+        let _ = tree.hash();
+        let before = tree.dirty_bound().unwrap();
+        for i in 0..2000 {
+            let path = ["data".to_string(), format!("g{}", i % 7), format!("d{}", i % 20), format!("w{i}")];
+            tree.add(&path, vec![1]).unwrap();
+        }
+        let (bound, exact) = (tree.dirty_bound().unwrap() - before, dirty_count(&tree));
+        assert!(bound >= exact, "bound {bound} below {exact} dirty nodes");
+        assert!(bound <= exact + exact / 2, "bound {bound} for {exact} dirty nodes");
+        // Modified in place again after hashing: counted again (hashed nodes become dirty).
+        let _ = tree.hash();
+        let before = tree.dirty_bound().unwrap();
+        tree.add(&["data", "g0", "d0", "again"], vec![2]).unwrap();
+        let (bound, exact) = (tree.dirty_bound().unwrap() - before, dirty_count(&tree));
+        assert!(bound >= exact && exact >= 4, "bound {bound}, {exact} dirty nodes");
+    }
+
+    #[test]
     fn small_trees_count_below_the_threshold() {
         let tree = wide_tree(10, 2);
         let Entry::Node(NodeRef::Mem(root)) = tree.root() else { panic!("an in-memory root") };
