@@ -33,12 +33,22 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// Sets the allocator's purge delay to 60 s, as larch's CLI does (`crates/larch-cli/src/
 /// allocator.rs`: freed pages given back after mimalloc's default 1 s were faulted in again,
 /// zeroed, by the next commits; here 6.7% of the inserting thread), unless the environment sets
-/// `MIMALLOC_PURGE_DELAY`. Both engines run with it.
+/// `MIMALLOC_PURGE_DELAY`; and turns transparent huge pages off for the process, as larch's CLI
+/// does too (on the shared VMs a huge page handed back to the host is slow to fault in again: the
+/// first run of a sequence took 30% more CPU time with them, docs/benchmarks.md, "Issue 11,
+/// seventeenth round"), unless the environment sets `MIMALLOC_ALLOW_THP`. Both engines run with
+/// both settings.
 fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: `mi_option_set` stores an integer into mimalloc's option table (any thread, any
         // time); the index is a member of `mi_option_e`.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 60_000) }
+    }
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        // SAFETY: `PR_SET_THP_DISABLE` sets a flag of the calling process (kept by the children
+        // it starts); with these arguments prctl reads and writes no memory of ours.
+        let _ = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
     }
 }
 

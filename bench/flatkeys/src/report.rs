@@ -34,6 +34,12 @@ pub fn header(args: &Args, base: &Path, variants: &[String], io_uring: &str) {
         args.nomt_warm_up,
         !args.nomt_sparse
     );
+    println!(
+        "both: mimalloc, purge delay {}, transparent huge pages {}",
+        std::env::var("MIMALLOC_PURGE_DELAY")
+            .map_or_else(|_| "60 s".to_string(), |ms| format!("{ms} ms (environment)")),
+        if huge_pages_off() { "off" } else { "allowed" }
+    );
     println!("stores under {}", base.display());
     println!(
         "{:<14} {:>5} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9}",
@@ -176,5 +182,18 @@ pub fn summary(results: &[RunResult], variants: &[String]) {
                 m.keys_per_s / QMDB_KEYS_PER_S,
             );
         }
+    }
+}
+
+/// Whether transparent huge pages are off for this process (and so for the runs it starts).
+fn huge_pages_off() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `PR_GET_THP_DISABLE` returns the calling process's flag and touches no memory.
+        unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
     }
 }
