@@ -108,8 +108,11 @@ impl Tree {
     }
 
     /// At least the number of modified nodes (in memory, hash not computed) this tree holds, if
-    /// known: counted by the edits since the tree was checked out or built, an overestimate (a
-    /// node modified twice counts twice; a hashed tree keeps its count). `None` for a tree built
+    /// known: counted by the edits since the tree was checked out or built as they make nodes
+    /// dirty (a node loaded, copied, or hashed and changed; a node already modified and held by
+    /// this tree alone is not counted again), an overestimate (a node copied again because another
+    /// tree shares it counts again, so does one an edit then drops; a hashed tree keeps its
+    /// count). `None` for a tree built
     /// from an in-memory entry whose hash is not computed ([`Tree::from_entry`]). Lets a writer
     /// tell a small commit from a huge one without walking the tree
     /// ([`Tree::dirty_subtrees`] counts exactly).
