@@ -18,12 +18,12 @@ const DATE: i64 = 1_600_000_000;
 /// A one-block trace: add a value at a `depth`-step path, read it back, copy the deep directory
 /// one level up, commit. Returns the operations and the commit hash they must produce.
 fn deep_trace(depth: usize) -> (Vec<Op>, Hash) {
-    let path: Path = (0..depth).map(|i| format!("k{}", i % 3).into_bytes().into()).collect();
+    let path: Path = (0..depth).map(|i| format!("k{}", i % 3).into_bytes()).collect();
     let mut tree = Tree::empty();
-    tree.add(&path, b"deep".to_vec()).unwrap();
-    let from: Path = path[..depth - 1].to_vec();
-    let to: Path = vec![b"copy".as_slice().into()];
-    assert!(tree.copy(&from, &to).unwrap());
+    tree.add(&path.steps(), b"deep".to_vec()).unwrap();
+    let from: Path = Path::from_steps(&path.steps()[..depth - 1]);
+    let to: Path = Path::from_steps([b"copy"]);
+    assert!(tree.copy(&from.steps(), &to.steps()).unwrap());
     let info = CommitInfo::tezos(DATE, "deep");
     let hash = schema::commit_hash(&tree.hash(), &[], &info);
     let ops = vec![

@@ -40,7 +40,7 @@ fn small(seed: u64) -> GenParams {
 }
 
 fn path(steps: &[&str]) -> larch_trace::Path {
-    steps.iter().map(|s| s.as_bytes().into()).collect()
+    steps.iter().map(|s| s.as_bytes()).collect()
 }
 
 #[test]
@@ -176,25 +176,25 @@ fn replay(ops: &[Op]) -> Replayed {
             }
             Op::Add { path, value, input, out } => {
                 let mut tree = take_ctx(&mut contexts, *input, at);
-                tree.add(path, value.as_slice()).unwrap();
+                tree.add(&path.steps(), value.as_slice()).unwrap();
                 bind(&mut contexts, *out, tree, at);
             }
             Op::Remove { path, input, out } => {
                 let mut tree = take_ctx(&mut contexts, *input, at);
-                assert!(tree.mem_tree(path).unwrap(), "op {at}: removal of a missing path");
-                if path.len() == 3 && *path[1] == *b"cycle" {
+                assert!(tree.mem_tree(&path.steps()).unwrap(), "op {at}: removal of a missing path");
+                if path.len() == 3 && path.steps()[1] == b"cycle" {
                     seen.cycle_removals += 1;
                 }
-                if path.len() == 4 && *path[1] == *b"big_maps" {
+                if path.len() == 4 && path.steps()[1] == b"big_maps" {
                     seen.map_removals += 1;
                 }
-                tree.remove(path).unwrap();
+                tree.remove(&path.steps()).unwrap();
                 bind(&mut contexts, *out, tree, at);
             }
             Op::Copy { from, to, input, out } => {
                 let mut tree = take_ctx(&mut contexts, *input, at);
-                assert!(tree.copy(from, to).unwrap(), "op {at}: copy source missing");
-                if from[..] == path(&["data", "staking", "current"])[..] {
+                assert!(tree.copy(&from.steps(), &to.steps()).unwrap(), "op {at}: copy source missing");
+                if *from == path(&["data", "staking", "current"]) {
                     seen.snapshot_copies += 1;
                 } else {
                     seen.map_copies += 1;
@@ -203,15 +203,15 @@ fn replay(ops: &[Op]) -> Replayed {
             }
             Op::Find { path, found, input } => {
                 let tree = take_ctx(&mut contexts, *input, at);
-                assert_eq!(tree.find(path).unwrap().is_some(), *found, "op {at}: find {path:?}");
+                assert_eq!(tree.find(&path.steps()).unwrap().is_some(), *found, "op {at}: find {path:?}");
             }
             Op::Mem { path, found, input } => {
                 let tree = take_ctx(&mut contexts, *input, at);
-                assert_eq!(tree.mem(path).unwrap(), *found, "op {at}: mem {path:?}");
+                assert_eq!(tree.mem(&path.steps()).unwrap(), *found, "op {at}: mem {path:?}");
             }
             Op::MemTree { path, found, input } => {
                 let tree = take_ctx(&mut contexts, *input, at);
-                assert_eq!(tree.mem_tree(path).unwrap(), *found, "op {at}: mem_tree {path:?}");
+                assert_eq!(tree.mem_tree(&path.steps()).unwrap(), *found, "op {at}: mem_tree {path:?}");
             }
             Op::Commit { hash, date, message, parents, input } => {
                 let tree = take_ctx(&mut contexts, *input, at);
@@ -225,7 +225,7 @@ fn replay(ops: &[Op]) -> Replayed {
                 head = Some(real);
                 seen.commits += 1;
                 for (index, dir) in watched().iter().enumerate() {
-                    let length = tree.length(dir).unwrap();
+                    let length = tree.length(&dir.steps()).unwrap();
                     if last_sizes.get(&index).is_some_and(|previous| length < *previous) {
                         seen.shrinks += 1;
                     }

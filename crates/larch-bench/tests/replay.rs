@@ -13,7 +13,7 @@ use std::convert::Infallible;
 const GENESIS: &str = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj";
 
 fn path(text: &str) -> larch_trace::Path {
-    text.split('/').map(|step| step.as_bytes().into()).collect()
+    text.split('/').map(|step| step.as_bytes()).collect()
 }
 
 fn keep<T>(value: T) -> Scoped<T> {

@@ -350,7 +350,7 @@ fn backend_stats_flow_from_the_repo_into_the_summary() {
             0
         };
         ops.push(Op::Add {
-            path: vec![b"k".as_slice().into(), i.to_string().into_bytes().into()],
+            path: larch_trace::Path::from_steps([b"k".to_vec(), i.to_string().into_bytes()]),
             value: vec![1],
             input: Scoped::Forget(input),
             out: Scoped::Keep(i * 10 + 1),

@@ -148,7 +148,7 @@ impl Applier {
                     Ok(tree) => tree,
                     Err(reason) => return Ok(Err(reason)),
                 };
-                tree.add(path, value.clone()).map_err(tree_err)?;
+                tree.add(&path.steps(), value.clone()).map_err(tree_err)?;
                 self.output(out, tree);
             }
             Op::Remove { path, input, out } => {
@@ -156,7 +156,7 @@ impl Applier {
                     Ok(tree) => tree,
                     Err(reason) => return Ok(Err(reason)),
                 };
-                tree.remove(path).map_err(tree_err)?;
+                tree.remove(&path.steps()).map_err(tree_err)?;
                 self.output(out, tree);
             }
             Op::Copy { from, to, input, out } => {
@@ -164,7 +164,7 @@ impl Applier {
                     Ok(tree) => tree,
                     Err(reason) => return Ok(Err(reason)),
                 };
-                if !tree.copy(from, to).map_err(tree_err)? {
+                if !tree.copy(&from.steps(), &to.steps()).map_err(tree_err)? {
                     return Ok(Err("copy from a missing path".to_owned()));
                 }
                 self.output(out, tree);
@@ -177,8 +177,8 @@ impl Applier {
                     Err(reason) => return Ok(Err(reason)),
                 };
                 let actual = match op {
-                    Op::MemTree { .. } => tree.mem_tree(path),
-                    _ => tree.mem(path),
+                    Op::MemTree { .. } => tree.mem_tree(&path.steps()),
+                    _ => tree.mem(&path.steps()),
                 }
                 .map_err(tree_err)?;
                 self.mismatches += u64::from(actual != *found);

@@ -9,9 +9,10 @@
 pub mod format;
 pub mod info;
 pub mod op;
+mod path;
 pub mod record;
 
 pub use format::{OpSink, OpSource, TraceError, TraceFormat, convert, convert_file, open_trace};
 pub use info::{TraceInfo, trace_info};
-pub use op::{ContextId, Op, OpKind, Path, Scoped, Step};
+pub use op::{ContextId, Op, OpKind, Path, Scoped};
 pub use record::{RecordError, RecordedTree, Recorder};

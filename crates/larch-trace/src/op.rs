@@ -5,12 +5,7 @@
 
 use larch_core::Hash;
 
-/// One step of a [`Path`]: arbitrary bytes, shared (a decoder hands out the same step to every
-/// path that has it, without copying it: a path's steps are mostly those of the path before).
-pub type Step = std::sync::Arc<[u8]>;
-
-/// A path: its steps.
-pub type Path = Vec<Step>;
+pub use crate::path::{MAX_PATH_BYTES, Path, StepIter, StepSlices};
 
 /// Identifies a context (an immutable tree value) within one trace.
 pub type ContextId = u64;
@@ -183,5 +178,19 @@ impl Op {
             Op::MemTree { .. } => OpKind::MemTree,
             Op::Commit { .. } => OpKind::Commit,
         }
+    }
+
+    /// The paths this operation names: none (checkout, commit), one, or two (copy: from, to).
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        let (first, second) = match self {
+            Op::Checkout { .. } | Op::Commit { .. } => (None, None),
+            Op::Copy { from, to, .. } => (Some(from), Some(to)),
+            Op::Add { path, .. }
+            | Op::Remove { path, .. }
+            | Op::Find { path, .. }
+            | Op::Mem { path, .. }
+            | Op::MemTree { path, .. } => (Some(path), None),
+        };
+        first.into_iter().chain(second)
     }
 }

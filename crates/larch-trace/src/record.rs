@@ -104,7 +104,7 @@ pub struct RecordedTree<W: OpSink> {
 }
 
 fn to_path<P: AsRef<[u8]>>(path: &[P]) -> Path {
-    path.iter().map(|step| step.as_ref().into()).collect()
+    Path::from_steps(path)
 }
 
 impl<R: ContextRepo, W: OpSink> Recorder<R, W> {

@@ -239,7 +239,7 @@ fn writer_refuses_writes_after_finish() {
 
 #[test]
 fn context_ids_cover_the_whole_int64_range() {
-    let ops = vec![Op::Find { path: vec![], found: true, input: Scoped::Keep(u64::MAX) }];
+    let ops = vec![Op::Find { path: larch_trace::Path::new(), found: true, input: Scoped::Keep(u64::MAX) }];
     let bytes = write_irmin(&ops);
     assert!(bytes.ends_with(&[0xff, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]));
     assert_eq!(read_all(&bytes).unwrap().0, ops);

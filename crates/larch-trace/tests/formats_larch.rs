@@ -58,7 +58,7 @@ fn large_traces_span_several_checksummed_chunks() {
     // A few big values force chunk splits (1 MiB soft limit) in the middle of a block.
     for op in ops.iter_mut().step_by(40) {
         *op = Op::Add {
-            path: vec![b"big".as_slice().into()],
+            path: larch_trace::Path::from_steps([b"big"]),
             value: vec![7; 700 << 10],
             input: larch_trace::Scoped::Keep(1),
             out: larch_trace::Scoped::Keep(2),
@@ -298,11 +298,19 @@ fn fuzz_mutated_larch_traces_never_panic() {
 }
 
 /// A larch trace whose only chunk holds `count` records in `payload` (valid checksums throughout).
+fn varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
 fn trace_with_chunk(count: u8, payload: &[u8]) -> Vec<u8> {
     let empty = write_larch(&[], &[]);
     let mut bytes = empty[..empty.len() - 8].to_vec();
-    assert!(payload.len() < 128);
-    let mut chunk = vec![b'C', count, payload.len() as u8];
+    let mut chunk = vec![b'C', count];
+    varint(&mut chunk, payload.len() as u64);
     chunk.extend_from_slice(payload);
     let crc = crc32fast::hash(&chunk);
     bytes.extend_from_slice(&chunk);
@@ -318,7 +326,10 @@ fn malformed_larch_records_are_typed_errors() {
     // The hand-built chunk format itself is right: find [] (found, Keep, id predicted) reads back.
     let find = 4 | 1 << 3 | 1 << 4 | 1 << 5;
     let (ops, _) = read_larch(&trace_with_chunk(1, &[find, 0])).unwrap();
-    assert_eq!(ops, vec![Op::Find { path: vec![], found: true, input: larch_trace::Scoped::Keep(0) }]);
+    assert_eq!(
+        ops,
+        vec![Op::Find { path: larch_trace::Path::new(), found: true, input: larch_trace::Scoped::Keep(0) }]
+    );
     let payload_at = 16 + 3;
     // A tag with a bit that find does not use.
     let err = larch_error(&trace_with_chunk(1, &[find | 1 << 7, 0]));
@@ -346,47 +357,39 @@ fn malformed_larch_records_are_typed_errors() {
 }
 
 #[test]
-fn decoded_paths_share_their_steps_within_a_generation_only() {
-    // 3,000 finds alternating between two directories, no commit: one chunk, one step table.
-    // The steps the paths share (`data` by prefix, `contracts` and `index` from the step table)
-    // are handed out as clones of one copy for a generation of 1,024 paths, fresh copies after.
-    let path = |i: u32| -> larch_trace::Path {
-        let map: &[u8] = if i % 2 == 0 { b"contracts" } else { b"big_maps" };
-        let key = format!("{i:06}").into_bytes();
-        vec![b"data".as_slice().into(), map.into(), b"index".as_slice().into(), key.into()]
+fn a_path_over_one_mebibyte_is_refused_on_read_and_on_write() {
+    // A path record costs a byte or two per reference to a long step of the chunk's table: without
+    // a bound, a few kilobytes of trace would decode into paths of any size.
+    let long = vec![b'x'; 1000];
+    let find = 4 | 1 << 3 | 1 << 4 | 1 << 5;
+    let record = |references: u64| {
+        let mut payload = vec![find];
+        let steps = references + 1;
+        varint(&mut payload, 7);
+        varint(&mut payload, steps - 7);
+        varint(&mut payload, (long.len() as u64) << 2);
+        payload.extend_from_slice(&long);
+        for _ in 0..references {
+            varint(&mut payload, 2);
+        }
+        payload
     };
-    let ops: Vec<Op> = (0..3000)
-        .map(|i| Op::Find { path: path(i), found: i % 3 == 0, input: larch_trace::Scoped::Keep(1) })
-        .collect();
-    let (read, _) = read_larch(&write_larch(&ops, &[])).unwrap();
-    assert_eq!(read, ops);
-    let step = |op: &Op, at: usize| match op {
-        Op::Find { path, .. } => path[at].clone(),
-        other => panic!("{other:?}"),
+    // 1,000 steps of 1,000 bytes (and two bytes of length each) fit: they read back.
+    let (ops, _) = read_larch(&trace_with_chunk(1, &record(999))).unwrap();
+    let Op::Find { path, .. } = &ops[0] else { panic!("{ops:?}") };
+    assert_eq!(path.len(), 1000);
+    assert!(path.iter().all(|step| step == &long[..]));
+    assert_eq!(read_larch(&write_larch(&ops, &[])).unwrap().0, ops);
+    // 1,100 do not, on read and on write.
+    let err = larch_error(&trace_with_chunk(1, &record(1099)));
+    assert!(matches!(err, TraceError::Malformed { row: 0, .. }), "{err:?}");
+    let too_long = Op::Find {
+        path: larch_trace::Path::from_steps(std::iter::repeat_n(&long, 1100)),
+        found: true,
+        input: larch_trace::Scoped::Keep(0),
     };
-    for at in 0..3 {
-        assert!(std::sync::Arc::ptr_eq(&step(&read[10], at), &step(&read[12], at)), "step {at} shared");
-        assert!(!std::sync::Arc::ptr_eq(&step(&read[10], at), &step(&read[2500], at)), "step {at} renewed");
-    }
-}
-
-#[test]
-fn a_step_repeated_in_a_path_is_renewed_once() {
-    // A path holding one long step 50 times (a reference of a byte or two each after the first):
-    // renewing the steps at a generation's start copies it once, not once per occurrence (a
-    // crafted trace would otherwise make a few bytes of input cost its size times the count).
-    let long: larch_trace::op::Step = vec![b'x'; 300].into();
-    let path: larch_trace::Path = vec![long; 50];
-    let ops: Vec<Op> = (0..1500)
-        .map(|_| Op::Find { path: path.clone(), found: true, input: larch_trace::Scoped::Keep(1) })
-        .collect();
-    let (read, _) = read_larch(&write_larch(&ops, &[])).unwrap();
-    assert_eq!(read, ops);
-    for at in [0, 1499] {
-        let Op::Find { path, .. } = &read[at] else { panic!("{:?}", read[at]) };
-        assert!(
-            path.iter().all(|step| std::sync::Arc::ptr_eq(step, &path[0])),
-            "op {at}: one copy of the step"
-        );
-    }
+    assert!(too_long.paths().all(|path| path.byte_len() > larch_trace::op::MAX_PATH_BYTES));
+    let mut writer = LarchWriter::new(Vec::new(), &[]).unwrap();
+    let err = writer.write_op(&too_long).unwrap_err();
+    assert!(matches!(err, TraceError::Unwritable { row: 0, .. }), "{err:?}");
 }

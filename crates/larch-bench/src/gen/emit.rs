@@ -94,7 +94,7 @@ impl<'a> Emitter<'a> {
 
     /// `find path`; returns whether contents were found.
     pub(crate) fn find(&mut self, path: Path) -> Result<bool, GenError> {
-        let found = self.tree.find(&path)?.is_some();
+        let found = self.tree.find(&path.steps())?.is_some();
         if !found {
             self.counts.misses += 1;
         }
@@ -105,7 +105,7 @@ impl<'a> Emitter<'a> {
 
     /// `mem path`; returns whether contents are there.
     pub(crate) fn mem(&mut self, path: Path) -> Result<bool, GenError> {
-        let found = self.tree.mem(&path)?;
+        let found = self.tree.mem(&path.steps())?;
         if !found {
             self.counts.misses += 1;
         }
@@ -116,7 +116,7 @@ impl<'a> Emitter<'a> {
 
     /// `mem_tree path`; returns whether anything is there.
     pub(crate) fn mem_tree(&mut self, path: Path) -> Result<bool, GenError> {
-        let found = self.tree.mem_tree(&path)?;
+        let found = self.tree.mem_tree(&path.steps())?;
         let input = self.read_input();
         self.push(Op::MemTree { path, found, input })?;
         Ok(found)
@@ -124,7 +124,7 @@ impl<'a> Emitter<'a> {
 
     /// `add path value`.
     pub(crate) fn add(&mut self, path: Path, value: Vec<u8>) -> Result<(), GenError> {
-        self.tree.add(&path, value.as_slice())?;
+        self.tree.add(&path.steps(), value.as_slice())?;
         if let Some(slot) = self.counts.sizes.get_mut(size_bucket(value.len())) {
             *slot += 1;
         }
@@ -134,14 +134,14 @@ impl<'a> Emitter<'a> {
 
     /// `remove path`.
     pub(crate) fn remove(&mut self, path: Path) -> Result<(), GenError> {
-        self.tree.remove(&path)?;
+        self.tree.remove(&path.steps())?;
         let (input, out) = self.advance();
         self.push(Op::Remove { path, input, out })
     }
 
     /// `copy from to`, emitted only when `from` exists; returns whether it did.
     pub(crate) fn copy(&mut self, from: Path, to: Path) -> Result<bool, GenError> {
-        if !self.tree.copy(&from, &to)? {
+        if !self.tree.copy(&from.steps(), &to.steps())? {
             return Ok(false);
         }
         let (input, out) = self.advance();

@@ -4,7 +4,7 @@
 //! stays small, cheap to snapshot (for abandoned contexts and reorganisations) and never has to be
 //! exact.
 
-use larch_trace::op::{Path, Step};
+use larch_trace::op::Path;
 
 /// SplitMix64's finaliser: a bijective 64-bit mixer.
 fn mix(mut z: u64) -> u64 {
@@ -62,17 +62,17 @@ pub(crate) struct MapInfo {
 
 /// `data` followed by `steps`.
 pub(crate) fn data(steps: &[&[u8]]) -> Path {
-    let mut path = Vec::with_capacity(steps.len() + 1);
-    path.push(b"data".as_slice().into());
-    path.extend(steps.iter().map(|step| Step::from(*step)));
+    let mut path = Path::from_steps([b"data"]);
+    for step in steps {
+        path.push(step);
+    }
     path
 }
 
 /// `path` extended with `step`.
 pub(crate) fn child(path: &Path, step: &[u8]) -> Path {
-    let mut out = Vec::with_capacity(path.len() + 2);
-    out.extend(path.iter().cloned());
-    out.push(step.into());
+    let mut out = path.clone();
+    out.push(step);
     out
 }
 
@@ -211,6 +211,6 @@ mod tests {
         assert_eq!(model.map_entries(b), 10);
         assert_eq!(model.fresh_entry(b), 10);
         assert_eq!(model.map_entries(a), 10);
-        assert_eq!(model.entry_path(a, 3)[..4], Model::map_path(a)[..]);
+        assert_eq!(model.entry_path(a, 3).steps()[..4], Model::map_path(a).steps()[..]);
     }
 }

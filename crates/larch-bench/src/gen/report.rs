@@ -126,7 +126,7 @@ fn largest_dirs(tree: &Tree, model: &Model) -> Result<Vec<(String, u64)>, GenErr
     }
     let mut sizes = Vec::new();
     for path in candidates {
-        let length = tree.length(&path)?;
+        let length = tree.length(&path.steps())?;
         if length > 0 {
             let name: Vec<String> =
                 path.iter().map(|step| String::from_utf8_lossy(step).into_owned()).collect();

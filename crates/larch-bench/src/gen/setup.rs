@@ -25,8 +25,8 @@ pub(crate) fn genesis(out: &mut Emitter<'_>) -> Result<(), GenError> {
     out.find(data(&[b"version"]))?;
     out.add(data(&[b"version"]), b"genesis".to_vec())?;
     out.find(data(&[b"sandbox_parameter"]))?;
-    out.add(vec![b"protocol".as_slice().into()], GENESIS_PROTOCOL.to_vec())?;
-    out.add(vec![b"test_chain".as_slice().into()], vec![0])
+    out.add(Path::from_steps([b"protocol"]), GENESIS_PROTOCOL.to_vec())?;
+    out.add(Path::from_steps([b"test_chain"]), vec![0])
 }
 
 /// A zarith-like integer value.

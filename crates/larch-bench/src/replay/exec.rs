@@ -81,7 +81,7 @@ impl<R: ContextRepo> Replayer<'_, R> {
             Op::Add { path, value, input, out } => {
                 let at = || location(describe(kind, &path));
                 let mut tree = self.take_context(input, at)?;
-                tree.add(&path, value)
+                tree.add(&path.steps(), value)
                     .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
                 self.bind_context(out, tree);
                 Ok(None)
@@ -89,7 +89,7 @@ impl<R: ContextRepo> Replayer<'_, R> {
             Op::Remove { path, input, out } => {
                 let at = || location(describe(kind, &path));
                 let mut tree = self.take_context(input, at)?;
-                tree.remove(&path)
+                tree.remove(&path.steps())
                     .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
                 self.bind_context(out, tree);
                 Ok(None)
@@ -98,10 +98,10 @@ impl<R: ContextRepo> Replayer<'_, R> {
                 let at = || location(format!("copy {} -> {}", display_path(&from), display_path(&to)));
                 let mut tree = self.take_context(input, at)?;
                 let sub = tree
-                    .find_tree(&from)
+                    .find_tree(&from.steps())
                     .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?
                     .ok_or_else(|| ReplayError::CopySourceMissing { at: at() })?;
-                tree.add_tree(&to, &sub)
+                tree.add_tree(&to.steps(), &sub)
                     .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
                 self.bind_context(out, tree);
                 Ok(None)
@@ -112,9 +112,9 @@ impl<R: ContextRepo> Replayer<'_, R> {
                 let at = || location(describe(kind, &path));
                 let tree = self.take_context(input, at)?;
                 let actual = match kind {
-                    OpKind::Find => tree.find(&path).map(|found| found.is_some()),
-                    OpKind::Mem => tree.mem(&path),
-                    _ => tree.mem_tree(&path),
+                    OpKind::Find => tree.find(&path.steps()).map(|found| found.is_some()),
+                    OpKind::Mem => tree.mem(&path.steps()),
+                    _ => tree.mem_tree(&path.steps()),
                 }
                 .map_err(|source| ReplayError::Tree { at: at(), source: Box::new(source) })?;
                 self.check_read(found, actual, at)?;

@@ -139,9 +139,9 @@ fn get_hash(s: &mut Slice<'_>) -> Result<Hash, Fail> {
 
 fn get_path(s: &mut Slice<'_>) -> Result<Path, Fail> {
     let count = s.varint("path step count")?;
-    let mut path = Vec::with_capacity(count.min(64) as usize);
+    let mut path = Path::new();
     for _ in 0..count {
-        path.push(s.bytes("path step")?.into());
+        path.push(s.bytes("path step")?);
     }
     Ok(path)
 }

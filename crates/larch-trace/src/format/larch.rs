@@ -6,7 +6,7 @@ use super::bytes::{Input, MAX_FRAME, Output, Slice, StreamVarint, put_bytes, put
 use super::irmin::row_error;
 use super::larch_record::{CodecState, decode_op, encode_op};
 use super::{OpSink, OpSource, TraceError, TraceFormat};
-use crate::op::Op;
+use crate::op::{MAX_PATH_BYTES, Op};
 use std::io::{Read, Write};
 
 /// The magic of larch traces.
@@ -405,6 +405,9 @@ impl<W: Write> OpSink for LarchWriter<W> {
     fn write_op(&mut self, op: &Op) -> Result<(), TraceError> {
         if self.finished {
             return Err(TraceError::Finished);
+        }
+        if op.paths().any(|path| path.byte_len() > MAX_PATH_BYTES) {
+            return Err(TraceError::Unwritable { row: self.ops, reason: "a path holds more than 1 MiB" });
         }
         let before = self.chunk.len();
         encode_op(op, &mut self.state, &mut self.chunk);

@@ -3,7 +3,7 @@
 //! a small state that starts afresh in every chunk.
 
 use super::bytes::{Fail, Slice, put_bytes, put_varint};
-use crate::op::{ContextId, Op, Path, Scoped, Step};
+use crate::op::{ContextId, MAX_PATH_BYTES, Op, Path, Scoped};
 use larch_core::Hash;
 use std::collections::HashMap;
 
@@ -55,23 +55,12 @@ pub(crate) struct CodecState {
     /// The last commit date.
     last_date: i64,
     /// Writer side of the step table: step → index.
-    step_ids: HashMap<Step, u64>,
-    /// Reader side of the step table: index → step, with the generation of that copy of it.
-    steps: Vec<(Step, u32)>,
-    /// Reader side: the generation of the steps handed out now (see [`PATHS_PER_GENERATION`]).
-    generation: u32,
-    /// Reader side: paths decoded in this generation.
-    paths_in_generation: u32,
+    step_ids: HashMap<Box<[u8]>, u64>,
+    /// Reader side of the step table: index → step.
+    steps: Vec<Box<[u8]>>,
+    /// Reader side: a hex step's digits, decoded.
+    hex_step: Vec<u8>,
 }
-
-/// A decoder hands out the steps of its paths as clones of one copy per step, whose reference
-/// count the operations' user decrements when it drops them. A replay drops them on another
-/// thread than the decoding one, and a count touched by both at once bounced between the cores:
-/// ~24% of the trace reader's CPU and ~1.5% of the replaying thread's went to the `lock`
-/// instructions on the counts of the hot steps (`data`, `contracts`, `index`). Every this many
-/// paths the decoder starts a new generation: the steps it hands out from then on are fresh
-/// copies, made once each per generation, while the user drops the older ones.
-const PATHS_PER_GENERATION: u32 = 1024;
 
 fn zigzag(value: i64) -> u64 {
     ((value << 1) ^ (value >> 63)) as u64
@@ -132,8 +121,8 @@ impl CodecState {
 
     fn put_path(&mut self, out: &mut Vec<u8>, path: &Path) {
         let keep = self.prev_path.iter().zip(path).take_while(|(a, b)| a == b).count();
-        let fresh = path.get(keep..).unwrap_or(&[]);
-        let count = fresh.len() as u64;
+        let fresh = path.iter().skip(keep);
+        let count = fresh.clone().count() as u64;
         put_varint(out, ((keep as u64) << 3) | count.min(7));
         if count >= 7 {
             put_varint(out, count - 7);
@@ -155,10 +144,10 @@ impl CodecState {
                 }
                 if step.len() >= STEP_TABLE_MIN {
                     let index = self.step_ids.len() as u64;
-                    self.step_ids.insert(step.clone(), index);
+                    self.step_ids.insert(step.into(), index);
                 }
             }
-            self.prev_path.push(step.clone());
+            self.prev_path.push(step);
         }
     }
 
@@ -174,53 +163,39 @@ impl CodecState {
             count = s.varint("path step count")?.checked_add(7).ok_or(Fail::Expected("a path step count"))?;
         }
         self.prev_path.truncate(keep);
-        self.paths_in_generation += 1;
-        if self.paths_in_generation >= PATHS_PER_GENERATION {
-            self.paths_in_generation = 0;
-            self.generation = self.generation.wrapping_add(1);
-            // Each distinct step is copied once: a path may hold one long step many times (by
-            // reference, a byte or two each), and a copy per occurrence would multiply its size.
-            let mut renewed: HashMap<usize, Step> = HashMap::new();
-            for step in &mut self.prev_path {
-                let fresh =
-                    renewed.entry(step.as_ptr() as usize).or_insert_with(|| Step::from(&step[..])).clone();
-                *step = fresh;
-            }
-        }
         for _ in 0..count {
             let step_head = s.varint("path step header")?;
-            let step: Step = match step_head & 3 {
-                STEP_RAW => s.take(step_head >> 2, "path step")?.into(),
+            let step: &[u8] = match step_head & 3 {
+                STEP_RAW => s.take(step_head >> 2, "path step")?,
                 STEP_HEX => {
                     let bytes = s.take(step_head >> 2, "hex path step")?;
                     if bytes.is_empty() {
                         return Err(Fail::Expected("a non-empty hex step"));
                     }
-                    bytes
-                        .iter()
-                        .flat_map(|byte| [nibble(byte >> 4), nibble(byte & 0x0f)])
-                        .collect::<Vec<u8>>()
-                        .into()
+                    self.hex_step.clear();
+                    self.hex_step
+                        .extend(bytes.iter().flat_map(|byte| [nibble(byte >> 4), nibble(byte & 0x0f)]));
+                    &self.hex_step
                 }
                 STEP_REF => {
                     let index = usize::try_from(step_head >> 2).unwrap_or(usize::MAX);
-                    let (step, generation) = self
-                        .steps
-                        .get_mut(index)
-                        .ok_or(Fail::Expected("a step reference within the table"))?;
-                    if *generation != self.generation {
-                        *step = Step::from(&step[..]);
-                        *generation = self.generation;
+                    let step =
+                        self.steps.get(index).ok_or(Fail::Expected("a step reference within the table"))?;
+                    self.prev_path.push(step);
+                    if self.prev_path.byte_len() > MAX_PATH_BYTES {
+                        return Err(Fail::Expected("a path of at most 1 MiB"));
                     }
-                    self.prev_path.push(step.clone());
                     continue;
                 }
                 _ => return Err(Fail::Expected("step kind 0 (raw), 1 (hex) or 2 (reference)")),
             };
             if step.len() >= STEP_TABLE_MIN {
-                self.steps.push((step.clone(), self.generation));
+                self.steps.push(step.into());
             }
             self.prev_path.push(step);
+            if self.prev_path.byte_len() > MAX_PATH_BYTES {
+                return Err(Fail::Expected("a path of at most 1 MiB"));
+            }
         }
         Ok(self.prev_path.clone())
     }

@@ -11,6 +11,19 @@ use std::thread::JoinHandle;
 const BATCH: usize = 1024;
 /// Batches read ahead at most (bounds the memory: a few thousand operations).
 const BATCHES_AHEAD: usize = 4;
+/// A batch ends early once its operations' paths and values hold this many bytes: operations of
+/// large paths or values (a path may reach [`MAX_PATH_BYTES`](crate::op::MAX_PATH_BYTES) for a few
+/// bytes of trace) are read ahead a few MiB at a time, not a thousand at a time.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// The bytes `op` holds beyond its own size: its paths and its value.
+fn held_bytes(op: &Op) -> usize {
+    let value = match op {
+        Op::Add { value, .. } => value.len(),
+        _ => 0,
+    };
+    op.paths().map(|path| path.byte_len()).sum::<usize>() + value
+}
 
 /// One read item with the reader's operation count and byte offset after it.
 type Item = (Result<Op, TraceError>, u64, u64);
@@ -82,9 +95,13 @@ fn read_ahead(mut source: BoxedSource, sender: &SyncSender<Batch>, recycled: &Re
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => Vec::with_capacity(BATCH),
         };
         let mut ended = false;
-        while items.len() < BATCH {
+        let mut bytes = 0;
+        while items.len() < BATCH && bytes < BATCH_BYTES {
             match source.next() {
-                Some(item) => items.push((item, source.ops_read(), source.offset())),
+                Some(item) => {
+                    bytes += item.as_ref().map_or(0, held_bytes);
+                    items.push((item, source.ops_read(), source.offset()));
+                }
                 None => {
                     ended = true;
                     break;
@@ -169,5 +186,48 @@ impl std::fmt::Debug for PrefetchSource {
             .field("ops_read", &self.ops_read)
             .field("offset", &self.offset)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::larch::LarchWriter;
+    use crate::format::{OpSink, open_reader};
+    use crate::op::{Path, Scoped};
+
+    /// A larch trace of `count` finds, each of a path of `steps` steps of `step_len` bytes.
+    fn trace_of_paths(count: u64, steps: usize, step_len: usize) -> Vec<u8> {
+        let mut writer = LarchWriter::new(Vec::new(), &[]).unwrap();
+        for i in 0..count {
+            let step = vec![b'a' + (i % 26) as u8; step_len];
+            let op = Op::Find {
+                path: Path::from_steps(std::iter::repeat_n(&step, steps)),
+                found: false,
+                input: Scoped::Keep(0),
+            };
+            writer.write_op(&op).unwrap();
+        }
+        writer.finish().unwrap();
+        writer.into_inner().unwrap()
+    }
+
+    /// The sizes of the batches `read_ahead` sends for `trace`.
+    fn batch_sizes(trace: Vec<u8>) -> Vec<usize> {
+        let source = open_reader(std::io::Cursor::new(trace)).unwrap();
+        let (sender, receiver) = sync_channel(1024);
+        let (_recycle, recycled) = sync_channel(1);
+        read_ahead(source, &sender, &recycled);
+        drop(sender);
+        receiver.iter().map(|batch| batch.items.len()).collect()
+    }
+
+    #[test]
+    fn batches_of_large_paths_end_at_their_byte_budget() {
+        // Paths of 1,002,000 bytes (1,000 steps of 1,000 bytes and 2 of length): the fifth
+        // operation passes a batch's 4 MiB (the last batch, empty, carries the end).
+        assert_eq!(batch_sizes(trace_of_paths(10, 1000, 1000)), vec![5, 5, 0]);
+        // Small paths: a batch is 1,024 operations.
+        assert_eq!(batch_sizes(trace_of_paths(2500, 3, 10)), vec![1024, 1024, 452]);
     }
 }

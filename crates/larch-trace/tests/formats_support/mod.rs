@@ -23,7 +23,7 @@ pub const FIXTURE_COMPLETE: usize = 296;
 pub const GENESIS: &str = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj";
 
 pub fn steps(path: &[&str]) -> Path {
-    path.iter().map(|step| step.as_bytes().into()).collect()
+    path.iter().map(|step| step.as_bytes()).collect()
 }
 
 /// The six operations of the fixture, written out by hand from spec §2.6.
@@ -89,14 +89,15 @@ fn random_step(rng: &mut TestRng) -> Vec<u8> {
 
 fn random_path(rng: &mut TestRng, previous: &Path) -> Path {
     let keep = if previous.is_empty() { 0 } else { rng.random_range(0..=previous.len()) };
-    let mut path = previous[..keep].to_vec();
+    let mut path = previous.clone();
+    path.truncate(keep);
     let fresh = rng.random_range(0..4);
     for _ in 0..fresh {
-        path.push(random_step(rng).into());
+        path.push(&random_step(rng));
     }
     if rng.random_range(0..20) == 0 {
         let len = rng.random_range(7..20);
-        path = (0..len).map(|_| random_step(rng).into()).collect();
+        path = (0..len).map(|_| random_step(rng)).collect();
     }
     path
 }
@@ -119,7 +120,7 @@ fn random_hash(rng: &mut TestRng, recent: &[Hash]) -> Hash {
 pub fn random_ops(rng: &mut TestRng, count: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(count);
     let mut next_ctx = 0u64;
-    let mut path: Path = Vec::new();
+    let mut path = Path::new();
     let mut hashes: Vec<Hash> = Vec::new();
     let mut date = 1530374852i64;
     for _ in 0..count {
@@ -287,30 +288,30 @@ pub fn replay_and_check(ops: &[Op]) -> usize {
             }
             Op::Add { path, value, input, out } => {
                 let mut tree = take(&mut contexts, input);
-                tree.add(path, value.clone()).unwrap();
+                tree.add(&path.steps(), value.clone()).unwrap();
                 contexts.insert(out.value(), tree);
             }
             Op::Remove { path, input, out } => {
                 let mut tree = take(&mut contexts, input);
-                tree.remove(path).unwrap();
+                tree.remove(&path.steps()).unwrap();
                 contexts.insert(out.value(), tree);
             }
             Op::Copy { from, to, input, out } => {
                 let mut tree = take(&mut contexts, input);
-                assert!(tree.copy(from, to).unwrap(), "row {row}: copy source missing");
+                assert!(tree.copy(&from.steps(), &to.steps()).unwrap(), "row {row}: copy source missing");
                 contexts.insert(out.value(), tree);
             }
             Op::Find { path, found, input } => {
                 let tree = take(&mut contexts, input);
-                assert_eq!(tree.find(path).unwrap().is_some(), *found, "row {row}: find {path:?}");
+                assert_eq!(tree.find(&path.steps()).unwrap().is_some(), *found, "row {row}: find {path:?}");
             }
             Op::Mem { path, found, input } => {
                 let tree = take(&mut contexts, input);
-                assert_eq!(tree.mem(path).unwrap(), *found, "row {row}: mem {path:?}");
+                assert_eq!(tree.mem(&path.steps()).unwrap(), *found, "row {row}: mem {path:?}");
             }
             Op::MemTree { path, found, input } => {
                 let tree = take(&mut contexts, input);
-                assert_eq!(tree.mem_tree(path).unwrap(), *found, "row {row}: mem_tree {path:?}");
+                assert_eq!(tree.mem_tree(&path.steps()).unwrap(), *found, "row {row}: mem_tree {path:?}");
             }
             Op::Commit { hash, date, message, parents, input } => {
                 let tree = take(&mut contexts, input);
