@@ -95,6 +95,11 @@ impl Path {
         self.encoded.len()
     }
 
+    /// The buffer of the steps (each step's length, then its bytes), for memory hints.
+    pub(crate) fn encoded(&self) -> &[u8] {
+        &self.encoded
+    }
+
     /// The last step, if any.
     pub fn last(&self) -> Option<&[u8]> {
         self.iter().last()

@@ -9,6 +9,8 @@ pub mod node;
 mod prefetch;
 pub mod source;
 
+pub use prefetch::hint_bytes;
+
 use crate::hash::Hash;
 use crate::schema::Kind;
 use node::{Contents, ContentsRef, Entry, Name, Node, NodeRef};

@@ -16,6 +16,18 @@ const BATCHES_AHEAD: usize = 4;
 /// bytes of trace) are read ahead a few MiB at a time, not a thousand at a time.
 const BATCH_BYTES: usize = 4 << 20;
 
+/// Hints the memory of `op`'s paths and value, which the reading thread wrote on another core:
+/// the caller touches them one operation later, when they have arrived (docs/benchmarks.md,
+/// "Issue 11, eighteenth round").
+fn hint_op(op: &Op) {
+    for path in op.paths() {
+        larch_core::hint_bytes(path.encoded());
+    }
+    if let Op::Add { value, .. } = op {
+        larch_core::hint_bytes(value);
+    }
+}
+
 /// The bytes `op` holds beyond its own size: its paths and its value.
 fn held_bytes(op: &Op) -> usize {
     let value = match op {
@@ -124,6 +136,9 @@ impl Iterator for PrefetchSource {
             if let Some((item, ops_read, offset)) = self.current.pop() {
                 self.ops_read = ops_read;
                 self.offset = offset;
+                if let Some((Ok(next), ..)) = self.current.last() {
+                    hint_op(next);
+                }
                 return Some(item);
             }
             if self.finished {
