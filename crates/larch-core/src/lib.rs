@@ -35,4 +35,4 @@ pub use tree::node::{
     SharedBytes, StoreId,
 };
 pub use tree::source::{LoadError, MemorySource, NoSource, ObjectSource};
-pub use tree::{Tree, TreeError, hint_bytes};
+pub use tree::{Tree, TreeError, hint_memory};

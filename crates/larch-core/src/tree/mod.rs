@@ -9,7 +9,7 @@ pub mod node;
 mod prefetch;
 pub mod source;
 
-pub use prefetch::hint_bytes;
+pub use prefetch::hint_memory;
 
 use crate::hash::Hash;
 use crate::schema::Kind;

@@ -25,13 +25,13 @@ fn hint_line<T>(at: *const T) {
     let _ = at;
 }
 
-/// Hints the first lines of `bytes` (up to 256 bytes: four lines), for a reader about to touch
+/// Hints the first lines of `value` (up to 256 bytes: four lines), for a reader about to touch
 /// memory another core wrote: a replay's operations, decoded on the trace reader's thread, cost
 /// the replaying thread a transfer between the cores (~130 ns on this machine) at their first
 /// byte. A hint changes nothing the program sees.
-pub fn hint_bytes(bytes: &[u8]) {
-    let base = bytes.as_ptr();
-    for at in (0..bytes.len().min(256)).step_by(64) {
+pub fn hint_memory<T: ?Sized>(value: &T) {
+    let base = std::ptr::from_ref(value).cast::<u8>();
+    for at in (0..std::mem::size_of_val(value).min(256)).step_by(64) {
         hint_line(base.wrapping_add(at));
     }
 }

@@ -21,10 +21,10 @@ const BATCH_BYTES: usize = 4 << 20;
 /// "Issue 11, eighteenth round").
 fn hint_op(op: &Op) {
     for path in op.paths() {
-        larch_core::hint_bytes(path.encoded());
+        larch_core::hint_memory(path.encoded());
     }
     if let Op::Add { value, .. } = op {
-        larch_core::hint_bytes(value);
+        larch_core::hint_memory(&value[..]);
     }
 }
 
@@ -136,8 +136,13 @@ impl Iterator for PrefetchSource {
             if let Some((item, ops_read, offset)) = self.current.pop() {
                 self.ops_read = ops_read;
                 self.offset = offset;
+                // The next operation's paths and value (its item arrived with the last one), and
+                // the item after it (in the batch, which the reading thread filled on its core).
                 if let Some((Ok(next), ..)) = self.current.last() {
                     hint_op(next);
+                }
+                if let Some(after) = self.current.len().checked_sub(2).and_then(|at| self.current.get(at)) {
+                    larch_core::hint_memory(after);
                 }
                 return Some(item);
             }
