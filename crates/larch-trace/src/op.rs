@@ -5,7 +5,7 @@
 
 use larch_core::Hash;
 
-pub use crate::path::{MAX_PATH_BYTES, Path, StepIter, StepSlices};
+pub use crate::path::{MAX_PATH_BYTES, MAX_PATH_STEPS, Path, StepIter, StepSlices};
 
 /// Identifies a context (an immutable tree value) within one trace.
 pub type ContextId = u64;
@@ -178,6 +178,20 @@ impl Op {
             Op::MemTree { .. } => OpKind::MemTree,
             Op::Commit { .. } => OpKind::Commit,
         }
+    }
+
+    /// Why a trace writer refuses this operation's paths: one above [`MAX_PATH_BYTES`] or
+    /// [`MAX_PATH_STEPS`] (no reader would take it back).
+    pub fn path_too_large(&self) -> Option<&'static str> {
+        self.paths().find_map(|path| {
+            if path.byte_len() > MAX_PATH_BYTES {
+                Some("a path holds more than 1 MiB")
+            } else if path.len() > MAX_PATH_STEPS {
+                Some("a path has more than 131,072 steps")
+            } else {
+                None
+            }
+        })
     }
 
     /// The paths this operation names: none (checkout, commit), one, or two (copy: from, to).

@@ -19,11 +19,16 @@ pub struct Path {
     encoded: Vec<u8>,
 }
 
-/// The largest [`Path::byte_len`] of a path in a larch trace (1 MiB): a path record may keep the
-/// previous path's steps and refer to the chunk's long steps for a byte or two each, so without a
-/// bound a few bytes of a crafted trace would decode into paths of any size. Written traces are
-/// held to it too.
+/// The largest [`Path::byte_len`] of a path in a trace (1 MiB): a larch trace's path record may
+/// keep the previous path's steps and refer to the chunk's long steps for a byte or two each, so
+/// without a bound a few bytes of a crafted trace would decode into paths of any size. Both trace
+/// formats' readers refuse a longer path, and their writers do not write one.
 pub const MAX_PATH_BYTES: usize = 1 << 20;
+
+/// The most steps of a path in a trace (131,072): a step may be empty (a byte of the buffer), and
+/// the tree's API takes a path as a slice of steps, 16 bytes each. Held to as
+/// [`MAX_PATH_BYTES`] is.
+pub const MAX_PATH_STEPS: usize = 1 << 17;
 
 /// Steps a [`StepSlices`] holds without allocating.
 const INLINE_STEPS: usize = 16;
@@ -41,6 +46,17 @@ impl Path {
             path.push(step.as_ref());
         }
         path
+    }
+
+    /// [`byte_len`](Path::byte_len) once a step of `step_len` bytes is appended.
+    pub(crate) fn byte_len_after_push(&self, step_len: usize) -> usize {
+        let mut header = 1;
+        let mut len = step_len >> 7;
+        while len > 0 {
+            header += 1;
+            len >>= 7;
+        }
+        self.encoded.len().saturating_add(header).saturating_add(step_len)
     }
 
     /// Appends `step`.
@@ -79,7 +95,7 @@ impl Path {
         slices
     }
 
-    /// The number of steps.
+    /// The number of steps (counted: a path does not store it).
     pub fn len(&self) -> usize {
         self.iter().count()
     }
@@ -135,7 +151,7 @@ impl<'a> IntoIterator for &'a Path {
 
 impl fmt::Debug for Path {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter().map(|step| String::from_utf8_lossy(step).into_owned())).finish()
+        f.debug_list().entries(self.iter().map(|step| step.escape_ascii().to_string())).finish()
     }
 }
 
@@ -160,6 +176,10 @@ impl<'a> Iterator for StepIter<'a> {
                 break;
             }
             shift += 7;
+            if shift >= 64 {
+                // Not written by `push`: no more steps rather than a wrong one.
+                return None;
+            }
         }
         // The buffer is only ever written by `push`: the length always fits.
         let end = usize::try_from(len).ok().and_then(|len| header.checked_add(len))?;
@@ -205,12 +225,24 @@ mod tests {
 
     #[test]
     fn more_steps_than_the_inline_slots_spill_in_order() {
-        let names: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
-        let path: Path = names.iter().collect();
-        let slices = path.steps();
-        assert_eq!(slices.len(), 40);
-        for (slice, name) in slices.iter().zip(&names) {
-            assert_eq!(*slice, name.as_bytes());
+        for count in [15, 16, 17, 40] {
+            let names: Vec<String> = (0..count).map(|i| format!("s{i}")).collect();
+            let path: Path = names.iter().collect();
+            let slices = path.steps();
+            assert_eq!(slices.len(), count);
+            for (slice, name) in slices.iter().zip(&names) {
+                assert_eq!(*slice, name.as_bytes(), "{count} steps");
+            }
+        }
+    }
+
+    #[test]
+    fn the_length_after_a_push_is_what_the_push_makes() {
+        for len in [0, 1, 127, 128, 300, 16_383, 16_384, 70_000] {
+            let mut path = Path::from_steps(["ab"]);
+            let expected = path.byte_len_after_push(len);
+            path.push(&vec![7; len]);
+            assert_eq!(path.byte_len(), expected, "a step of {len} bytes");
         }
     }
 
@@ -230,5 +262,7 @@ mod tests {
         assert_eq!(Path::from_steps(["ab", "c"]), Path::from_steps(["ab", "c"]));
         assert_ne!(Path::from_steps(["ab", "c"]), Path::from_steps(["a", "bc"]));
         assert_eq!(format!("{:?}", Path::from_steps(["ab", "c"])), r#"["ab", "c"]"#);
+        // Steps that are not UTF-8 are printed apart.
+        assert_ne!(format!("{:?}", Path::from_steps([[0xff]])), format!("{:?}", Path::from_steps([[0xfe]])));
     }
 }

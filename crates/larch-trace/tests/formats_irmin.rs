@@ -264,3 +264,37 @@ fn fuzz_mutated_irmin_traces_never_panic() {
     eprintln!("fuzz: {ok} decoded, {err} rejected");
     assert!(err > 0 && ok > 0);
 }
+
+#[test]
+fn paths_over_the_bounds_are_refused_on_read_and_on_write() {
+    use larch_trace::op::{MAX_PATH_BYTES, MAX_PATH_STEPS};
+    let find = |path: larch_trace::Path| Op::Find { path, found: true, input: Scoped::Keep(0) };
+    // One step of `len` bytes takes `len + 3` in a path (its length as a three-byte varint).
+    let one_step = |len: usize| larch_trace::Path::from_steps([vec![b'x'; len]]);
+    let empty_steps = |count: usize| larch_trace::Path::from_steps(std::iter::repeat_n(b"", count));
+    for path in [one_step(MAX_PATH_BYTES - 3), empty_steps(MAX_PATH_STEPS)] {
+        let ops = vec![find(path)];
+        assert_eq!(read_all(&write_irmin(&ops)).unwrap().0, ops);
+    }
+    for (path, what) in
+        [(one_step(MAX_PATH_BYTES - 2), "1 MiB + 1"), (empty_steps(MAX_PATH_STEPS + 1), "131,073 steps")]
+    {
+        let op = find(path);
+        let mut writer = IrminWriter::new(Vec::new()).unwrap();
+        let err = writer.write_op(&op).unwrap_err();
+        assert!(matches!(err, TraceError::Unwritable { row: 0, .. }), "{what}: {err:?}");
+        // A row written without the writer's check is refused on read.
+        let mut row = Vec::new();
+        larch_trace::format::encode_row(&op, &mut row);
+        let mut bytes = write_irmin(&[]);
+        let mut len = row.len() as u64;
+        while len >= 0x80 {
+            bytes.push((len as u8) | 0x80);
+            len >>= 7;
+        }
+        bytes.push(len as u8);
+        bytes.extend_from_slice(&row);
+        let err = first_error(&bytes);
+        assert!(matches!(err, TraceError::Malformed { row: 0, .. }), "{what}: {err:?}");
+    }
+}

@@ -297,7 +297,6 @@ fn fuzz_mutated_larch_traces_never_panic() {
     assert!(rejected > 2900, "{rejected}");
 }
 
-/// A larch trace whose only chunk holds `count` records in `payload` (valid checksums throughout).
 fn varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
@@ -306,6 +305,7 @@ fn varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
+/// A larch trace whose only chunk holds `count` records in `payload` (valid checksums throughout).
 fn trace_with_chunk(count: u8, payload: &[u8]) -> Vec<u8> {
     let empty = write_larch(&[], &[]);
     let mut bytes = empty[..empty.len() - 8].to_vec();
@@ -357,39 +357,101 @@ fn malformed_larch_records_are_typed_errors() {
 }
 
 #[test]
-fn a_path_over_one_mebibyte_is_refused_on_read_and_on_write() {
-    // A path record costs a byte or two per reference to a long step of the chunk's table: without
-    // a bound, a few kilobytes of trace would decode into paths of any size.
-    let long = vec![b'x'; 1000];
-    let find = 4 | 1 << 3 | 1 << 4 | 1 << 5;
-    let record = |references: u64| {
-        let mut payload = vec![find];
-        let steps = references + 1;
-        varint(&mut payload, 7);
-        varint(&mut payload, steps - 7);
-        varint(&mut payload, (long.len() as u64) << 2);
-        payload.extend_from_slice(&long);
-        for _ in 0..references {
+fn paths_over_the_bounds_are_refused_on_read_and_on_write() {
+    use larch_trace::op::{MAX_PATH_BYTES, MAX_PATH_STEPS};
+    let find = |path: larch_trace::Path| Op::Find { path, found: true, input: larch_trace::Scoped::Keep(0) };
+    // One step of `len` bytes takes `len + 3` (its length as a three-byte varint).
+    let one_step = |len: usize| larch_trace::Path::from_steps([vec![b'x'; len]]);
+    let empty_steps = |count: usize| larch_trace::Path::from_steps(std::iter::repeat_n(b"", count));
+    assert_eq!(one_step(MAX_PATH_BYTES - 3).byte_len(), MAX_PATH_BYTES);
+    for (path, what) in
+        [(one_step(MAX_PATH_BYTES - 3), "1 MiB"), (empty_steps(MAX_PATH_STEPS), "131,072 steps")]
+    {
+        let ops = vec![find(path)];
+        assert_eq!(read_larch(&write_larch(&ops, &[])).unwrap().0, ops, "{what} read back");
+    }
+    for (path, what) in
+        [(one_step(MAX_PATH_BYTES - 2), "1 MiB + 1"), (empty_steps(MAX_PATH_STEPS + 1), "131,073 steps")]
+    {
+        let mut writer = LarchWriter::new(Vec::new(), &[]).unwrap();
+        let err = writer.write_op(&find(path)).unwrap_err();
+        assert!(matches!(err, TraceError::Unwritable { row: 0, .. }), "{what}: {err:?}");
+    }
+    // On read: a find record (kept, found, input id predicted) of a raw, a hex or referred steps.
+    let tag = 4 | 1 << 3 | 1 << 4 | 1 << 5;
+    let raw = |len: usize| {
+        let mut payload = vec![tag, 1];
+        varint(&mut payload, (len as u64) << 2);
+        payload.extend(std::iter::repeat_n(b'x', len));
+        payload
+    };
+    let hex = |len: usize| {
+        let mut payload = vec![tag, 1];
+        varint(&mut payload, (len as u64) << 2 | 1);
+        payload.extend(std::iter::repeat_n(0xab, len));
+        payload
+    };
+    let references = |count: u64| {
+        let mut payload = vec![tag, 7];
+        varint(&mut payload, count + 1 - 7);
+        varint(&mut payload, 1000 << 2);
+        payload.extend(std::iter::repeat_n(b'y', 1000));
+        for _ in 0..count {
             varint(&mut payload, 2);
         }
         payload
     };
-    // 1,000 steps of 1,000 bytes (and two bytes of length each) fit: they read back.
-    let (ops, _) = read_larch(&trace_with_chunk(1, &record(999))).unwrap();
-    let Op::Find { path, .. } = &ops[0] else { panic!("{ops:?}") };
-    assert_eq!(path.len(), 1000);
-    assert!(path.iter().all(|step| step == &long[..]));
-    assert_eq!(read_larch(&write_larch(&ops, &[])).unwrap().0, ops);
-    // 1,100 do not, on read and on write.
-    let err = larch_error(&trace_with_chunk(1, &record(1099)));
-    assert!(matches!(err, TraceError::Malformed { row: 0, .. }), "{err:?}");
-    let too_long = Op::Find {
-        path: larch_trace::Path::from_steps(std::iter::repeat_n(&long, 1100)),
-        found: true,
-        input: larch_trace::Scoped::Keep(0),
+    let empty = |count: usize| {
+        let mut payload = vec![tag, 7];
+        varint(&mut payload, count as u64 - 7);
+        payload.extend(std::iter::repeat_n(0, count));
+        payload
     };
-    assert!(too_long.paths().all(|path| path.byte_len() > larch_trace::op::MAX_PATH_BYTES));
-    let mut writer = LarchWriter::new(Vec::new(), &[]).unwrap();
-    let err = writer.write_op(&too_long).unwrap_err();
-    assert!(matches!(err, TraceError::Unwritable { row: 0, .. }), "{err:?}");
+    for (payload, fits, what) in [
+        (empty(MAX_PATH_STEPS), true, "131,072 empty steps"),
+        (empty(MAX_PATH_STEPS + 1), false, "131,073 empty steps"),
+        (raw(MAX_PATH_BYTES - 3), true, "a raw step of 1 MiB in all"),
+        (raw(MAX_PATH_BYTES - 2), false, "a raw step one byte over"),
+        (hex((MAX_PATH_BYTES - 4) / 2), true, "a hex step within"),
+        (hex((MAX_PATH_BYTES - 2) / 2), false, "a hex step over"),
+        (references(1045), true, "1,046 steps of 1,000 bytes"),
+        (references(1046), false, "1,047 steps of 1,000 bytes"),
+    ] {
+        let bytes = trace_with_chunk(1, &payload);
+        if fits {
+            let (ops, _) = read_larch(&bytes).unwrap_or_else(|err| panic!("{what}: {err:?}"));
+            let Op::Find { path, .. } = &ops[0] else { panic!("{what}: {ops:?}") };
+            assert!(path.byte_len() <= MAX_PATH_BYTES, "{what}");
+        } else {
+            let err = larch_error(&bytes);
+            assert!(matches!(err, TraceError::Malformed { row: 0, .. }), "{what}: {err:?}");
+        }
+    }
+}
+
+#[test]
+fn a_chunk_decodes_into_at_most_64_times_its_size_and_writers_split_to_stay_within() {
+    // A record keeping the whole previous path costs three bytes: a path of ~1 MiB made of
+    // references, then records keeping all of it, decode into ~1 MiB each. The chunk may decode
+    // into 64 times its size and 2 MiB: two such paths fit, the third is refused.
+    let tag = 4 | 1 << 3 | 1 << 4 | 1 << 5;
+    let mut payload = vec![tag, 7];
+    varint(&mut payload, 1000 - 7);
+    varint(&mut payload, 1000 << 2);
+    payload.extend(std::iter::repeat_n(b'y', 1000));
+    for _ in 0..999 {
+        varint(&mut payload, 2);
+    }
+    for _ in 0..3 {
+        payload.push(tag);
+        varint(&mut payload, 1000 << 3);
+    }
+    let err = larch_error(&trace_with_chunk(4, &payload));
+    assert!(matches!(err, TraceError::Malformed { row: 2, .. }), "{err:?}");
+    // The writer starts a new chunk instead: 40 finds of one such path read back.
+    let path = larch_trace::Path::from_steps(std::iter::repeat_n([b'y'; 1000], 1000));
+    let ops: Vec<Op> = (0..40)
+        .map(|_| Op::Find { path: path.clone(), found: true, input: larch_trace::Scoped::Keep(0) })
+        .collect();
+    assert_eq!(read_larch(&write_larch(&ops, &[])).unwrap().0, ops);
 }

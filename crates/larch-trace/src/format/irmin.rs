@@ -10,7 +10,7 @@
 
 use super::bytes::{Fail, Input, MAX_FRAME, Output, Slice, StreamVarint, put_bytes, put_varint};
 use super::{OpSink, OpSource, TraceError, TraceFormat};
-use crate::op::{ContextId, Op, Path, Scoped};
+use crate::op::{ContextId, MAX_PATH_BYTES, MAX_PATH_STEPS, Op, Path, Scoped};
 use larch_core::Hash;
 use std::io::{Read, Write};
 
@@ -139,9 +139,16 @@ fn get_hash(s: &mut Slice<'_>) -> Result<Hash, Fail> {
 
 fn get_path(s: &mut Slice<'_>) -> Result<Path, Fail> {
     let count = s.varint("path step count")?;
+    if count > MAX_PATH_STEPS as u64 {
+        return Err(Fail::Expected("a path of at most 131,072 steps"));
+    }
     let mut path = Path::new();
     for _ in 0..count {
-        path.push(s.bytes("path step")?);
+        let step = s.bytes("path step")?;
+        if path.byte_len_after_push(step.len()) > MAX_PATH_BYTES {
+            return Err(Fail::Expected("a path of at most 1 MiB"));
+        }
+        path.push(step);
     }
     Ok(path)
 }
@@ -384,6 +391,9 @@ impl<W: Write> OpSink for IrminWriter<W> {
     fn write_op(&mut self, op: &Op) -> Result<(), TraceError> {
         if self.finished {
             return Err(TraceError::Finished);
+        }
+        if let Some(reason) = op.path_too_large() {
+            return Err(TraceError::Unwritable { row: self.rows, reason });
         }
         self.row.clear();
         encode_row(op, &mut self.row);

@@ -4,9 +4,9 @@
 
 use super::bytes::{Input, MAX_FRAME, Output, Slice, StreamVarint, put_bytes, put_varint};
 use super::irmin::row_error;
-use super::larch_record::{CodecState, decode_op, encode_op};
+use super::larch_record::{CodecState, decode_op, encode_op, path_budget};
 use super::{OpSink, OpSource, TraceError, TraceFormat};
-use crate::op::{MAX_PATH_BYTES, Op};
+use crate::op::Op;
 use std::io::{Read, Write};
 
 /// The magic of larch traces.
@@ -221,7 +221,7 @@ impl<R: Read> LarchReader<R> {
                 self.chunk_offset = payload_offset;
                 self.chunk_pos = 0;
                 self.chunk_left = count;
-                self.state = CodecState::default();
+                self.state = CodecState::reading_chunk(self.chunk.len());
                 self.chunks += 1;
                 Ok(true)
             }
@@ -406,12 +406,13 @@ impl<W: Write> OpSink for LarchWriter<W> {
         if self.finished {
             return Err(TraceError::Finished);
         }
-        if op.paths().any(|path| path.byte_len() > MAX_PATH_BYTES) {
-            return Err(TraceError::Unwritable { row: self.ops, reason: "a path holds more than 1 MiB" });
+        if let Some(reason) = op.path_too_large() {
+            return Err(TraceError::Unwritable { row: self.ops, reason });
         }
         let before = self.chunk.len();
         encode_op(op, &mut self.state, &mut self.chunk);
-        if self.chunk.len() > CHUNK_SOFT_MAX && self.chunk_ops > 0 {
+        let over_budget = self.state.path_bytes() > path_budget(self.chunk.len());
+        if (self.chunk.len() > CHUNK_SOFT_MAX || over_budget) && self.chunk_ops > 0 {
             // Start a new chunk with this operation (encoded against a fresh state).
             self.chunk.truncate(before);
             self.flush_chunk()?;

@@ -3,7 +3,7 @@
 //! a small state that starts afresh in every chunk.
 
 use super::bytes::{Fail, Slice, put_bytes, put_varint};
-use crate::op::{ContextId, MAX_PATH_BYTES, Op, Path, Scoped};
+use crate::op::{ContextId, MAX_PATH_BYTES, MAX_PATH_STEPS, Op, Path, Scoped};
 use larch_core::Hash;
 use std::collections::HashMap;
 
@@ -60,6 +60,21 @@ pub(crate) struct CodecState {
     steps: Vec<Box<[u8]>>,
     /// Reader side: a hex step's digits, decoded.
     hex_step: Vec<u8>,
+    /// Reader side: the steps of `prev_path`.
+    prev_steps: usize,
+    /// The bytes of the paths encoded or decoded in this chunk.
+    path_bytes: u64,
+    /// Reader side: the most bytes of paths the chunk may decode into ([`path_budget`]).
+    path_budget: u64,
+}
+
+/// The most bytes of paths a chunk of `chunk_len` bytes may hold once decoded: 64 times its own
+/// size, and 2 MiB (a copy's two paths of [`MAX_PATH_BYTES`] in a chunk of its own). A path
+/// record may keep the whole previous path for a byte or two: bounded this way, a crafted chunk
+/// decodes into at most 64 times its size (a Tezos-like trace: ~7 times), not 1 MiB per record.
+/// A writer starts a new chunk rather than go over it.
+pub(crate) fn path_budget(chunk_len: usize) -> u64 {
+    (chunk_len as u64).saturating_mul(64).saturating_add(2 * MAX_PATH_BYTES as u64)
 }
 
 fn zigzag(value: i64) -> u64 {
@@ -86,6 +101,16 @@ fn hex_value(digit: u8) -> u8 {
 }
 
 impl CodecState {
+    /// The state a reader starts a chunk of `chunk_len` bytes with.
+    pub(crate) fn reading_chunk(chunk_len: usize) -> CodecState {
+        CodecState { path_budget: path_budget(chunk_len), ..CodecState::default() }
+    }
+
+    /// The bytes of the paths encoded in this chunk.
+    pub(crate) fn path_bytes(&self) -> u64 {
+        self.path_bytes
+    }
+
     fn note_ctx(&mut self, id: ContextId) {
         self.last_ctx = id;
         self.max_ctx = self.max_ctx.max(id);
@@ -120,6 +145,7 @@ impl CodecState {
     }
 
     fn put_path(&mut self, out: &mut Vec<u8>, path: &Path) {
+        self.path_bytes = self.path_bytes.saturating_add(path.byte_len() as u64);
         let keep = self.prev_path.iter().zip(path).take_while(|(a, b)| a == b).count();
         let fresh = path.iter().skip(keep);
         let count = fresh.clone().count() as u64;
@@ -152,22 +178,39 @@ impl CodecState {
     }
 
     fn get_path(&mut self, s: &mut Slice<'_>) -> Result<Path, Fail> {
+        const TOO_LONG: Fail = Fail::Expected("a path of at most 1 MiB");
         let head = s.varint("path header")?;
         let keep = usize::try_from(head >> 3)
-            .map_err(|_| Fail::Expected("a shared prefix within the previous path"))?;
-        if keep > self.prev_path.len() {
-            return Err(Fail::Expected("a shared prefix within the previous path"));
-        }
+            .ok()
+            .filter(|keep| *keep <= self.prev_steps)
+            .ok_or(Fail::Expected("a shared prefix within the previous path"))?;
         let mut count = head & 7;
         if count == 7 {
             count = s.varint("path step count")?.checked_add(7).ok_or(Fail::Expected("a path step count"))?;
         }
+        if (keep as u64).checked_add(count).is_none_or(|steps| steps > MAX_PATH_STEPS as u64) {
+            return Err(Fail::Expected("a path of at most 131,072 steps"));
+        }
         self.prev_path.truncate(keep);
+        self.prev_steps = keep;
         for _ in 0..count {
             let step_head = s.varint("path step header")?;
+            // Each step's length is checked against the bound before it is copied anywhere.
+            let fits = |len: u64| {
+                usize::try_from(len)
+                    .is_ok_and(|len| self.prev_path.byte_len_after_push(len) <= MAX_PATH_BYTES)
+            };
             let step: &[u8] = match step_head & 3 {
-                STEP_RAW => s.take(step_head >> 2, "path step")?,
+                STEP_RAW => {
+                    if !fits(step_head >> 2) {
+                        return Err(TOO_LONG);
+                    }
+                    s.take(step_head >> 2, "path step")?
+                }
                 STEP_HEX => {
+                    if !fits((step_head >> 2).saturating_mul(2)) {
+                        return Err(TOO_LONG);
+                    }
                     let bytes = s.take(step_head >> 2, "hex path step")?;
                     if bytes.is_empty() {
                         return Err(Fail::Expected("a non-empty hex step"));
@@ -181,10 +224,11 @@ impl CodecState {
                     let index = usize::try_from(step_head >> 2).unwrap_or(usize::MAX);
                     let step =
                         self.steps.get(index).ok_or(Fail::Expected("a step reference within the table"))?;
-                    self.prev_path.push(step);
-                    if self.prev_path.byte_len() > MAX_PATH_BYTES {
-                        return Err(Fail::Expected("a path of at most 1 MiB"));
+                    if !fits(step.len() as u64) {
+                        return Err(TOO_LONG);
                     }
+                    self.prev_path.push(step);
+                    self.prev_steps += 1;
                     continue;
                 }
                 _ => return Err(Fail::Expected("step kind 0 (raw), 1 (hex) or 2 (reference)")),
@@ -193,9 +237,11 @@ impl CodecState {
                 self.steps.push(step.into());
             }
             self.prev_path.push(step);
-            if self.prev_path.byte_len() > MAX_PATH_BYTES {
-                return Err(Fail::Expected("a path of at most 1 MiB"));
-            }
+            self.prev_steps += 1;
+        }
+        self.path_bytes = self.path_bytes.saturating_add(self.prev_path.byte_len() as u64);
+        if self.path_bytes > self.path_budget {
+            return Err(Fail::Expected("paths of at most 64 times their chunk's size (and 2 MiB)"));
         }
         Ok(self.prev_path.clone())
     }
