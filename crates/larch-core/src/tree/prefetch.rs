@@ -31,27 +31,25 @@ fn hint_line<T>(at: *const T) {
 /// byte. A hint changes nothing the program sees.
 pub fn hint_memory<T: ?Sized>(value: &T) {
     let size = std::mem::size_of_val(value).min(256);
+    hint_range(std::ptr::from_ref(value).cast::<u8>(), size);
+}
+
+/// Every line of `items`.
+fn hint_lines<T>(items: &[T]) {
+    hint_range(items.as_ptr().cast::<u8>(), std::mem::size_of_val(items));
+}
+
+/// Every line holding one of the `size` bytes from `base`.
+#[inline]
+fn hint_range(base: *const u8, size: usize) {
     if size == 0 {
         return;
     }
-    let base = std::ptr::from_ref(value).cast::<u8>();
     // From the line holding the first byte to the one holding the last.
     let first_line = base.wrapping_sub(base.addr() % 64);
     let last = base.wrapping_add(size - 1);
     for at in (0..=last.addr().saturating_sub(first_line.addr())).step_by(64) {
         hint_line(first_line.wrapping_add(at));
-    }
-}
-
-/// Every line of `items`.
-fn hint_lines<T>(items: &[T]) {
-    let base = items.as_ptr().cast::<u8>();
-    let size = std::mem::size_of_val(items);
-    if size == 0 {
-        return;
-    }
-    for at in (0..size).step_by(64).chain([size - 1]) {
-        hint_line(base.wrapping_add(at));
     }
 }
 
