@@ -2,7 +2,8 @@
 //! and the persistent in-memory context tree, with lazy nodes loaded through an [`ObjectSource`];
 //! the in-memory repository [`MemoryRepo`] and the [`ContextRepo`] seam (checkout, commit, counters)
 //! that every store implements and every driver (recorder, replayer, importers) uses. No files, no
-//! threads, no printing: the crates above it do those.
+//! threads, no printing: the crates above it do those (it only gives them [`mark_helper_thread`],
+//! for the threads they start).
 //!
 //! ```
 //! use larch_core::{CommitInfo, MemoryRepo};
@@ -19,6 +20,7 @@
 
 pub mod context_repo;
 pub mod hash;
+pub mod helper_thread;
 pub mod ocaml_hash;
 pub mod proof;
 pub mod repo;
@@ -28,6 +30,7 @@ pub mod tree;
 
 pub use context_repo::{BackendStats, ContextRepo, GcSummary};
 pub use hash::{Hash, HashParseError};
+pub use helper_thread::{is_helper_thread, mark_helper_thread};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};
 pub use tree::node::{

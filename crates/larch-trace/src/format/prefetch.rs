@@ -98,6 +98,9 @@ pub fn prefetch(source: BoxedSource) -> Result<PrefetchSource, TraceError> {
 /// The reading thread: sends batches (filling the emptied ones the caller sends back) until the
 /// trace ends or the caller hangs up.
 fn read_ahead(mut source: BoxedSource, sender: &SyncSender<Batch>, recycled: &Receiver<Vec<Item>>) {
+    // Woken each time the caller takes a batch, on the caller's core: it must not take that core
+    // from it (docs/benchmarks.md, "Issue 11, nineteenth round").
+    larch_core::mark_helper_thread();
     loop {
         let mut items = match recycled.try_recv() {
             Ok(mut items) => {
@@ -249,5 +252,44 @@ mod tests {
         assert_eq!(batch_sizes(trace_of_paths(10, 1000, 1000)), vec![5, 5, 0]);
         // Small paths: a batch is 1,024 operations.
         assert_eq!(batch_sizes(trace_of_paths(2500, 3, 10)), vec![1024, 1024, 452]);
+    }
+
+    /// A source of no operations that records whether it is read on a helper thread.
+    struct ThreadProbe(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+
+    impl Iterator for ThreadProbe {
+        type Item = Result<Op, TraceError>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.0.lock().unwrap().push(larch_core::is_helper_thread());
+            None
+        }
+    }
+
+    impl crate::format::OpSource for ThreadProbe {
+        fn format(&self) -> TraceFormat {
+            TraceFormat::Larch
+        }
+        fn metadata(&self) -> &[(String, String)] {
+            &[]
+        }
+        fn truncated_tail(&self) -> Option<u64> {
+            None
+        }
+        fn ops_read(&self) -> u64 {
+            0
+        }
+        fn offset(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn the_reading_thread_is_a_helper() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut reader = prefetch(Box::new(ThreadProbe(seen.clone()))).unwrap();
+        assert!(reader.next().is_none());
+        drop(reader);
+        // Read once, on a thread that does not preempt the caller when woken (on Linux).
+        assert_eq!(*seen.lock().unwrap(), vec![cfg!(target_os = "linux")]);
     }
 }
