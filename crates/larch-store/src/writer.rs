@@ -590,17 +590,16 @@ impl<'a> Encoder<'a> {
                 written
             }
             NodeBody::Tree(tree) => {
-                let base_children = match base.as_ref().map(|b| b.node.body()) {
-                    Some(NodeBody::Tree(base_tree)) if base_tree.depth == tree.depth => {
-                        Some(&base_tree.children)
-                    }
+                let base_tree = match base.as_ref().map(|b| b.node.body()) {
+                    Some(NodeBody::Tree(base_tree)) if base_tree.depth == tree.depth => Some(base_tree),
                     _ => None,
                 };
+                let base_children = base_tree.map(|base_tree| &base_tree.children);
                 let store = self.store;
                 let child_base = |bucket: u8| -> Option<(Hash, u64)> {
-                    let list = base_children?;
-                    let index = list.binary_search_by_key(&bucket, |(probe, _)| *probe).ok()?;
-                    list.get(index).and_then(|(_, child)| stored_position(child, store))
+                    let base_tree = base_tree?;
+                    let index = base_tree.find_bucket(bucket).ok()?;
+                    base_tree.children.get(index).and_then(|(_, child)| stored_position(child, store))
                 };
                 // As for entries: only a dirty child needs its base (a binary search of the base's
                 // children, cold in memory, per child was ~5% of a flat-key benchmark's CPU).

@@ -96,10 +96,6 @@ fn search(entries: &Entries, name: &[u8]) -> Result<usize, usize> {
     entries.binary_search_by(|(probe, _)| probe.cmp_bytes(name, prefix))
 }
 
-fn search_bucket(children: &[(u8, NodeRef)], index: u8) -> Result<usize, usize> {
-    children.binary_search_by_key(&index, |(probe, _)| *probe)
-}
-
 /// `f` of the entry named `name` in the directory `node` (`None` if absent), the entry borrowed
 /// from the node that holds it (a walk down a path then clones no entry on the way), and of the
 /// entries of the inode leaf it is in when `node` is a large directory (empty otherwise).
@@ -118,9 +114,7 @@ pub(crate) fn find_with<R>(
         }
         NodeBody::Tree(tree) => {
             let index = inode_index(tree.depth, name);
-            let Some((_, child)) =
-                search_bucket(&tree.children, index).ok().and_then(|i| tree.children.get(i))
-            else {
+            let Some((_, child)) = tree.find_bucket(index).ok().and_then(|i| tree.children.get(i)) else {
                 return f(None, &[]);
             };
             let child = load(child, source)?;
@@ -143,7 +137,7 @@ pub(crate) fn entry_mut<'a>(
         },
         NodeBody::Tree(tree) => {
             let index = inode_index(tree.depth, name);
-            let Ok(position) = search_bucket(&tree.children, index) else {
+            let Ok(position) = tree.find_bucket(index) else {
                 return Ok(None);
             };
             let Some((_, child)) = tree.children.get_mut(position) else {
@@ -228,7 +222,7 @@ fn set_in_tree(
     source: &dyn ObjectSource,
 ) -> Result<(), TreeError> {
     let index = inode_index(tree.depth, name);
-    let position = match search_bucket(&tree.children, index) {
+    let position = match tree.find_bucket(index) {
         Ok(position) => position,
         Err(position) => {
             if let Some(entry) = new {
