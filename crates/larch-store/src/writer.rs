@@ -453,6 +453,7 @@ impl<'a> Encoder<'a> {
             Some(origin) => Some(origin),
             None => self.load_base(base),
         };
+        larch_core::hint_child_caches(node.body());
         let (offset, chain) = match node.body() {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 let base_entries = match (node.body(), base.as_ref().map(|b| b.node.body())) {

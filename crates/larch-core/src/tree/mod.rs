@@ -9,7 +9,7 @@ pub mod node;
 mod prefetch;
 pub mod source;
 
-pub use prefetch::hint_memory;
+pub use prefetch::{hint_child_caches, hint_memory};
 
 use crate::hash::Hash;
 use crate::schema::Kind;
