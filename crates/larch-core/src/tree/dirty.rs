@@ -10,7 +10,7 @@
 //! computes it, and cached once (`OnceLock`: a node shared by two subtrees, as a copy makes, may
 //! be computed by both, and the second result, equal, is dropped). This crate starts no thread.
 
-use super::node::{Entry, Node, NodeBody, NodeRef};
+use super::node::{Node, NodeRef};
 use std::sync::Arc;
 
 /// The frontier is cut until it holds at least this many subtrees, so that the two threads share
@@ -22,27 +22,13 @@ const FRONTIER_MAX_LEVELS: usize = 24;
 
 /// Calls `f` on each dirty child (directory or inode) of `node`.
 fn for_each_dirty_child<'a>(node: &'a Node, mut f: impl FnMut(&'a Arc<Node>)) {
-    let mut visit = |child: &'a NodeRef| {
+    node.body().for_each_child(|child| {
         if let NodeRef::Mem(child) = child
             && child.cached_hash().is_none()
         {
             f(child);
         }
-    };
-    match node.body() {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-            for (_, entry) in entries {
-                if let Entry::Node(child) = entry {
-                    visit(child);
-                }
-            }
-        }
-        NodeBody::Tree(tree) => {
-            for (_, child) in &tree.children {
-                visit(child);
-            }
-        }
-    }
+    });
 }
 
 /// Number of dirty nodes below and including `root`, counting stops at `cap` (a walk with an
@@ -104,6 +90,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::tree::Tree;
+    use crate::tree::node::Entry;
 
     /// A tree with `dirs` directories of `per_dir` values each, below two levels of directories.
     fn wide_tree(dirs: usize, per_dir: usize) -> Tree {

@@ -483,6 +483,23 @@ pub enum NodeBody {
     Tree(InodeTree),
 }
 
+impl NodeBody {
+    /// Calls `f` on each child reference: the sub-directories among a directory's (or inode
+    /// leaf's) entries, or an inode tree's children.
+    pub(crate) fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a NodeRef)) {
+        match self {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                for (_, entry) in entries {
+                    if let Entry::Node(child) = entry {
+                        f(child);
+                    }
+                }
+            }
+            NodeBody::Tree(tree) => tree.children.iter().for_each(|(_, child)| f(child)),
+        }
+    }
+}
+
 /// The keys a store surely holds, for [`Node::detached_copy`]: those of `store` at positions from
 /// `from` on (below, a garbage collection may have removed records). Of those, the nodes written
 /// at `recent_from` or later stay in memory.

@@ -96,16 +96,7 @@ fn unhashed_levels<'a>(roots: &[&'a Node], seen: &mut AddressSet) -> Vec<Vec<&'a
                     }
                 }
             };
-            match &node.body {
-                NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-                    for (_, entry) in entries {
-                        if let Entry::Node(child) = entry {
-                            visit(child);
-                        }
-                    }
-                }
-                NodeBody::Tree(tree) => tree.children.iter().for_each(|(_, child)| visit(child)),
-            }
+            node.body.for_each_child(&mut visit);
         }
         levels.push(std::mem::replace(&mut next, below));
     }

@@ -125,27 +125,13 @@ pub(crate) fn copy_targets(body: &NodeBody, detaches: bool) {
 /// child after child to find those it has written: the children's lines then arrive together
 /// (docs/benchmarks.md, "Issue 11, nineteenth round").
 pub fn hint_child_caches(body: &NodeBody) {
-    let hint = |child: &NodeRef| {
+    body.for_each_child(|child| {
         if let NodeRef::Mem(node) = child {
             let (hash, key) = Node::cache_addresses(node);
             hint_line(hash);
             hint_line(key);
         }
-    };
-    match body {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-            for (_, entry) in entries {
-                if let Entry::Node(child) = entry {
-                    hint(child);
-                }
-            }
-        }
-        NodeBody::Tree(tree) => {
-            for (_, child) in &tree.children {
-                hint(child);
-            }
-        }
-    }
+    });
 }
 
 /// An in-memory child's count and, if `detaches`, its caches.
