@@ -355,15 +355,23 @@ fn a_copy_of_every_kind_of_entry_is_the_same_value() {
     }
 }
 
+/// An inode's children at the buckets whose bits are set in `present`.
+fn children_at(present: u32) -> Vec<(u8, NodeRef)> {
+    (0..32u8)
+        .filter(|b| present & (1 << b) != 0)
+        .map(|b| {
+            let key = ObjectKey::new(StoreId::fresh(), u64::from(b));
+            (b, NodeRef::Stored { hash: crate::Hash([b; 32]), key })
+        })
+        .collect()
+}
+
 proptest::proptest! {
     /// `find_bucket` answers as a binary search does, for any set of present buckets (`present`'s
     /// bits) and any bucket asked, present or not, including one past 31.
     #[test]
     fn find_bucket_agrees_with_a_binary_search(present: u32, bucket in 0u8..40) {
-        let children: Vec<(u8, NodeRef)> = (0..32u8)
-            .filter(|b| present & (1 << b) != 0)
-            .map(|b| (b, NodeRef::Stored { hash: crate::Hash([b; 32]), key: ObjectKey::new(StoreId::fresh(), u64::from(b)) }))
-            .collect();
+        let children = children_at(present);
         let expected = children.binary_search_by_key(&bucket, |(probe, _)| *probe);
         let tree = InodeTree { depth: 0, length: 0, children };
         proptest::prop_assert_eq!(tree.find_bucket(bucket), expected);
@@ -372,18 +380,7 @@ proptest::proptest! {
 
 #[test]
 fn a_full_inode_finds_each_bucket_at_its_index() {
-    let children: Vec<(u8, NodeRef)> = (0..32u8)
-        .map(|b| {
-            (
-                b,
-                NodeRef::Stored {
-                    hash: crate::Hash([b; 32]),
-                    key: ObjectKey::new(StoreId::fresh(), u64::from(b)),
-                },
-            )
-        })
-        .collect();
-    let mut tree = InodeTree { depth: 0, length: 0, children };
+    let mut tree = InodeTree { depth: 0, length: 0, children: children_at(u32::MAX) };
     for b in 0..32u8 {
         assert_eq!(tree.find_bucket(b), Ok(usize::from(b)));
     }
