@@ -103,7 +103,7 @@ pub use gc_policy::{GcOptions, GcPolicy};
 pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
 };
-pub use pack::{DEFAULT_CACHE_BYTES, RECENT_IN_MEMORY};
+pub use pack::{DEFAULT_CACHE_BYTES, RECENT_IN_MEMORY, RECENT_INODES_IN_MEMORY};
 pub use pipeline::{PIPELINE_MAX_DEPTH, PipelinedRepo};
 #[cfg(feature = "fault-injection")]
 pub use recover::plan_recovery_files;

@@ -39,6 +39,15 @@ pub const DEFAULT_CACHE_BYTES: u64 = 152 << 20;
 /// were no faster and held 12–35 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
 pub const RECENT_IN_MEMORY: u64 = 1 << 20;
 
+/// Under a [`crate::PipelinedRepo`], the inode trees (the roots and inner inodes of directories
+/// above 256 entries) written in this many last bytes of the pack stay in the carried tree's
+/// memory as well. There are few of them (one per 32 to 256 entries below) but each is read
+/// again soon: the flat-key benchmark's 8,448 inode trees are reread every ~9 batches, 16 MiB
+/// later, and were 613k of its 1.63M cache misses (the pipelined writer primes the cache with
+/// few of the records it writes). 16 MiB: flat keys 1.08–1.18× (misses 1.63M → 0.88M, peak RSS
+/// +25–35 MiB), the default replay unchanged (docs/benchmarks.md, "Issue 11, twentieth round").
+pub const RECENT_INODES_IN_MEMORY: u64 = 16 << 20;
+
 #[derive(Clone)]
 enum CachedObject {
     Node(Arc<Node>),
@@ -151,6 +160,10 @@ pub(crate) struct PackReader {
     /// While detaching: the nodes written in this many last bytes of the pack stay in memory
     /// ([`RECENT_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: none).
     recent_window: AtomicU64,
+    /// While detaching: the inode trees written in this many last bytes of the pack stay in memory
+    /// ([`RECENT_INODES_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: only those of
+    /// `recent_window`).
+    recent_inodes_window: AtomicU64,
     pub counters: ReadCounters,
 }
 
@@ -232,6 +245,7 @@ impl PackReader {
             verify: false,
             detach: std::sync::atomic::AtomicBool::new(false),
             recent_window: AtomicU64::new(0),
+            recent_inodes_window: AtomicU64::new(0),
             counters: ReadCounters::default(),
         }
     }
@@ -246,6 +260,13 @@ impl PackReader {
     /// parent is copied ([`larch_core::HeldKeys::recent_from`]; 0: none).
     pub fn set_recent_window(&self, bytes: u64) {
         self.recent_window.store(bytes, Ordering::Relaxed);
+    }
+
+    /// While detaching, the inode trees written in the last `bytes` of the pack stay in memory
+    /// when their parent is copied ([`larch_core::HeldKeys::recent_inodes_from`]; 0: only those
+    /// of [`set_recent_window`](PackReader::set_recent_window)).
+    pub fn set_recent_inodes_window(&self, bytes: u64) {
+        self.recent_inodes_window.store(bytes, Ordering::Relaxed);
     }
 
     /// This reader, verifying the full hash of every object it loads when `verify`.
@@ -610,17 +631,23 @@ impl ObjectSource for PackSource {
     /// and the newer ones reach, which a tree carried forward from the last commit (the
     /// pipelined writer's) does. Only while a pipelined writer runs: other callers may keep a tree
     /// of an older commit, or read it after the store failed, and then need its in-memory nodes.
-    /// The nodes of the last [`PackReader::set_recent_window`] bytes written stay in memory.
+    /// The nodes of the last [`PackReader::set_recent_window`] bytes written stay in memory, and
+    /// the inode trees of the last [`PackReader::set_recent_inodes_window`] bytes.
     fn held_keys(&self) -> Option<HeldKeys> {
         let reader = &self.reader;
         if !reader.detach.load(Ordering::Relaxed) {
             return None;
         }
-        let recent_from = match reader.recent_window.load(Ordering::Relaxed) {
+        let from_end = |window: &AtomicU64| match window.load(Ordering::Relaxed) {
             0 => u64::MAX,
             window => reader.end().saturating_sub(window),
         };
-        Some(HeldKeys { store: reader.store, from: reader.layout().first_chunk_start(), recent_from })
+        Some(HeldKeys {
+            store: reader.store,
+            from: reader.layout().first_chunk_start(),
+            recent_from: from_end(&reader.recent_window),
+            recent_inodes_from: from_end(&reader.recent_inodes_window),
+        })
     }
 
     fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {

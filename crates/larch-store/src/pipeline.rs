@@ -103,6 +103,15 @@ impl PipelinedRepo {
         self
     }
 
+    /// This writer, keeping in memory the inode trees (the inner nodes of directories above 256
+    /// entries) written in the last `bytes` of the pack as well (default
+    /// [`crate::RECENT_INODES_IN_MEMORY`]; 0: only those of
+    /// [`with_recent_in_memory`](PipelinedRepo::with_recent_in_memory)).
+    pub fn with_recent_inodes_in_memory(self, bytes: u64) -> PipelinedRepo {
+        lock(&self.repo).source.reader.set_recent_inodes_window(bytes);
+        self
+    }
+
     /// Wraps the writer `repo`, starting its commit thread, with at most `depth` commits in
     /// flight (at least 1, at most [`PIPELINE_MAX_DEPTH`]; other values are brought within): when
     /// [`commit`](PipelinedRepo::commit) returns, every commit but the last `depth` (this one
@@ -113,6 +122,7 @@ impl PipelinedRepo {
         repo.check_writable()?;
         repo.source.reader.set_detach(true);
         repo.source.reader.set_recent_window(crate::pack::RECENT_IN_MEMORY);
+        repo.source.reader.set_recent_inodes_window(crate::pack::RECENT_INODES_IN_MEMORY);
         repo.prime_fraction = crate::repo::PIPELINED_PRIME_FRACTION;
         let empty = repo.empty_tree();
         let stats = ContextRepo::stats(&repo);
@@ -345,6 +355,7 @@ impl PipelinedRepo {
                 let mut repo = mutex.into_inner().unwrap_or_else(PoisonError::into_inner);
                 repo.source.reader.set_detach(false);
                 repo.source.reader.set_recent_window(0);
+                repo.source.reader.set_recent_inodes_window(0);
                 repo.prime_fraction = crate::repo::PRIME_FRACTION;
                 Ok(repo)
             }

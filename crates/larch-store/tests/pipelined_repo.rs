@@ -78,11 +78,17 @@ fn the_same_commits_and_contents_as_a_plain_writer() {
 
 /// The in-memory nodes reachable from `tree` (through in-memory links only).
 fn nodes_in_memory(tree: &Tree) -> usize {
+    in_memory(tree).0
+}
+
+/// The in-memory nodes reachable from `tree` (through in-memory links only), and how many of them
+/// are inode trees.
+fn in_memory(tree: &Tree) -> (usize, usize) {
     let mut stack: Vec<std::sync::Arc<larch_core::Node>> = match tree.root() {
         Entry::Node(NodeRef::Mem(node)) => vec![node.clone()],
         _ => vec![],
     };
-    let mut count = 0;
+    let (mut count, mut inode_trees) = (0, 0);
     while let Some(node) = stack.pop() {
         count += 1;
         let mut push = |child: &NodeRef| {
@@ -98,10 +104,13 @@ fn nodes_in_memory(tree: &Tree) -> usize {
                     }
                 }
             }
-            NodeBody::Tree(inode) => inode.children.iter().for_each(|(_, child)| push(child)),
+            NodeBody::Tree(inode) => {
+                inode_trees += 1;
+                inode.children.iter().for_each(|(_, child)| push(child));
+            }
         }
     }
-    count
+    (count, inode_trees)
 }
 
 /// Runs 40 small blocks after a large first commit (3,000 values under 60 directories) through a
@@ -157,6 +166,54 @@ fn a_tree_carried_from_commit_to_commit_keeps_only_recent_nodes_in_memory() {
     // directories stay in memory, read by later blocks without a lookup.
     let (first_size, most) = nodes_in_memory_over_blocks(larch_store::RECENT_IN_MEMORY);
     assert!(most >= 60, "{most} nodes in memory (the first commit had {first_size})");
+}
+
+/// Runs 30 blocks, each changing 3 values of a directory of 3,000 entries written by a first
+/// commit (an inode trie: its root and 32 inner inode trees above its leaves), through a pipelined
+/// writer keeping no recent node in memory but the inode trees of its last `inodes_window` bytes
+/// (`None`: its default); returns the most inode trees reachable in memory from the trees of
+/// blocks 4 on.
+fn inode_trees_in_memory_over_blocks(inodes_window: Option<u64>) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repo::open_with(dir.path(), options()).unwrap();
+    let mut repo = PipelinedRepo::new(repo).unwrap().with_recent_in_memory(0);
+    if let Some(window) = inodes_window {
+        repo = repo.with_recent_inodes_in_memory(window);
+    }
+    let mut tree = repo.empty_tree();
+    for i in 0..3000 {
+        tree.add(&["big", &format!("k{i:05}")], vec![1; 40]).unwrap();
+    }
+    let mut parent = repo.commit(&tree, &[], info(0)).unwrap();
+    assert_eq!(in_memory(&tree).1, 33, "the first commit's inode trees");
+    let mut most = 0;
+    for block in 1..30u64 {
+        tree = repo.checkout(&parent).unwrap();
+        for j in 0..3 {
+            let i = (block * 101 + j * 997) % 3000;
+            tree.add(&["big", &format!("k{i:05}")], vec![2; 40]).unwrap();
+        }
+        parent = repo.commit(&tree, &[parent], info(block)).unwrap();
+        if block >= 4 {
+            most = most.max(in_memory(&tree).1);
+        }
+    }
+    repo.wait_durable().unwrap();
+    let repo = repo.into_inner().unwrap();
+    assert_eq!(repo.checkout(&parent).unwrap().length(&["big"]).unwrap(), 3000);
+    assert!(repo.fsck().is_clean());
+    most
+}
+
+#[test]
+fn inode_trees_stay_in_memory_within_their_own_window() {
+    // The default window (16 MiB) holds everything this store wrote: every inode tree of the
+    // directory stays reachable in memory, though no other stored node does.
+    let kept = inode_trees_in_memory_over_blocks(None);
+    assert_eq!(kept, 33, "inode trees in memory with the default window");
+    // Without it, only the few copied by the blocks still in flight.
+    let without = inode_trees_in_memory_over_blocks(Some(0));
+    assert!(without <= 10, "{without} inode trees in memory without the window");
 }
 
 /// A pipelined writer with a first durable commit, whose control file is then replaced under it

@@ -502,7 +502,8 @@ impl NodeBody {
 
 /// The keys a store surely holds, for [`Node::detached_copy`]: those of `store` at positions from
 /// `from` on (below, a garbage collection may have removed records). Of those, the nodes written
-/// at `recent_from` or later stay in memory.
+/// at `recent_from` or later stay in memory, and the inode trees written at `recent_inodes_from`
+/// or later.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeldKeys {
     /// The store whose keys these are.
@@ -512,12 +513,20 @@ pub struct HeldKeys {
     /// Nodes stored at this position or later (the last ones written) are kept in memory by a
     /// copy; `u64::MAX`: none is.
     pub recent_from: u64,
+    /// Inode trees ([`NodeBody::Tree`]: a large directory's root and inner inodes) stored at this
+    /// position or later are kept in memory by a copy as well; `u64::MAX`: none is (beyond
+    /// `recent_from`).
+    pub recent_inodes_from: u64,
 }
 
 impl HeldKeys {
-    /// Whether a copy refers to a child stored at `key` by its key rather than in memory.
-    fn detaches(&self, key: ObjectKey) -> bool {
-        key.offset_in(self.store).is_some_and(|at| at >= self.from && at < self.recent_from)
+    /// Whether a copy refers to `child`, stored at `key`, by its key rather than in memory.
+    fn detaches(&self, key: ObjectKey, child: &Node) -> bool {
+        key.offset_in(self.store).is_some_and(|at| {
+            at >= self.from
+                && at < self.recent_from
+                && (at < self.recent_inodes_from || !matches!(child.body, NodeBody::Tree(_)))
+        })
     }
 }
 
@@ -620,13 +629,14 @@ impl Node {
     /// A copy of this node whose in-memory children that a store holds (`held`: a stored key of
     /// its store at a position from `held.from` on, and a cached hash) are referred to by key
     /// instead: the copy does not keep them in memory. Those written at `held.recent_from` or
-    /// later stay in memory (the next blocks read them without a lookup). Same value, same hash;
+    /// later stay in memory (the next blocks read them without a lookup), and the inode trees
+    /// written at `held.recent_inodes_from` or later. Same value, same hash;
     /// the caches are kept. Copy-on-write uses it when the tree's source is such a store
     /// ([`ObjectSource::held_keys`](crate::ObjectSource::held_keys)).
     pub fn detached_copy(&self, held: HeldKeys) -> Node {
         let detach = |child: &NodeRef| match child {
             NodeRef::Mem(node) => match (node.stored_key(), node.cached_hash()) {
-                (Some(key), Some(hash)) if held.detaches(key) => NodeRef::Stored { hash, key },
+                (Some(key), Some(hash)) if held.detaches(key, node) => NodeRef::Stored { hash, key },
                 _ => child.clone(),
             },
             NodeRef::Stored { .. } => child.clone(),

@@ -109,6 +109,19 @@ fn stored_dir(store: StoreId, offset: u64, value: &[u8]) -> Arc<Node> {
     Arc::new(node)
 }
 
+/// An inode tree of one bucket holding `child`, stored at `offset` of `store` with its hash
+/// computed.
+fn stored_inode(store: StoreId, offset: u64, child: Arc<Node>) -> Arc<Node> {
+    let node = Node::new(NodeBody::Tree(InodeTree {
+        depth: 0,
+        length: 1,
+        children: vec![(3, NodeRef::Mem(child))],
+    }));
+    node.hash();
+    node.set_stored_key(ObjectKey::new(store, offset));
+    Arc::new(node)
+}
+
 #[test]
 fn a_detached_copy_keeps_only_recent_nodes_in_memory() {
     let store = StoreId::fresh();
@@ -117,20 +130,18 @@ fn a_detached_copy_keeps_only_recent_nodes_in_memory() {
     let unstored = Arc::new(Node::new(NodeBody::Flat(Vec::new())));
     let other_store = stored_dir(StoreId::fresh(), 6000, b"other");
     let below_from = stored_dir(store, 10, b"collected");
-    let inode = Node::new(NodeBody::Tree(InodeTree {
-        depth: 0,
-        length: 1,
-        children: vec![(3, NodeRef::Mem(stored_dir(store, 5100, b"leaf")))],
-    }));
-    inode.hash();
-    inode.set_stored_key(ObjectKey::new(store, 5200));
+    let inode = stored_inode(store, 5200, stored_dir(store, 5100, b"leaf"));
+    // An inode tree and a directory stored before the recent nodes, after the recent inodes.
+    let older_inode = stored_inode(store, 3000, stored_dir(store, 2900, b"leaf"));
     let children = [
         ("a", old.clone()),
         ("b", recent.clone()),
         ("c", unstored),
         ("d", other_store),
         ("e", below_from),
-        ("f", Arc::new(inode)),
+        ("f", inode),
+        ("g", older_inode),
+        ("h", stored_dir(store, 3000, b"older")),
     ];
     let parent = Node::new(NodeBody::Flat(
         children
@@ -142,20 +153,24 @@ fn a_detached_copy_keeps_only_recent_nodes_in_memory() {
         let NodeBody::Flat(entries) = copy.body() else { panic!("not flat") };
         entries.iter().map(|(_, entry)| matches!(entry, Entry::Node(NodeRef::Mem(_)))).collect()
     };
-    let held = HeldKeys { store, from: 50, recent_from: 4000 };
+    let held = HeldKeys { store, from: 50, recent_from: 4000, recent_inodes_from: 2000 };
     let copy = parent.detached_copy(held);
     // Old: by key; recent (a directory, an inode `Tree`): in memory; not stored, another store's,
-    // or below the held range: in memory.
-    assert_eq!(in_memory(&copy), [false, true, true, true, true, true]);
+    // or below the held range: in memory; the inode tree within the inodes' longer window: in
+    // memory, the directory stored at the same position: by key.
+    assert_eq!(in_memory(&copy), [false, true, true, true, true, true, true, false]);
     assert_eq!(copy.hash(), parent.hash());
     let NodeBody::Flat(entries) = copy.body() else { panic!("not flat") };
     let Some((_, Entry::Node(NodeRef::Stored { hash, key }))) = entries.first() else {
         panic!("the old directory is not referred to by key")
     };
     assert_eq!((*hash, *key), (old.hash(), ObjectKey::new(store, 100)));
+    // The inodes' window no longer than the nodes': the older inode tree by key too.
+    let copy = parent.detached_copy(HeldKeys { recent_inodes_from: 4000, ..held });
+    assert_eq!(in_memory(&copy), [false, true, true, true, true, true, false, false]);
     // No recent window: every stored node of the range by key.
-    let copy = parent.detached_copy(HeldKeys { recent_from: u64::MAX, ..held });
-    assert_eq!(in_memory(&copy), [false, false, true, true, true, false]);
+    let copy = parent.detached_copy(HeldKeys { recent_from: u64::MAX, recent_inodes_from: u64::MAX, ..held });
+    assert_eq!(in_memory(&copy), [false, false, true, true, true, false, false, false]);
     assert_eq!(recent.stored_key(), Some(ObjectKey::new(store, 5000)));
 }
 
@@ -341,8 +356,13 @@ fn a_copy_of_every_kind_of_entry_is_the_same_value() {
         // A clone, a detached copy keeping the child (recent), one referring to it by key.
         let copies = [
             node.clone(),
-            node.detached_copy(HeldKeys { store, from: 0, recent_from: 0 }),
-            node.detached_copy(HeldKeys { store, from: 0, recent_from: u64::MAX }),
+            node.detached_copy(HeldKeys { store, from: 0, recent_from: 0, recent_inodes_from: 0 }),
+            node.detached_copy(HeldKeys {
+                store,
+                from: 0,
+                recent_from: u64::MAX,
+                recent_inodes_from: u64::MAX,
+            }),
         ];
         for copy in &copies {
             assert_eq!(copy.hash(), node.hash());
