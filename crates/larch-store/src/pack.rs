@@ -42,11 +42,12 @@ pub const RECENT_IN_MEMORY: u64 = 1 << 20;
 /// Under a [`crate::PipelinedRepo`], the inode trees (the roots and inner inodes of directories
 /// above 256 entries) written in this many last bytes of the pack stay in the carried tree's
 /// memory as well. There are few of them (one per 32 to 256 entries below) but each is read
-/// again soon: the flat-key benchmark's 8,448 inode trees are reread every ~9 batches, 16 MiB
-/// later, and were 613k of its 1.63M cache misses (the pipelined writer primes the cache with
-/// few of the records it writes). 16 MiB: flat keys 1.09× (median of 7 pairs; misses 1.63M →
-/// 0.88M, peak RSS +25–35 MiB), the default replay at the same CPU time, its misses 3.5% fewer
-/// (docs/benchmarks.md, "Issue 11, twentieth round").
+/// again soon: the flat-key benchmark's 8,448 inode trees are reread every ~9 batches on average
+/// (~3.5 MiB of pack; 16 MiB covers nearly every gap, 4 MiB two thirds of them), and were 613k of
+/// its 1.63M cache misses (the pipelined writer primes the cache with few of the records it
+/// writes). 16 MiB: flat keys 1.09× (median of 7 pairs; misses 1.63M → 0.88M, peak RSS +25–35
+/// MiB), the default replay at the same CPU time, its misses 3.5% fewer (docs/benchmarks.md,
+/// "Issue 11, twentieth round").
 pub const RECENT_INODES_IN_MEMORY: u64 = 16 << 20;
 
 #[derive(Clone)]
