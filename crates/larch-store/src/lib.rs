@@ -33,88 +33,41 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#[cfg(feature = "fault-injection")]
-pub mod archive;
-#[cfg(not(feature = "fault-injection"))]
-mod archive;
-mod bulk;
-#[cfg(feature = "fault-injection")]
-pub mod codec;
-#[cfg(not(feature = "fault-injection"))]
-mod codec;
-mod context_repo;
-#[cfg(feature = "fault-injection")]
-pub mod control;
-#[cfg(not(feature = "fault-injection"))]
-mod control;
+mod check;
+mod commit;
 mod error;
-#[cfg(feature = "fault-injection")]
-pub mod fault;
-mod fsck;
+mod format;
 mod gc;
-mod gc_children;
-mod gc_mark;
-mod gc_policy;
-mod gc_roots;
-mod gc_worker;
-mod graveyard;
-mod hashing;
-#[cfg(feature = "fault-injection")]
-pub mod index;
-#[cfg(not(feature = "fault-injection"))]
-mod index;
-#[cfg(feature = "fault-injection")]
-pub mod layout;
-#[cfg(not(feature = "fault-injection"))]
-mod layout;
-mod open;
+mod io;
 mod options;
 mod pack;
-#[cfg(feature = "fault-injection")]
-pub mod patch;
-#[cfg(not(feature = "fault-injection"))]
-mod patch;
-mod pipeline;
-mod prefetch;
-mod publish;
-mod publisher;
-mod recover;
+mod recovery;
 mod repo;
-mod scan;
-#[cfg(feature = "fault-injection")]
-pub mod segment;
-#[cfg(not(feature = "fault-injection"))]
-mod segment;
-#[cfg(feature = "fault-injection")]
-pub mod storage;
-#[cfg(not(feature = "fault-injection"))]
-mod storage;
 mod switch;
-mod writer;
+#[cfg(feature = "fault-injection")]
+pub mod testing;
 
-pub use archive::ArchiveReport;
-pub use bulk::{BulkTarget, BulkWriter};
-pub use codec::{INLINE_MAX, RecordKind};
+pub use check::fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use check::scan::ScanReport;
+pub use commit::writer::WriteCounts;
 pub use error::{FileKind, Result, StoreError};
-pub use fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
-pub use gc::{GcPhase, GcProgress, GcReport};
-pub use gc_mark::{GcMark, MarkBounds};
-pub use gc_policy::{GcOptions, GcPolicy};
+pub use format::codec::{INLINE_MAX, RecordKind};
+pub use gc::archive::ArchiveReport;
+pub use gc::mark::{GcMark, MarkBounds};
+pub use gc::policy::{GcOptions, GcPolicy};
+pub use gc::run::{GcPhase, GcProgress, GcReport};
 pub use options::{
     CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
 };
-pub use pack::{DEFAULT_CACHE_BYTES, RECENT_IN_MEMORY, RECENT_INODES_IN_MEMORY};
-pub use pipeline::{PIPELINE_MAX_DEPTH, PipelinedRepo};
-#[cfg(feature = "fault-injection")]
-pub use recover::plan_recovery_files;
-pub use recover::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};
+pub use pack::reader::{DEFAULT_CACHE_BYTES, RECENT_IN_MEMORY, RECENT_INODES_IN_MEMORY};
+pub use recovery::plan::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};
+pub use repo::bulk::{BulkTarget, BulkWriter};
+pub use repo::pipeline::{PIPELINE_MAX_DEPTH, PipelinedRepo};
 pub use repo::{DEFAULT_BRANCH, History, Repo};
-pub use scan::ScanReport;
-pub use writer::WriteCounts;
 
 /// The hash of a tree about to be committed, its dirty subtrees hashed on two threads when it has
 /// enough of them (what [`Repo::commit`] does; exposed for benchmarks). Same result as
 /// [`larch_core::Tree::hash`].
 pub fn parallel_tree_hash(tree: &larch_core::Tree) -> larch_core::Hash {
-    hashing::tree_hash(tree)
+    commit::hashing::tree_hash(tree)
 }

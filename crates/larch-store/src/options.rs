@@ -1,6 +1,6 @@
 //! Options and reports of a [`crate::Repo`]: the sync policy, open options, counters, commit details.
 
-use crate::pack::DEFAULT_CACHE_BYTES;
+use crate::pack::reader::DEFAULT_CACHE_BYTES;
 use larch_core::{CommitInfo, Hash};
 
 /// When a commit is made durable and published (docs/store.md, *Promises per sync policy*).

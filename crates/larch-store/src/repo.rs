@@ -1,14 +1,14 @@
 //! The persistent repository: open (writer or read-only), commit, checkout, branches, log, reload.
 //! The commit protocol and its crash argument are described in `docs/store.md`.
 
-use crate::codec::{self, CommitData, RecordKind};
-use crate::control::ControlState;
+use crate::commit::writer::{Encoder, WriteCounts};
 use crate::error::{FileKind, Result, StoreError};
-use crate::index;
+use crate::format::codec::{self, CommitData, RecordKind};
+use crate::format::control::ControlState;
+use crate::format::index;
+use crate::io::storage::{Storage, StoreFiles};
 use crate::options::{CommitDetails, RepoOptions, StoreStats};
-use crate::pack::{PackReader, PackSource};
-use crate::storage::{Storage, StoreFiles};
-use crate::writer::{Encoder, WriteCounts};
+use crate::pack::reader::{PackReader, PackSource};
 use larch_core::{CommitInfo, Entry, Hash, NodeRef, ObjectSource, Tree, schema};
 use std::collections::HashMap;
 
@@ -64,15 +64,15 @@ pub struct Repo {
     pub(crate) unsynced_commits: u32,
     pub(crate) buffer: Vec<u8>,
     /// The encoder's tables, kept between commits as `buffer` is.
-    pub(crate) encoder_tables: Option<crate::writer::EncoderTables>,
+    pub(crate) encoder_tables: Option<crate::commit::writer::EncoderTables>,
     pub(crate) stats: StoreStats,
     pub(crate) last_write: WriteCounts,
     /// The running garbage collection, until it switches (`gc.rs`).
-    pub(crate) gc: Option<Box<crate::gc::GcRun>>,
+    pub(crate) gc: Option<Box<crate::gc::run::GcRun>>,
     /// What GC left: the oldest kept commit, files to unlink, the last report.
-    pub(crate) gc_after: crate::gc::GcAfter,
+    pub(crate) gc_after: crate::gc::run::GcAfter,
     /// The thread publishing commits under `SyncPolicy::Pipelined`, once started.
-    pub(crate) publisher: Option<crate::publisher::Publisher>,
+    pub(crate) publisher: Option<crate::switch::publisher::Publisher>,
     /// The fraction of the cache budget a commit primes the cache with, at most
     /// ([`PRIME_FRACTION`], [`PIPELINED_PRIME_FRACTION`]).
     pub(crate) prime_fraction: u64,
@@ -207,7 +207,7 @@ impl Repo {
         let Entry::Node(root) = tree.root() else {
             return Err(StoreError::RootIsContents);
         };
-        let tree_hash = crate::hashing::tree_hash(tree);
+        let tree_hash = crate::commit::hashing::tree_hash(tree);
         let hash = schema::commit_hash(&tree_hash, parents, &info);
         if let Some(offset) = self.commits.get(&hash).copied() {
             if let Some(name) = branch
@@ -241,7 +241,7 @@ impl Repo {
                 &**tree.source(),
                 reader,
                 prime_budget,
-                self.encoder_tables.take().unwrap_or_else(crate::writer::EncoderTables::new),
+                self.encoder_tables.take().unwrap_or_else(crate::commit::writer::EncoderTables::new),
             );
             // Pointers into collected space are refused; while a GC runs, pointers below its
             // commit are its late roots.
@@ -572,3 +572,11 @@ pub(crate) fn check_commit_shape(tree: &Tree, parents: &[Hash]) -> Result<()> {
     }
     Ok(())
 }
+
+mod archive;
+pub(crate) mod bulk;
+mod context_repo;
+mod gc;
+pub(crate) mod open;
+pub(crate) mod pipeline;
+mod publish;

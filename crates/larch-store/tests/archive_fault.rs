@@ -13,9 +13,9 @@ mod common;
 
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
-use larch_store::archive::LayeredDirectory;
-use larch_store::fault::{FaultController, Survival};
-use larch_store::storage::StoreFiles;
+use larch_store::testing::fault::{FaultController, Survival};
+use larch_store::testing::layered::LayeredDirectory;
+use larch_store::testing::storage::StoreFiles;
 use larch_store::{Repo, RepoOptions, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;
@@ -149,7 +149,7 @@ fn recovery_of_an_archived_store_keeps_the_archive_flag() {
     assert!(report.chunks_moved >= 2, "seed {seed}: {report:?}");
     repo.close().unwrap();
     upper.files().control.write_at(0, &[0u8; 8212]).unwrap();
-    let plan = larch_store::plan_recovery_files(files(&upper, &lower)).unwrap();
+    let plan = larch_store::testing::plan_recovery_files(files(&upper, &lower)).unwrap();
     assert_eq!(plan.chosen.as_ref().map(|found| found.hash), Some(commits[9].0), "seed {seed}");
     plan.apply_to(&files(&upper, &lower)).unwrap();
     let error = Repo::open_files(upper.files(), true, options(), None).unwrap_err();

@@ -197,7 +197,7 @@ fn the_cache_stays_within_its_budget() {
 #[test]
 fn golden_pack_bytes_of_genesis() {
     // Guards the format: a change of these bytes is a format change (docs/format.md).
-    let files = larch_store::storage::StoreFiles::memory();
+    let files = larch_store::testing::storage::StoreFiles::memory();
     let mut repo = Repo::open_files(files.clone(), true, RepoOptions::default(), None).unwrap();
     let mut tree = repo.empty_tree();
     tree.add(&["data", "version"], b"genesis".to_vec()).unwrap();

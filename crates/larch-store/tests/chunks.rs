@@ -308,7 +308,7 @@ fn bulk_commits_roll_chunks_and_read_back() {
 /// keep an unsynced creation for some seeds and lose it for others.
 #[test]
 fn the_fault_directory_loses_unsynced_creations_and_removals() {
-    use larch_store::fault::{FaultController, Survival};
+    use larch_store::testing::fault::{FaultController, Survival};
     let has = |controller: &FaultController, name: &str| controller.names().iter().any(|n| n == name);
     let controller = FaultController::new();
     let files = controller.files();

@@ -8,7 +8,7 @@ mod common;
 
 use common::{info, random_op};
 use larch_core::{Hash, Tree};
-use larch_store::storage::{Storage, StoreFiles};
+use larch_store::testing::storage::{Storage, StoreFiles};
 use larch_store::{FileKind, Repo, RepoOptions, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use rand::Rng;

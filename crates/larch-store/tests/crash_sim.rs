@@ -14,8 +14,8 @@ mod common;
 
 use common::{contents_of, info, try_random_op};
 use larch_core::Hash;
-use larch_store::fault::{FaultController, Survival};
-use larch_store::storage::StoreFiles;
+use larch_store::testing::fault::{FaultController, Survival};
+use larch_store::testing::storage::StoreFiles;
 use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;
@@ -196,7 +196,7 @@ fn check_recovery_after_process_crash(
     cut: u64,
 ) {
     let what = format!("{sync}, cut {cut}, recover");
-    let plan = match larch_store::plan_recovery_files(controller.files()) {
+    let plan = match larch_store::testing::plan_recovery_files(controller.files()) {
         Ok(plan) => plan,
         Err(StoreError::NotAStore { .. }) if run.acked.is_empty() => return,
         Err(e) => panic!("{what}: {e}"),

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use larch_core::{CommitInfo, Hash};
-use larch_store::storage::{DiskDirectory, FileStorage, StoreFiles};
+use larch_store::testing::storage::{DiskDirectory, FileStorage, StoreFiles};
 use larch_store::{FileKind, Repo, RepoOptions, StoreError, SyncPolicy, plan_recovery};
 use std::path::Path;
 use std::sync::Arc;
@@ -262,7 +262,7 @@ fn a_pack_shorter_than_published_is_a_typed_error_naming_the_file() {
 
 #[test]
 fn a_crafted_control_claiming_a_huge_index_is_refused_before_reading_it() {
-    use larch_store::control::{CONFIRM_AT, ControlFileState, PAGE, encode_confirm};
+    use larch_store::testing::control::{CONFIRM_AT, ControlFileState, PAGE, encode_confirm};
     let dir = tempfile::tempdir().unwrap();
     store_with(dir.path(), 1, SyncPolicy::Commit).0.close().unwrap();
     let control_path = dir.path().join("control");

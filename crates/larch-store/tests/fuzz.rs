@@ -11,9 +11,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::{Entry, Hash, InodeTree, Name, NodeBody, NodeRef, ObjectKey, StoreId, Tree};
-use larch_store::codec::{self, EntryCounts, RecordKind};
-use larch_store::storage::{Storage, StoreFiles};
-use larch_store::{Repo, RepoOptions, index, patch};
+use larch_store::testing::codec::{self, EntryCounts, RecordKind};
+use larch_store::testing::storage::{Storage, StoreFiles};
+use larch_store::testing::{index, patch};
+use larch_store::{Repo, RepoOptions};
 use larch_testkit::fuzz::{FuzzTally, PeakAlloc, largest_allocation, mutate_once, mutated};
 use larch_testkit::{TestRng, seeded_rng};
 use rand::Rng;

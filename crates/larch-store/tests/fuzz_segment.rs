@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::Hash;
-use larch_store::segment::{Segment, SegmentHeader, SegmentWriter};
-use larch_store::storage::MemStorage;
+use larch_store::testing::segment::{Segment, SegmentHeader, SegmentWriter};
+use larch_store::testing::storage::MemStorage;
 use larch_testkit::fuzz::{FuzzTally, PeakAlloc, largest_allocation, mutated};
 use larch_testkit::{TestRng, seeded_rng};
 use rand::Rng;

@@ -14,8 +14,8 @@ mod common;
 
 use common::{contents_of, info, leb, random_op, reached_offsets};
 use larch_core::{Hash, Tree};
-use larch_store::segment::Segment;
-use larch_store::storage::FileStorage;
+use larch_store::testing::segment::Segment;
+use larch_store::testing::storage::FileStorage;
 use larch_store::{GcOptions, GcPolicy, Repo, RepoOptions, StoreError};
 use larch_testkit::{Model, TestRng, seeded_rng};
 use rand::Rng;

@@ -22,8 +22,8 @@ use common::crash::{
 };
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
-use larch_store::fault::FaultController;
-use larch_store::storage::StoreFiles;
+use larch_store::testing::fault::FaultController;
+use larch_store::testing::storage::StoreFiles;
 use larch_store::{Repo, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;

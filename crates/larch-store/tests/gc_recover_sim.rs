@@ -14,9 +14,10 @@ mod common;
 
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
-use larch_store::fault::{FaultController, Survival};
-use larch_store::storage::StoreFiles;
-use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy, plan_recovery_files};
+use larch_store::testing::fault::{FaultController, Survival};
+use larch_store::testing::plan_recovery_files;
+use larch_store::testing::storage::StoreFiles;
+use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;
 

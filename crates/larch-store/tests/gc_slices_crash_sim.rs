@@ -18,7 +18,7 @@ use common::crash::{
 };
 use common::{contents_of, info, random_op};
 use larch_core::Hash;
-use larch_store::fault::FaultController;
+use larch_store::testing::fault::FaultController;
 use larch_store::{GcPolicy, Repo, StoreError};
 use larch_testkit::{Model, seeded_rng};
 use std::sync::Arc;

@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::{CommitInfo, Hash, StoreId};
-use larch_store::codec::{self, CommitData, EncodedTarget, EntryCounts, RecordKind};
-use larch_store::patch::{self, EntryChange};
+use larch_store::testing::codec::{self, CommitData, EncodedTarget, EntryCounts, RecordKind};
+use larch_store::testing::patch::{self, EntryChange};
 
 fn framed(kind: RecordKind, body: &[u8]) -> String {
     let mut out = Vec::new();

@@ -60,7 +60,7 @@ fn a_value_over_the_record_limit_is_refused_before_anything_is_published() {
     let first = repo.commit(&tree, &[], info(1)).unwrap();
     let pack_len = std::fs::metadata(dir.path().join("chunk.000000")).unwrap().len();
     // 1 GiB + 1 zero bytes: allocated zeroed (untouched pages cost no memory), hashed by reading.
-    let limit = larch_store::codec::MAX_BODY_LEN as usize;
+    let limit = larch_store::testing::codec::MAX_BODY_LEN as usize;
     tree.add(&["huge"], vec![0u8; limit + 1]).unwrap();
     let error = repo.commit(&tree, &[first], info(2)).unwrap_err();
     assert!(matches!(error, StoreError::TooLarge(_)), "{error}");
@@ -87,14 +87,14 @@ fn too_many_parents_are_refused() {
     let mut tree = repo.empty_tree();
     tree.add(&["a"], b"1".to_vec()).unwrap();
     let first = repo.commit(&tree, &[], info(1)).unwrap();
-    let parents: Vec<Hash> = vec![first; larch_store::codec::MAX_PARENTS + 1];
+    let parents: Vec<Hash> = vec![first; larch_store::testing::codec::MAX_PARENTS + 1];
     let error = repo.commit(&tree, &parents, info(2)).unwrap_err();
     assert!(matches!(error, StoreError::TooLarge(_)), "{error}");
     assert_eq!(repo.commit_count(), 1);
     // The most parents the format allows are accepted.
-    let parents: Vec<Hash> = vec![first; larch_store::codec::MAX_PARENTS];
+    let parents: Vec<Hash> = vec![first; larch_store::testing::codec::MAX_PARENTS];
     let merge = repo.commit(&tree, &parents, info(3)).unwrap();
-    assert_eq!(repo.commit_details(&merge).unwrap().parents.len(), larch_store::codec::MAX_PARENTS);
+    assert_eq!(repo.commit_details(&merge).unwrap().parents.len(), larch_store::testing::codec::MAX_PARENTS);
     drop(repo);
     assert!(larch_store::fsck(dir.path()).unwrap().is_clean());
 }

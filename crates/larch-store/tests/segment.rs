@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::Hash;
-use larch_store::segment::{Segment, SegmentHeader, SegmentSlot, SegmentWriter};
-use larch_store::storage::{MemStorage, Storage};
+use larch_store::testing::segment::{Segment, SegmentHeader, SegmentSlot, SegmentWriter};
+use larch_store::testing::storage::{MemStorage, Storage};
 use larch_store::{FileKind, StoreError};
 use larch_testkit::seeded_rng;
 use rand::Rng;

@@ -11,8 +11,8 @@ mod common;
 use common::{contents_of, info};
 use larch_core::Hash;
 use larch_store::INLINE_MAX;
-use larch_store::codec::RecordKind;
-use larch_store::storage::{Storage, StoreFiles};
+use larch_store::testing::codec::RecordKind;
+use larch_store::testing::storage::{Storage, StoreFiles};
 use larch_store::{Repo, RepoOptions};
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 
 use super::info;
 use larch_core::{Hash, Tree};
-use larch_store::fault::Survival;
+use larch_store::testing::fault::Survival;
 use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 use larch_testkit::Model;
 

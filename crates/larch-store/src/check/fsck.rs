@@ -1,0 +1,571 @@
+//! The integrity checker: walks every commit and every object reachable from it, recomputes every
+//! hash, checks every offset and record, and reports all problems with statistics.
+
+use crate::error::{FileKind, Result, StoreError};
+use crate::format::codec::{self, EntryCounts, RecordKind};
+use crate::format::patch;
+use crate::repo::Repo;
+use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, schema};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
+
+/// One problem found by [`Repo::fsck`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The file holding the damaged data.
+    pub file: FileKind,
+    /// Offset of the damaged record (or field) in that file.
+    pub offset: u64,
+    /// The hash the object was expected to have, when known.
+    pub hash: Option<Hash>,
+    /// Offset of the record that refers to it, when any.
+    pub parent: Option<u64>,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} @ {}: {}", self.file, self.offset, self.what)?;
+        if let Some(hash) = &self.hash {
+            write!(f, " (hash {hash})")?;
+        }
+        if let Some(parent) = self.parent {
+            write!(f, " (referenced from pack @ {parent})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Counts and bytes of one record kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KindStats {
+    /// Records.
+    pub count: u64,
+    /// Bytes, framing included.
+    pub bytes: u64,
+}
+
+/// Statistics of the reachable part of a store.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FsckStats {
+    /// Commits in the index.
+    pub commits: u64,
+    /// Reachable records by kind.
+    pub by_kind: BTreeMap<RecordKind, KindStats>,
+    /// Contents stored inline (counted once per record holding them).
+    pub inline_contents: u64,
+    /// Bytes of inline contents.
+    pub inline_bytes: u64,
+    /// Names stored hex-packed.
+    pub hex_names: u64,
+    /// The largest directories: (entries, pack offset), largest first (at most 10).
+    pub largest_directories: Vec<(u64, u64)>,
+    /// The deepest directory nesting (the root is depth 1).
+    pub max_depth: u32,
+    /// Published pack length.
+    pub pack_bytes: u64,
+    /// Bytes of the pack no commit reaches (garbage, e.g. abandoned branches).
+    pub unreachable_bytes: u64,
+    /// The pack's chunk files: name, global start, global end (`docs/format.md` §3).
+    pub chunk_files: Vec<(String, u64, u64)>,
+    /// The GC segments: name, global range start and end, bytes of records kept.
+    pub segment_files: Vec<(String, u64, u64, u64)>,
+}
+
+/// A parent recorded as absent from the store (by hash only: the commit was imported without its
+/// history). Not a problem: the store never held that commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AbsentParent {
+    /// The commit that names the parent.
+    pub commit: Hash,
+    /// Offset of that commit's record in the pack.
+    pub offset: u64,
+    /// The absent parent's hash.
+    pub parent: Hash,
+}
+
+/// The result of an integrity check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FsckReport {
+    /// Every problem found.
+    pub problems: Vec<Problem>,
+    /// Parents recorded as absent (not problems), in commit offset order.
+    pub absent_parents: Vec<AbsentParent>,
+    /// Parents that garbage collection removed (not problems), in commit offset order.
+    pub collected_parents: Vec<AbsentParent>,
+    /// What was walked.
+    pub stats: FsckStats,
+}
+
+impl FsckReport {
+    /// Whether no problem was found.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl fmt::Display for FsckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stats = &self.stats;
+        writeln!(f, "commits: {}", stats.commits)?;
+        writeln!(f, "pack: {} bytes ({} unreachable)", stats.pack_bytes, stats.unreachable_bytes)?;
+        if let (Some(first), Some(last)) = (stats.chunk_files.first(), stats.chunk_files.last()) {
+            writeln!(f, "chunks: {} files ({} to {})", stats.chunk_files.len(), first.0, last.0)?;
+        }
+        for (name, start, end, kept) in &stats.segment_files {
+            writeln!(f, "segment {name}: range [{start}, {end}), {kept} bytes of records kept")?;
+        }
+        if !self.collected_parents.is_empty() {
+            writeln!(
+                f,
+                "collected parents: {} (commits whose parent GC removed)",
+                self.collected_parents.len()
+            )?;
+        }
+        for (kind, kind_stats) in &stats.by_kind {
+            let mean = kind_stats.bytes.checked_div(kind_stats.count).unwrap_or(0);
+            writeln!(
+                f,
+                "  {:<13} {:>10} records {:>13} bytes ({} bytes/record)",
+                kind.name(),
+                kind_stats.count,
+                kind_stats.bytes,
+                mean
+            )?;
+        }
+        writeln!(f, "inline contents: {} ({} bytes)", stats.inline_contents, stats.inline_bytes)?;
+        writeln!(f, "hex-packed names: {}", stats.hex_names)?;
+        writeln!(f, "max directory depth: {}", stats.max_depth)?;
+        let largest: Vec<String> =
+            stats.largest_directories.iter().map(|(len, offset)| format!("{len} @ {offset}")).collect();
+        writeln!(f, "largest directories: {}", largest.join(", "))?;
+        for absent in &self.absent_parents {
+            writeln!(
+                f,
+                "absent parent: commit {} (pack @ {}) has parent {}, not in this store (imported history)",
+                absent.commit, absent.offset, absent.parent
+            )?;
+        }
+        if self.is_clean() {
+            writeln!(f, "no problems found")
+        } else {
+            writeln!(f, "{} problem(s):", self.problems.len())?;
+            for problem in &self.problems {
+                writeln!(f, "  {problem}")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Checks the store at `path` (opened read-only).
+pub fn fsck(path: impl AsRef<Path>) -> Result<FsckReport> {
+    Ok(Repo::open_read_only(path)?.fsck())
+}
+
+enum Decoded {
+    Full(NodeBody),
+    Patch(patch::Patch),
+}
+
+#[derive(Clone, Copy)]
+enum Expect {
+    Directory,
+    Inode(u8),
+}
+
+/// An object still to check, and how it was reached.
+enum Task {
+    /// `full`: its children are followed; a patch base below the oldest kept commit of a
+    /// collected store is checked as a base only (its children may have been collected).
+    Node {
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+        expect: Expect,
+        depth: u32,
+        full: bool,
+    },
+    Contents {
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+    },
+}
+
+struct Checker<'a> {
+    repo: &'a Repo,
+    report: FsckReport,
+    /// Offsets visited, with the full hash they were first reached with: every other reference
+    /// to the same record must name the same hash, all 32 bytes of it (a prefix would let a
+    /// crafted store name one record by two hashes).
+    visited: HashMap<u64, (Hash, u8), std::hash::BuildHasherDefault<crate::commit::writer::AddressHasher>>,
+    reachable_bytes: u64,
+    /// Records visited as bases only (children not followed) so far.
+    base_only: std::collections::HashSet<u64>,
+    /// The oldest kept record of a collected store (0: never collected).
+    keep_from: u64,
+}
+
+fn problem_of(error: StoreError, hash: Option<Hash>, parent: Option<u64>, fallback: u64) -> Problem {
+    let (file, offset) = match &error {
+        StoreError::Corrupt { file, offset, .. } | StoreError::Io { file, offset, .. } => (*file, *offset),
+        _ => (FileKind::Pack, fallback),
+    };
+    Problem { file, offset, hash, parent, what: error.to_string() }
+}
+
+impl Checker<'_> {
+    fn problem(&mut self, offset: u64, hash: Option<Hash>, parent: Option<u64>, what: String) {
+        self.report.problems.push(Problem { file: FileKind::Pack, offset, hash, parent, what });
+    }
+
+    fn count(&mut self, kind: RecordKind, bytes: u64) {
+        let entry = self.report.stats.by_kind.entry(kind).or_default();
+        entry.count += 1;
+        entry.bytes += bytes;
+        self.reachable_bytes += bytes;
+    }
+
+    /// Returns false when already visited (after checking the hash agrees, and that the record
+    /// is reached as the same kind of object: `role` 0 for contents, 1 for a directory, 2 + d for
+    /// an inode of depth d).
+    fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64, role: u8) -> bool {
+        match self.visited.get(&offset) {
+            Some((seen, _)) if *seen != hash => {
+                let what = "referenced with two different hashes".to_string();
+                self.problem(offset, Some(hash), Some(parent), what);
+                false
+            }
+            Some((_, seen_role)) if *seen_role != role => {
+                let what = "referenced as two different kinds of object".to_string();
+                self.problem(offset, Some(hash), Some(parent), what);
+                false
+            }
+            Some(_) => false,
+            None => {
+                self.visited.insert(offset, (hash, role));
+                true
+            }
+        }
+    }
+
+    fn contents(&mut self, offset: u64, hash: Hash, parent: u64) {
+        if !self.first_visit(offset, hash, parent, 0) {
+            return;
+        }
+        let read = self.repo.reader().with_record(offset, |kind, body| {
+            Ok((kind, (kind == RecordKind::Contents).then(|| schema::contents_hash(body))))
+        });
+        match read {
+            Err(e) => self.report.problems.push(problem_of(e, Some(hash), Some(parent), offset)),
+            Ok(((kind, actual), total)) => {
+                self.count(kind, total);
+                match actual {
+                    None => self.problem(
+                        offset,
+                        Some(hash),
+                        Some(parent),
+                        format!("a {} record, not contents", kind.name()),
+                    ),
+                    Some(actual) if actual != hash => {
+                        self.problem(offset, Some(hash), Some(parent), format!("contents hash is {actual}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+
+    /// Checks everything reachable from the node at `offset`, with an explicit work list (a
+    /// store's directories may be nested arbitrarily deep: no recursion follows them).
+    fn walk(&mut self, start: Task) {
+        let mut tasks = vec![start];
+        while let Some(task) = tasks.pop() {
+            match task {
+                Task::Node { offset, hash, parent, expect, depth, full } => {
+                    self.node(offset, hash, parent, (expect, depth, full), &mut tasks)
+                }
+                Task::Contents { offset, hash, parent } => self.contents(offset, hash, parent),
+            }
+        }
+    }
+
+    fn node(
+        &mut self,
+        offset: u64,
+        hash: Hash,
+        parent: u64,
+        (expect, depth, full): (Expect, u32, bool),
+        tasks: &mut Vec<Task>,
+    ) {
+        let role = match expect {
+            Expect::Directory => 1,
+            Expect::Inode(depth) => depth.saturating_add(2),
+        };
+        // A record seen as a base only and now reached as a node: its children are followed now.
+        let revisit = full && self.base_only.remove(&offset);
+        if !revisit && !self.first_visit(offset, hash, parent, role) {
+            return;
+        }
+        if !full {
+            self.base_only.insert(offset);
+        }
+        let mut counts = EntryCounts::default();
+        let store = self.repo.reader().store();
+        let read = self.repo.reader().with_record(offset, |kind, body| {
+            Ok((
+                kind,
+                match kind {
+                    RecordKind::PatchEntries | RecordKind::PatchTree => {
+                        patch::decode(kind, body, offset, &mut counts, store).map(Decoded::Patch)
+                    }
+                    _ => codec::decode_node_body(kind, body, offset, &mut counts, store).map(Decoded::Full),
+                },
+            ))
+        });
+        let (kind, decoded, total) = match read {
+            Ok(((kind, Ok(decoded)), total)) => (kind, decoded, total),
+            Ok(((_, Err(e)), _)) | Err(e) => {
+                self.report.problems.push(problem_of(e, Some(hash), Some(parent), offset));
+                return;
+            }
+        };
+        if !revisit {
+            self.count(kind, total);
+        }
+        let body = match decoded {
+            Decoded::Full(body) => body,
+            Decoded::Patch(patch) => {
+                // The base is checked as an object of its own (its full hash against the one this
+                // patch names), then the patch is applied to it.
+                let (base_hash, base_offset) = patch.base();
+                tasks.push(Task::Node {
+                    offset: base_offset,
+                    hash: base_hash,
+                    parent: offset,
+                    expect,
+                    depth,
+                    full: base_offset >= self.keep_from,
+                });
+                let chain = patch.chain();
+                let applied = self.repo.reader().node_chained(base_offset, &base_hash, chain - 1).and_then(
+                    |(base, base_chain)| {
+                        // As the reader requires: the base is exactly one patch shorter.
+                        if base_chain != chain - 1 {
+                            return Err(StoreError::corrupt(
+                                FileKind::Pack,
+                                offset,
+                                format!("a patch of chain {chain} over a base of chain {base_chain}"),
+                            ));
+                        }
+                        patch::apply(base.body(), patch, offset)
+                    },
+                );
+                match applied {
+                    Ok(body) => body,
+                    Err(e) => {
+                        self.report.problems.push(problem_of(e, Some(hash), Some(parent), offset));
+                        return;
+                    }
+                }
+            }
+        };
+        self.report.stats.inline_contents += counts.inline;
+        self.report.stats.inline_bytes += counts.inline_bytes;
+        self.report.stats.hex_names += counts.hex_names;
+        let shape_ok = match (expect, &body) {
+            (Expect::Directory, NodeBody::Flat(_)) => true,
+            (Expect::Directory, NodeBody::Tree(tree)) => tree.depth == 0,
+            (Expect::Inode(depth), NodeBody::Values(_)) => depth > 0,
+            (Expect::Inode(depth), NodeBody::Tree(tree)) => tree.depth == depth,
+            _ => false,
+        };
+        if !shape_ok {
+            self.problem(
+                offset,
+                Some(hash),
+                Some(parent),
+                format!("a {} record is misplaced here", kind.name()),
+            );
+        }
+        if matches!(expect, Expect::Directory) {
+            self.report.stats.max_depth = self.report.stats.max_depth.max(depth);
+            let entries = match &body {
+                NodeBody::Flat(entries) => entries.len() as u64,
+                NodeBody::Tree(tree) => tree.length,
+                NodeBody::Values(entries) => entries.len() as u64,
+            };
+            let largest = &mut self.report.stats.largest_directories;
+            largest.push((entries, offset));
+            largest.sort_unstable_by(|a, b| b.cmp(a));
+            largest.truncate(10);
+        }
+        if !full {
+            // A base only: decoded, hashed below, its children not followed.
+            let actual = Node::new(body).hash();
+            if actual != hash {
+                self.problem(offset, Some(hash), Some(parent), format!("node hash is {actual}"));
+            }
+            return;
+        }
+        if let NodeBody::Tree(tree) = &body {
+            // The length an inode claims is the sum of its children's (read here through the
+            // cache; each child is checked as an object of its own later).
+            let mut sum = Some(0u64);
+            for (_, child) in &tree.children {
+                if let NodeRef::Stored { hash: child_hash, key } = child {
+                    let length =
+                        self.repo.reader().node(key.offset(), child_hash).ok().map(|child| child.length());
+                    sum = sum.zip(length).map(|(sum, length)| sum.saturating_add(length));
+                }
+            }
+            if let Some(sum) = sum.filter(|sum| *sum != tree.length) {
+                self.problem(
+                    offset,
+                    Some(hash),
+                    Some(parent),
+                    format!("an inode of length {} whose children hold {sum} entries", tree.length),
+                );
+            }
+        }
+        let node = Node::new(body);
+        let actual = node.hash();
+        if actual != hash {
+            self.problem(offset, Some(hash), Some(parent), format!("node hash is {actual}"));
+        }
+        match node.body() {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                for (_, entry) in entries {
+                    match entry {
+                        Entry::Node(NodeRef::Stored { hash: child_hash, key }) => tasks.push(Task::Node {
+                            offset: key.offset(),
+                            hash: *child_hash,
+                            parent: offset,
+                            expect: Expect::Directory,
+                            depth: depth.saturating_add(1),
+                            full: true,
+                        }),
+                        Entry::Contents(ContentsRef::Stored { hash: child_hash, key }) => tasks
+                            .push(Task::Contents { offset: key.offset(), hash: *child_hash, parent: offset }),
+                        _ => {}
+                    }
+                }
+            }
+            NodeBody::Tree(tree) => {
+                for (_, child) in &tree.children {
+                    if let NodeRef::Stored { hash: child_hash, key } = child {
+                        tasks.push(Task::Node {
+                            offset: key.offset(),
+                            hash: *child_hash,
+                            parent: offset,
+                            expect: Expect::Inode(tree.depth.saturating_add(1)),
+                            depth,
+                            full: true,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn commit(&mut self, hash: Hash, offset: u64) {
+        let read = self.repo.reader().with_record(offset, |kind, body| match kind {
+            RecordKind::Commit => codec::decode_commit(body, offset),
+            other => Err(StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("a {} record, not a commit", other.name()),
+            )),
+        });
+        let (data, total) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                self.report.problems.push(problem_of(e, Some(hash), None, offset));
+                return;
+            }
+        };
+        self.count(RecordKind::Commit, total);
+        let actual = data.hash();
+        if actual != hash {
+            self.problem(offset, Some(hash), None, format!("commit record hashes to {actual}"));
+        }
+        for (parent, parent_offset) in &data.parents {
+            let Some(parent_offset) = parent_offset else {
+                self.report.absent_parents.push(AbsentParent { commit: hash, offset, parent: *parent });
+                continue;
+            };
+            if *parent_offset < self.keep_from {
+                self.report.collected_parents.push(AbsentParent { commit: hash, offset, parent: *parent });
+                continue;
+            }
+            if self.repo.commit_offset_of(parent) != Some(*parent_offset) {
+                self.problem(
+                    *parent_offset,
+                    Some(*parent),
+                    Some(offset),
+                    "parent commit not in the index at this offset".into(),
+                );
+            }
+        }
+        self.walk(Task::Node {
+            offset: data.tree_offset,
+            hash: data.tree_hash,
+            parent: offset,
+            expect: Expect::Directory,
+            depth: 1,
+            full: true,
+        });
+    }
+}
+
+impl Repo {
+    /// Checks the whole store (as of this handle's published state): every commit, every reachable
+    /// object, every hash and offset. Never stops at the first problem.
+    pub fn fsck(&self) -> FsckReport {
+        let mut checker = Checker {
+            repo: self,
+            report: FsckReport::default(),
+            visited: HashMap::default(),
+            reachable_bytes: 0,
+            base_only: std::collections::HashSet::new(),
+            keep_from: self.control_state().keep_from,
+        };
+        let mut commits: Vec<(Hash, u64)> = self.commits().map(|(hash, offset)| (*hash, *offset)).collect();
+        commits.sort_unstable_by_key(|(_, offset)| *offset);
+        checker.report.stats.commits = commits.len() as u64;
+        for (hash, offset) in commits {
+            checker.commit(hash, offset);
+        }
+        for (name, (hash, offset)) in &self.control_state().branches {
+            if self.commit_offset_of(hash) != Some(*offset) {
+                checker.report.problems.push(Problem {
+                    file: FileKind::Control,
+                    offset: 0,
+                    hash: Some(*hash),
+                    parent: None,
+                    what: format!("branch {name:?} points to a commit not in the index at offset {offset}"),
+                });
+            }
+        }
+        let pack_bytes = self.control_state().pack_end;
+        checker.report.stats.pack_bytes = pack_bytes;
+        let layout = self.source.reader.layout();
+        for (name, what) in layout.check_files(pack_bytes) {
+            checker.report.problems.push(Problem {
+                file: FileKind::Pack,
+                offset: 0,
+                hash: None,
+                parent: None,
+                what: format!("file {name}: {what}"),
+            });
+        }
+        checker.report.stats.chunk_files = layout.chunk_files(pack_bytes);
+        checker.report.stats.segment_files = layout.segment_files();
+        checker.report.stats.unreachable_bytes =
+            layout.stored_bytes(pack_bytes).saturating_sub(checker.reachable_bytes);
+        checker.report
+    }
+}

@@ -1,0 +1,707 @@
+//! The control file, the commit switch (docs/format.md §2): two checksummed slots written in place,
+//! each on its own 4 KiB page, and a confirmation record on a third page. The newest valid slot is
+//! the published state; a torn write can only damage the slot being written, never the other one.
+
+use crate::error::{FileKind, Result, StoreError};
+use crate::format::index::{ENTRY_LEN, INDEX_HEADER_LEN};
+use larch_core::Hash;
+use std::collections::BTreeMap;
+
+/// Magic of a control slot.
+pub const CONTROL_MAGIC: &[u8; 8] = b"LARCHCTL";
+/// Magic of the confirmation record.
+pub const CONFIRM_MAGIC: &[u8; 8] = b"LARCHCNF";
+/// Bytes of one page of the control file: each slot and the confirmation record has its own.
+pub const PAGE: u64 = 4096;
+/// Offset of the confirmation record.
+pub const CONFIRM_AT: u64 = 2 * PAGE;
+/// Length of the confirmation record.
+pub const CONFIRM_LEN: usize = 20;
+/// Length of the whole control file.
+pub const CONTROL_LEN: u64 = CONFIRM_AT + CONFIRM_LEN as u64;
+/// Format version of the slots this build writes (layout 3: the GC and chunk fields).
+pub const SLOT_VERSION: u32 = 3;
+/// The format-2 slot version, still read (a format-2 store: its `pack` is chunk 0).
+pub const SLOT_VERSION_2: u32 = 2;
+/// Bit 0 of a layout-3 slot's flags: the store is in archive mode, chunk files may be in the lower
+/// directory (`docs/format.md`).
+pub const FLAG_ARCHIVE: u32 = 1;
+/// Bit 63 of a segment entry's generation: the entry names a chunk kept in place by a GC
+/// (`chunk.<seq>`, `seq` in the low 32 bits) instead of a segment file `seg.<generation>`
+/// (docs/gc-design.md §13, *Chunks kept in place*). Its footer CRC is 0.
+pub const KEPT_CHUNK_BIT: u64 = 1 << 63;
+/// Bytes before the branch count in a layout-2 slot.
+const FIXED_LEN_2: usize = 48;
+/// Bytes before the segment list in a layout-3 slot.
+const FIXED_LEN_3: usize = 96;
+/// Bytes of one segment entry of a layout-3 slot.
+const SEGMENT_LEN: usize = 36;
+/// Most segments a slot may name.
+pub const MAX_SEGMENTS: usize = 8;
+/// The smallest slot: a layout-2 header, the branch count and the checksum.
+const MIN_SLOT_LEN: usize = FIXED_LEN_2 + 8;
+
+/// Where a branch points: the commit hash and its record offset.
+pub type BranchTarget = (Hash, u64);
+
+/// A GC segment named by a slot (`docs/gc-design.md` §3.4; none is written before GC exists).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentRef {
+    /// GC generation of the slice that wrote it.
+    pub generation: u64,
+    /// Global start of the range it replaces.
+    pub range_start: u64,
+    /// Global end (exclusive) of that range.
+    pub range_end: u64,
+    /// Its file length.
+    pub file_len: u64,
+    /// The CRC of its footer.
+    pub footer_crc: u32,
+}
+
+impl SegmentRef {
+    /// The entry of chunk `seq` kept in place over `[range_start, range_end)`, its file `file_len`
+    /// bytes long.
+    pub fn kept_chunk_entry(seq: u32, range_start: u64, range_end: u64, file_len: u64) -> SegmentRef {
+        SegmentRef {
+            generation: KEPT_CHUNK_BIT | u64::from(seq),
+            range_start,
+            range_end,
+            file_len,
+            footer_crc: 0,
+        }
+    }
+
+    /// The chunk this entry keeps in place, if it names one rather than a segment file.
+    pub fn kept_chunk(&self) -> Option<u32> {
+        if self.generation & KEPT_CHUNK_BIT == 0 {
+            return None;
+        }
+        u32::try_from(self.generation & !KEPT_CHUNK_BIT).ok()
+    }
+
+    /// The name of the file the entry names: `seg.<generation>` or, for a chunk kept in place,
+    /// `chunk.<seq>`.
+    pub fn file_name(&self) -> String {
+        match self.kept_chunk() {
+            Some(seq) => crate::format::names::chunk_name(seq),
+            None => crate::format::names::segment_name(self.generation),
+        }
+    }
+}
+
+/// The published state of a store: the contents of one slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlState {
+    /// Incremented at every publish; the valid slot with the larger one wins.
+    pub generation: u64,
+    /// Published length of the pack.
+    pub pack_end: u64,
+    /// Published length of the commit index.
+    pub index_end: u64,
+    /// Length of the commit index known to be durable and checked against the pack; entries
+    /// between it and `index_end` are checked (and rebuilt from the pack if damaged) on open.
+    pub index_synced: u64,
+    /// Number of GC slices published (0: never collected).
+    pub gc_generation: u64,
+    /// Record offset of the oldest kept commit (0: nothing collected).
+    pub keep_from: u64,
+    /// Position in `commits` of its entry (16 when nothing collected).
+    pub index_keep_from: u64,
+    /// Sequence number of the oldest live chunk.
+    pub first_chunk: u32,
+    /// Sequence number of the chunk being appended.
+    pub head_chunk: u32,
+    /// Global start of the head chunk (checked against its header).
+    pub head_start: u64,
+    /// Flags: bit 0 ([`FLAG_ARCHIVE`]) = chunk files may be in the lower directory; other bits 0.
+    pub flags: u32,
+    /// GC segments, by increasing range (none in this build).
+    pub segments: Vec<SegmentRef>,
+    /// Branch name → commit.
+    pub branches: BTreeMap<String, BranchTarget>,
+}
+
+impl Default for ControlState {
+    /// A state with nothing published: one chunk (0) starting at 16, nothing collected.
+    fn default() -> ControlState {
+        ControlState {
+            generation: 0,
+            pack_end: 0,
+            index_end: 0,
+            index_synced: 0,
+            gc_generation: 0,
+            keep_from: 0,
+            index_keep_from: INDEX_HEADER_LEN,
+            first_chunk: 0,
+            head_chunk: 0,
+            head_start: crate::format::codec::PACK_HEADER_LEN,
+            flags: 0,
+            segments: Vec::new(),
+            branches: BTreeMap::new(),
+        }
+    }
+}
+
+/// What a slot holds, as decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// A valid state.
+    Valid(ControlState),
+    /// Zero bytes (never written) or absent.
+    Empty,
+    /// Bytes that fail the magic, length or checksum (a torn or damaged write).
+    Damaged(String),
+}
+
+impl Slot {
+    /// The state, when valid.
+    pub fn state(&self) -> Option<&ControlState> {
+        match self {
+            Slot::Valid(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+/// The control file, decoded: both slots and the confirmed generation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlFileState {
+    /// Slot 0 (bytes 0..4096) and slot 1 (bytes 4096..8192).
+    pub slots: [Slot; 2],
+    /// The generation the writer confirmed durable (`None` when the record is absent or damaged).
+    pub confirmed: Option<u64>,
+}
+
+impl ControlFileState {
+    /// The index of the valid slot with the largest generation, if any.
+    pub fn newest(&self) -> Option<usize> {
+        let gens = self.slots.iter().map(|slot| slot.state().map(|state| state.generation));
+        gens.enumerate().filter_map(|(i, g)| g.map(|g| (i, g))).max_by_key(|(_, g)| *g).map(|(i, _)| i)
+    }
+
+    /// The slot a reader in another process uses: the newest valid slot whose generation the
+    /// writer has confirmed durable, else the oldest valid slot (the confirmation is absent, damaged
+    /// or read while being written: the older slot was synced before the newer one was written).
+    pub fn visible(&self) -> Option<usize> {
+        let mut valid: Vec<(usize, u64)> =
+            (0..2).filter_map(|i| self.slots.get(i)?.state().map(|state| (i, state.generation))).collect();
+        valid.sort_by_key(|(_, generation)| *generation);
+        let confirmed = valid.iter().rfind(|(_, generation)| Some(*generation) <= self.confirmed);
+        confirmed.or(valid.first()).map(|(i, _)| *i)
+    }
+
+    /// The largest generation of any valid slot or of the confirmation.
+    pub fn max_generation(&self) -> u64 {
+        let slots = self.slots.iter().filter_map(|slot| slot.state().map(|state| state.generation));
+        slots.chain(self.confirmed).max().unwrap_or(0)
+    }
+
+    /// The state of slot `i`, if valid.
+    pub fn state(&self, i: usize) -> Option<&ControlState> {
+        self.slots.get(i).and_then(Slot::state)
+    }
+
+    /// Decodes the bytes of a control file. Fails only when a slot carries the larch magic with
+    /// another format version (checked before anything else of the layout).
+    pub fn decode(bytes: &[u8]) -> Result<ControlFileState> {
+        for at in [0, PAGE as usize] {
+            if bytes.get(at..at + 8) == Some(CONTROL_MAGIC.as_slice())
+                && let Some(version) = bytes.get(at + 8..at + 12).and_then(|v| v.try_into().ok())
+            {
+                let version = u32::from_le_bytes(version);
+                if version != SLOT_VERSION && version != SLOT_VERSION_2 {
+                    return Err(StoreError::UnknownVersion {
+                        file: FileKind::Control,
+                        found: version,
+                        supported: SLOT_VERSION,
+                    });
+                }
+            }
+        }
+        let page =
+            |i: u64| bytes.get((i * PAGE) as usize..).map(|rest| &rest[..rest.len().min(PAGE as usize)]);
+        let slots =
+            [decode_slot(page(0).unwrap_or_default(), 0), decode_slot(page(1).unwrap_or_default(), PAGE)];
+        let confirmed =
+            bytes.get(CONFIRM_AT as usize..CONFIRM_AT as usize + CONFIRM_LEN).and_then(decode_confirm);
+        Ok(ControlFileState { slots, confirmed })
+    }
+}
+
+/// The bytes of the confirmation record of `generation`.
+pub fn encode_confirm(generation: u64) -> [u8; CONFIRM_LEN] {
+    let mut out = [0u8; CONFIRM_LEN];
+    out[..8].copy_from_slice(CONFIRM_MAGIC);
+    out[8..16].copy_from_slice(&generation.to_le_bytes());
+    let crc = crc32fast::hash(&out[..16]);
+    out[16..].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn decode_confirm(bytes: &[u8]) -> Option<u64> {
+    if bytes.get(..8)? != CONFIRM_MAGIC.as_slice() {
+        return None;
+    }
+    let generation = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+    let crc = u32::from_le_bytes(bytes.get(16..20)?.try_into().ok()?);
+    (crc32fast::hash(bytes.get(..16)?) == crc).then_some(generation)
+}
+
+fn decode_slot(page: &[u8], base: u64) -> Slot {
+    if page.iter().all(|byte| *byte == 0) {
+        return Slot::Empty;
+    }
+    match ControlState::decode(page, base) {
+        Ok(state) => Slot::Valid(state),
+        Err(e) => Slot::Damaged(e.to_string()),
+    }
+}
+
+impl ControlState {
+    /// The slot bytes of this state (at most [`PAGE`]; the rest of the page stays zero). Fails with
+    /// [`StoreError::TooLarge`] when the branches do not fit in a page.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        if self.segments.len() > MAX_SEGMENTS {
+            return Err(StoreError::TooLarge(format!("{} segments in a control slot", self.segments.len())));
+        }
+        let mut out = Vec::with_capacity(FIXED_LEN_3 + 4 + self.branches.len() * 64);
+        out.extend_from_slice(CONTROL_MAGIC);
+        out.extend_from_slice(&SLOT_VERSION.to_le_bytes());
+        out.extend_from_slice(&[0; 4]); // length, patched below
+        out.extend_from_slice(&self.generation.to_le_bytes());
+        out.extend_from_slice(&self.pack_end.to_le_bytes());
+        out.extend_from_slice(&self.index_end.to_le_bytes());
+        out.extend_from_slice(&self.index_synced.to_le_bytes());
+        out.extend_from_slice(&self.gc_generation.to_le_bytes());
+        out.extend_from_slice(&self.keep_from.to_le_bytes());
+        out.extend_from_slice(&self.index_keep_from.to_le_bytes());
+        out.extend_from_slice(&self.first_chunk.to_le_bytes());
+        out.extend_from_slice(&self.head_chunk.to_le_bytes());
+        out.extend_from_slice(&self.head_start.to_le_bytes());
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
+        for segment in &self.segments {
+            out.extend_from_slice(&segment.generation.to_le_bytes());
+            out.extend_from_slice(&segment.range_start.to_le_bytes());
+            out.extend_from_slice(&segment.range_end.to_le_bytes());
+            out.extend_from_slice(&segment.file_len.to_le_bytes());
+            out.extend_from_slice(&segment.footer_crc.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.branches.len() as u32).to_le_bytes());
+        for (name, (hash, offset)) in &self.branches {
+            out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(hash.as_bytes());
+            out.extend_from_slice(&offset.to_le_bytes());
+        }
+        if out.len() + 4 > PAGE as usize {
+            return Err(StoreError::TooLarge(format!(
+                "{} branches need {} bytes, more than a control slot's {PAGE}",
+                self.branches.len(),
+                out.len() + 4
+            )));
+        }
+        let total = (out.len() + 4) as u32;
+        if let Some(slot) = out.get_mut(12..16) {
+            slot.copy_from_slice(&total.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        Ok(out)
+    }
+
+    /// Decodes a slot's page (`base`: its offset in the file, for error messages). The version must
+    /// have been checked by the caller.
+    pub fn decode(page: &[u8], base: u64) -> Result<ControlState> {
+        let corrupt = |offset: usize, reason: &str| {
+            StoreError::corrupt(FileKind::Control, base + offset as u64, reason)
+        };
+        if page.get(..8) != Some(CONTROL_MAGIC.as_slice()) {
+            return Err(corrupt(0, "bad magic"));
+        }
+        let u32_at = |at: usize| -> Result<u32> {
+            let field = page.get(at..at + 4).ok_or_else(|| corrupt(at, "truncated"))?;
+            Ok(u32::from_le_bytes(field.try_into().map_err(|_| corrupt(at, "truncated"))?))
+        };
+        let u64_at = |at: usize| -> Result<u64> {
+            let field = page.get(at..at + 8).ok_or_else(|| corrupt(at, "truncated"))?;
+            Ok(u64::from_le_bytes(field.try_into().map_err(|_| corrupt(at, "truncated"))?))
+        };
+        let total = u32_at(12)? as usize;
+        if total > page.len() || total < MIN_SLOT_LEN {
+            return Err(corrupt(12, &format!("length field {total}, page has {} bytes", page.len())));
+        }
+        let body = page.get(..total - 4).ok_or_else(|| corrupt(0, "truncated"))?;
+        if crc32fast::hash(body) != u32_at(total - 4)? {
+            return Err(corrupt(total - 4, "checksum mismatch"));
+        }
+        if page.get(total..).is_some_and(|rest| rest.iter().any(|byte| *byte != 0)) {
+            return Err(corrupt(total, "bytes after the slot record are not zero"));
+        }
+        let version = u32_at(8)?;
+        if version != SLOT_VERSION && version != SLOT_VERSION_2 {
+            return Err(StoreError::UnknownVersion {
+                file: FileKind::Control,
+                found: version,
+                supported: SLOT_VERSION,
+            });
+        }
+        let mut state = ControlState {
+            generation: u64_at(16)?,
+            pack_end: u64_at(24)?,
+            index_end: u64_at(32)?,
+            index_synced: u64_at(40)?,
+            ..ControlState::default()
+        };
+        if state.index_synced > state.index_end {
+            return Err(corrupt(40, "synced index length past the published one"));
+        }
+        let mut at = FIXED_LEN_2;
+        if version == SLOT_VERSION {
+            state.decode_layout(body, base)?;
+            at = FIXED_LEN_3 + state.segments.len() * SEGMENT_LEN;
+        }
+        let count = u32_at(at)?;
+        at += 4;
+        for _ in 0..count {
+            let len_bytes = body.get(at..at + 2).ok_or_else(|| corrupt(at, "truncated branch"))?;
+            let len = match len_bytes {
+                [low, high] => usize::from(u16::from_le_bytes([*low, *high])),
+                _ => return Err(corrupt(at, "truncated branch")),
+            };
+            let name = body.get(at + 2..at + 2 + len).ok_or_else(|| corrupt(at, "truncated branch"))?;
+            let name = String::from_utf8(name.to_vec()).map_err(|_| corrupt(at, "branch name not UTF-8"))?;
+            let hash_at = at + 2 + len;
+            let hash = body.get(hash_at..hash_at + 32).ok_or_else(|| corrupt(hash_at, "truncated branch"))?;
+            let hash = Hash::from_slice(hash).map_err(|_| corrupt(hash_at, "bad hash"))?;
+            let offset = u64_at(hash_at + 32)?;
+            state.branches.insert(name, (hash, offset));
+            at = hash_at + 40;
+        }
+        if at != body.len() {
+            return Err(corrupt(at, "trailing bytes"));
+        }
+        Ok(state)
+    }
+}
+
+impl ControlState {
+    /// Decodes and validates the layout-3 fields (bytes 48 to the end of the segment list).
+    fn decode_layout(&mut self, body: &[u8], base: u64) -> Result<()> {
+        let corrupt = |offset: usize, reason: &str| {
+            StoreError::corrupt(FileKind::Control, base + offset as u64, reason)
+        };
+        let bytes = |at: usize, len: usize| body.get(at..at + len).ok_or_else(|| corrupt(at, "truncated"));
+        let u64_at = |at: usize| -> Result<u64> {
+            Ok(u64::from_le_bytes(bytes(at, 8)?.try_into().map_err(|_| corrupt(at, "truncated"))?))
+        };
+        let u32_at = |at: usize| -> Result<u32> {
+            Ok(u32::from_le_bytes(bytes(at, 4)?.try_into().map_err(|_| corrupt(at, "truncated"))?))
+        };
+        self.gc_generation = u64_at(48)?;
+        self.keep_from = u64_at(56)?;
+        self.index_keep_from = u64_at(64)?;
+        self.first_chunk = u32_at(72)?;
+        self.head_chunk = u32_at(76)?;
+        self.head_start = u64_at(80)?;
+        self.flags = u32_at(88)?;
+        let count = u32_at(92)? as usize;
+        if count > MAX_SEGMENTS {
+            return Err(corrupt(92, &format!("{count} segments (at most {MAX_SEGMENTS})")));
+        }
+        for i in 0..count {
+            let at = FIXED_LEN_3 + i * SEGMENT_LEN;
+            self.segments.push(SegmentRef {
+                generation: u64_at(at)?,
+                range_start: u64_at(at + 8)?,
+                range_end: u64_at(at + 16)?,
+                file_len: u64_at(at + 24)?,
+                footer_crc: u32_at(at + 32)?,
+            });
+        }
+        let pack_start = crate::format::codec::PACK_HEADER_LEN;
+        if self.flags & !FLAG_ARCHIVE != 0 {
+            return Err(corrupt(88, &format!("unknown flags {:#x}", self.flags)));
+        }
+        if self.first_chunk > self.head_chunk {
+            return Err(corrupt(72, "first chunk after the head chunk"));
+        }
+        if self.head_start < pack_start || self.head_start > self.pack_end {
+            return Err(corrupt(80, "head chunk start outside the pack"));
+        }
+        if self.gc_generation == 0 && (self.keep_from != 0 || !self.segments.is_empty()) {
+            return Err(corrupt(56, "collected space in a store never collected"));
+        }
+        if self.keep_from > self.pack_end {
+            return Err(corrupt(56, "oldest kept commit past the pack's end"));
+        }
+        let entry = ENTRY_LEN as u64;
+        if self.index_keep_from < INDEX_HEADER_LEN
+            || self.index_keep_from > self.index_end
+            || (self.index_keep_from - INDEX_HEADER_LEN) % entry != 0
+            || (self.keep_from == 0) != (self.index_keep_from == INDEX_HEADER_LEN)
+        {
+            return Err(corrupt(64, "index position of the oldest kept commit out of range"));
+        }
+        let mut previous_end = pack_start;
+        for (i, segment) in self.segments.iter().enumerate() {
+            let at = FIXED_LEN_3 + i * SEGMENT_LEN;
+            if segment.range_start < previous_end
+                || segment.range_end <= segment.range_start
+                || segment.range_end > self.head_start
+            {
+                return Err(corrupt(at, "segment ranges not increasing and disjoint below the head chunk"));
+            }
+            let kept_chunk_ok = segment.kept_chunk().is_some_and(|seq| seq < self.first_chunk);
+            if segment.generation & KEPT_CHUNK_BIT != 0 && (!kept_chunk_ok || segment.footer_crc != 0) {
+                return Err(corrupt(at, "a chunk kept in place with a bad number or footer CRC"));
+            }
+            previous_end = segment.range_end;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> ControlState {
+        let mut state = ControlState {
+            generation: 7,
+            pack_end: 1234,
+            index_end: 60,
+            index_synced: 16,
+            ..Default::default()
+        };
+        state.branches.insert("main".into(), (Hash([3; 32]), 99));
+        state
+    }
+
+    #[test]
+    fn round_trip_and_every_bit_flip_is_detected() {
+        let state = state();
+        let bytes = state.encode().unwrap();
+        assert_eq!(ControlState::decode(&bytes, 0).unwrap(), state);
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(ControlState::decode(&flipped, 0).is_err(), "bit {bit} undetected");
+        }
+        assert!(ControlState::decode(&bytes[..bytes.len() - 1], 0).is_err());
+    }
+
+    #[test]
+    fn the_newest_valid_slot_wins_and_readers_wait_for_the_confirmation() {
+        let mut older = state();
+        older.generation = 6;
+        let newer = state();
+        let mut file = vec![0u8; CONTROL_LEN as usize];
+        file[..older.encode().unwrap().len()].copy_from_slice(&older.encode().unwrap());
+        let at = PAGE as usize;
+        file[at..at + newer.encode().unwrap().len()].copy_from_slice(&newer.encode().unwrap());
+        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(6));
+        let decoded = ControlFileState::decode(&file).unwrap();
+        assert_eq!(decoded.newest(), Some(1));
+        assert_eq!(decoded.visible(), Some(0), "not yet confirmed");
+        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(7));
+        assert_eq!(ControlFileState::decode(&file).unwrap().visible(), Some(1));
+        // A torn newer slot: the older one is used.
+        file[at + 20] ^= 0xff;
+        let decoded = ControlFileState::decode(&file).unwrap();
+        assert!(matches!(decoded.slots[1], Slot::Damaged(_)));
+        assert_eq!((decoded.newest(), decoded.visible()), (Some(0), Some(0)));
+        // Another version is refused before anything else is looked at.
+        file[at + 8] = 9;
+        assert!(matches!(
+            ControlFileState::decode(&file),
+            Err(StoreError::UnknownVersion { file: FileKind::Control, found: 9, .. })
+        ));
+    }
+
+    /// Golden bytes of a layout-3 slot and of a confirmation (docs/format.md §2; checksums
+    /// computed independently with Python's `zlib.crc32`). A change here is a format change.
+    #[test]
+    fn golden_bytes_of_a_slot_and_a_confirmation() {
+        let mut state = ControlState {
+            generation: 5,
+            pack_end: 0x1234,
+            index_end: 104,
+            index_synced: 60,
+            head_chunk: 2,
+            head_start: 0x1000,
+            ..Default::default()
+        };
+        state.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
+        let expected = concat!(
+            "4c4152434843544c", // magic LARCHCTL
+            "03000000",         // version 3
+            "96000000",         // length 150
+            "0500000000000000", // generation 5
+            "3412000000000000", // pack_end 0x1234
+            "6800000000000000", // index_end 104
+            "3c00000000000000", // index_synced 60
+            "0000000000000000", // gc_generation 0
+            "0000000000000000", // keep_from 0
+            "1000000000000000", // index_keep_from 16
+            "00000000",         // first_chunk 0
+            "02000000",         // head_chunk 2
+            "0010000000000000", // head_start 0x1000
+            "00000000",         // flags
+            "00000000",         // no segments
+            "01000000",         // one branch
+            "0400",             // name length 4
+            "6d61696e",         // "main"
+            "abababababababababababababababababababababababababababababababab",
+            "0010000000000000", // commit record at 0x1000
+            "243d0858",         // crc32 of the 146 bytes before
+        );
+        let encoded = state.encode().unwrap();
+        assert_eq!(hex_of(&encoded), expected);
+        assert_eq!(hex_of(&encode_confirm(5)), "4c41524348434e460500000000000000bdc11bcc");
+        // In a file: slot 1 holds it; slot 0 is empty; the confirmation is at 8192.
+        let mut file = vec![0u8; CONTROL_LEN as usize];
+        file[PAGE as usize..PAGE as usize + encoded.len()].copy_from_slice(&encoded);
+        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(5));
+        let decoded = ControlFileState::decode(&file).unwrap();
+        assert_eq!(decoded.slots, [Slot::Empty, Slot::Valid(state)]);
+        assert_eq!((decoded.newest(), decoded.visible(), decoded.confirmed), (Some(1), Some(1), Some(5)));
+    }
+
+    /// A format-2 slot (the golden bytes of format 2) still decodes: one chunk (the `pack`), chunk
+    /// 0 starting at 16, nothing collected.
+    #[test]
+    fn a_format_2_slot_decodes_with_the_layout_of_a_single_pack() {
+        let bytes = concat!(
+            "4c4152434843544c02000000660000000500000000000000341200000000000068000000000000003c00000000000000",
+            "0100000004006d61696eabababababababababababababababababababababababababababababababab",
+            "0010000000000000562b73fa",
+        );
+        let bytes: Vec<u8> =
+            (0..bytes.len() / 2).map(|i| u8::from_str_radix(&bytes[2 * i..2 * i + 2], 16).unwrap()).collect();
+        let state = ControlState::decode(&bytes, 0).unwrap();
+        let mut expected = ControlState {
+            generation: 5,
+            pack_end: 0x1234,
+            index_end: 104,
+            index_synced: 60,
+            ..Default::default()
+        };
+        expected.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
+        assert_eq!(state, expected);
+        assert_eq!(
+            (state.first_chunk, state.head_chunk, state.head_start, state.index_keep_from),
+            (0, 0, 16, 16)
+        );
+    }
+
+    /// The archive flag (bit 0 at offset 88) is accepted and round-trips; other bits are refused
+    /// (`layout_fields_out_of_range_are_refused`).
+    #[test]
+    fn the_archive_flag_round_trips_at_offset_88() {
+        let archived = ControlState { flags: FLAG_ARCHIVE, ..state() };
+        let bytes = archived.encode().unwrap();
+        assert_eq!(hex_of(&bytes[88..92]), "01000000");
+        assert_eq!(ControlState::decode(&bytes, 0).unwrap(), archived);
+        let plain = state().encode().unwrap();
+        assert_eq!(hex_of(&plain[88..92]), "00000000");
+    }
+
+    /// The layout-3 fields are validated: values a store without GC cannot have are refused.
+    #[test]
+    fn layout_fields_out_of_range_are_refused() {
+        let good = state();
+        assert!(ControlState::decode(&good.encode().unwrap(), 0).is_ok());
+        let bad = [
+            ControlState { flags: 2, ..good.clone() },
+            ControlState { flags: 0x8000_0001, ..good.clone() },
+            ControlState { first_chunk: 3, head_chunk: 2, ..good.clone() },
+            ControlState { head_start: 8, ..good.clone() },
+            ControlState { head_start: good.pack_end + 1, ..good.clone() },
+            ControlState { keep_from: 100, ..good.clone() },
+            ControlState { index_keep_from: 17, ..good.clone() },
+            ControlState { index_keep_from: good.index_end + 44, ..good.clone() },
+            ControlState {
+                gc_generation: 1,
+                keep_from: 200,
+                index_keep_from: 60,
+                segments: vec![SegmentRef {
+                    generation: 1,
+                    range_start: 16,
+                    range_end: 16,
+                    file_len: 0,
+                    footer_crc: 0,
+                }],
+                ..good.clone()
+            },
+        ];
+        for state in bad {
+            let bytes = state.encode().unwrap();
+            assert!(ControlState::decode(&bytes, 0).is_err(), "{state:?}");
+        }
+        let collected = ControlState {
+            gc_generation: 1,
+            keep_from: 200,
+            index_keep_from: 60,
+            segments: vec![SegmentRef {
+                generation: 1,
+                range_start: 16,
+                range_end: 100,
+                file_len: 500,
+                footer_crc: 9,
+            }],
+            head_start: 200,
+            ..good.clone()
+        };
+        assert_eq!(ControlState::decode(&collected.encode().unwrap(), 0).unwrap(), collected);
+        let too_many = ControlState { segments: vec![collected.segments[0]; MAX_SEGMENTS + 1], ..collected };
+        assert!(too_many.encode().is_err());
+    }
+
+    fn hex_of(bytes: &[u8]) -> String {
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// Structured mutations of a valid control file (bit flips, byte runs, truncations, lengths
+    /// and counts set to extremes): decoding never panics, and a slot that still decodes as valid
+    /// is one of the two written states (a mutation never forges a third state with a valid CRC, at
+    /// this number of tries).
+    #[test]
+    fn mutated_control_files_never_panic_nor_forge_a_state() {
+        use rand::Rng;
+        let (mut rng, _) = larch_testkit::seeded_rng("mutated_control_files", 9);
+        let newer = state();
+        let mut older = state();
+        older.generation = 6;
+        older.branches.insert("side".into(), (Hash([4; 32]), 50));
+        let mut file = vec![0u8; CONTROL_LEN as usize];
+        let (a, b) = (older.encode().unwrap(), newer.encode().unwrap());
+        file[..a.len()].copy_from_slice(&a);
+        file[PAGE as usize..PAGE as usize + b.len()].copy_from_slice(&b);
+        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(7));
+        for _ in 0..20_000 {
+            let mut bytes = file.clone();
+            for _ in 0..rng.random_range(1..4) {
+                let base = if rng.random_bool(0.5) { 0 } else { PAGE as usize };
+                let at = base + rng.random_range(0..160);
+                match rng.random_range(0..4) {
+                    0 => bytes[at] ^= 1 << rng.random_range(0..8),
+                    1 => bytes[at] = rng.random(),
+                    2 => bytes[base + 12..base + 16].copy_from_slice(&rng.random::<u32>().to_le_bytes()),
+                    _ => bytes[base + 48..base + 52].copy_from_slice(&u32::MAX.to_le_bytes()),
+                }
+            }
+            if rng.random_bool(0.1) {
+                bytes.truncate(rng.random_range(0..bytes.len()));
+            }
+            if let Ok(decoded) = ControlFileState::decode(&bytes) {
+                for slot in &decoded.slots {
+                    if let Slot::Valid(found) = slot {
+                        assert!(found == &older || found == &newer, "forged {found:?}");
+                    }
+                }
+            }
+        }
+    }
+}

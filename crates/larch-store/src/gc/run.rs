@@ -1,0 +1,239 @@
+//! Garbage collection, the engine (docs/gc-design.md §4–§5, docs/store.md *Garbage collection*).
+//!
+//! [`Repo::gc_start`] takes the GC commit `K`, the published layout as a snapshot and the end of
+//! the pack, and spawns a worker thread (`larch-gc`) that marks the records of the *region* (the
+//! chunks wholly below the chunk holding `K`, plus the old segments the compaction policy chose to
+//! mark, [`crate::gc::policy`]) that kept commits still need ([`crate::gc::mark`]), decides which of
+//! the marked segments to merge, copies the live records of the merged segments and the chunks in
+//! increasing order into a new segment `seg.<generation>`, and syncs it and the directory. Nothing
+//! the writer or the readers use is touched meanwhile.
+//!
+//! The **switch** rides on the writer's next publish (a commit, [`Repo::gc_finish`],
+//! [`Repo::gc_wait`], [`Repo::flush`], [`Repo::close`]): once the worker is done, the slot written
+//! gets the GC fields (`gc_generation`, `keep_from`, `index_keep_from`, `first_chunk`, the new
+//! segment list) and loses the branches naming commits below `K`; the in-memory layout and commit
+//! map change after the slot is durable. Before it, the *late roots* (targets below `K` of the
+//! pointers the writer wrote to existing records while the GC ran) are checked against the live
+//! set: one that is not live means the GC would lose an object a kept commit needs, and the GC is
+//! abandoned (its segment removed, the error returned by `gc_finish`/`gc_wait`, the store as
+//! before).
+//!
+//! **Deletion**: the files the switch retired (region chunks, merged segments) are unlinked once
+//! both control slots are post-GC, i.e. after one more publish (which `gc_finish`/`gc_wait` do at
+//! once). A crash anywhere leaves the store before the switch (the new segment is an orphan the
+//! next writer removes) or after it (retired files not yet unlinked are removed by the next
+//! writer's open).
+
+use crate::error::{FileKind, Result, StoreError};
+use crate::gc::policy::{GcOptions, GcPolicy};
+use crate::gc::roots::RootSpans;
+use crate::gc::worker::{Counters, WorkerOutput};
+use crate::io::storage::Directory;
+use larch_core::Hash;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What one garbage collection did (returned once it has switched).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// The GC commit (kept, with every later commit).
+    pub commit: Hash,
+    /// `gc_generation` after it.
+    pub generation: u64,
+    /// Bytes of the store's files when it started.
+    pub disk_before: u64,
+    /// Bytes of the store's files after the switch and the deletions done so far.
+    pub disk_after: u64,
+    /// The largest sum of file sizes observed during it (sampled at its start, after the segment
+    /// was written, at the switch and after the deletions).
+    pub disk_peak: u64,
+    /// Bytes of the files it collected (region chunks, merged segments).
+    pub region_bytes: u64,
+    /// Live records copied into the new segment.
+    pub live_records: u64,
+    /// Bytes copied into the new segment.
+    pub copied_bytes: u64,
+    /// Of the live records, those kept only as patch bases.
+    pub base_only_records: u64,
+    /// Chunk files unlinked so far.
+    pub chunks_removed: usize,
+    /// Branches removed because they named a collected commit.
+    pub branches_removed: Vec<String>,
+    /// Time of the mark (window scan and traversal).
+    pub mark_time: Duration,
+    /// Bytes of the window, the records from the GC commit to the published end, whose pointers
+    /// are the mark's roots.
+    pub window_bytes: u64,
+    /// Of these, the bytes whose roots came from an earlier GC's summary of them (not read
+    /// again: `docs/gc-design.md` §4, *Roots*).
+    pub window_summarised_bytes: u64,
+    /// Bytes of the root summaries the handle keeps for its next GC (held in memory).
+    pub root_summary_bytes: u64,
+    /// Time of the copy (segment written and synced).
+    pub copy_time: Duration,
+    /// Time the writer spent in the switch (late-root check, slot fields, layout swap).
+    pub switch_pause: Duration,
+    /// From the start to the switch.
+    pub total_time: Duration,
+    /// Bytes of retired files still waiting to be unlinked (0 once deleted).
+    pub bytes_waiting: u64,
+    /// The segment written (`None` when the region was empty).
+    pub segment: Option<String>,
+    /// The region's oldest chunk when it was kept in place instead of copied (mostly live:
+    /// [`crate::GcPolicy::keep_in_place_percent`]), with its bytes.
+    pub kept_in_place: Option<(String, u64)>,
+    /// Whether the mark went through every old segment (a deep mark, docs/gc-design.md §6).
+    pub deep_mark: bool,
+    /// Old segments marked (their live bytes measured).
+    pub segments_marked: usize,
+    /// Old segments merged into the new one (retired by the switch).
+    pub merged_segments: Vec<String>,
+    /// Garbage found in the marked old segments (their record bytes minus their live bytes).
+    pub segments_garbage: u64,
+    /// Whether the GC is complete: `false` for a slice that left newly old chunks for the next
+    /// slice (docs/gc-design.md §6), which [`Repo::gc_finish`] starts at once and
+    /// [`Repo::gc_wait`] runs to the end. The commit's collection is published by the first
+    /// slice; later slices only return disk.
+    pub complete: bool,
+    /// The slice's index within its GC (0: the first); in the report of [`Repo::gc_wait`] (all the
+    /// slices together), the last slice's.
+    pub slice: u32,
+}
+
+/// The phase of a running GC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPhase {
+    /// Scanning the window for roots and traversing.
+    Mark,
+    /// Copying live records into the new segment.
+    Copy,
+    /// The worker is done (its thread has ended); the writer's next publish switches.
+    WaitingForSwitch,
+}
+
+/// Phase and progress of a running GC (read by a progress bar).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcProgress {
+    /// The phase.
+    pub phase: GcPhase,
+    /// Bytes done in this phase.
+    pub done_bytes: u64,
+    /// Bytes this phase will do (an estimate for the mark: the window and the region).
+    pub total_bytes: u64,
+}
+
+/// The late roots' lock; a poisoned lock (a thread panicked while appending) still holds valid
+/// offsets.
+pub(crate) fn lock_roots(roots: &Mutex<Vec<u64>>) -> MutexGuard<'_, Vec<u64>> {
+    roots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A GC started and not yet switched.
+#[derive(Debug)]
+pub(crate) struct GcRun {
+    pub(crate) commit: Hash,
+    pub(crate) keep_from: u64,
+    pub(crate) generation: u64,
+    /// The lowest start the region may get (the first marked segment's, else the end of the
+    /// segments): late roots below it are in segments kept whole.
+    pub(crate) floor: u64,
+    pub(crate) region_end: u64,
+    /// Whether the mark goes through every segment.
+    pub(crate) deep: bool,
+    /// The chunk holding `K`: the first live chunk after the switch.
+    pub(crate) first_chunk: u32,
+    pub(crate) handle: Option<JoinHandle<Result<WorkerOutput>>>,
+    pub(crate) counters: Arc<Counters>,
+    /// Targets below `K` of the pointers the writer wrote to existing records since the start
+    /// (late roots), not yet checked: the worker drains and checks them once its mark is done;
+    /// the writer checks what is left at the switch.
+    pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
+    pub(crate) started: Instant,
+    pub(crate) disk_before: u64,
+    pub(crate) dir: Arc<dyn Directory>,
+    /// The options, for the next slice.
+    pub(crate) options: GcOptions,
+    /// This slice's index within its GC.
+    pub(crate) slice: u32,
+}
+
+impl GcRun {
+    /// Offsets below which the writer's pointers are late roots.
+    pub(crate) fn late_below(&self) -> u64 {
+        self.keep_from
+    }
+
+    /// Adds the late roots of a commit written while the GC runs.
+    pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
+        let mut batch: Vec<u64> = roots.iter().copied().filter(|root| *root >= self.floor).collect();
+        batch.sort_unstable();
+        batch.dedup();
+        lock_roots(&self.late_roots).extend(batch);
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+/// A finished GC ready to switch: its fields go into the slot being published.
+#[derive(Debug)]
+pub(crate) struct Switch {
+    pub(crate) run: GcRun,
+    pub(crate) output: WorkerOutput,
+    pub(crate) checked: Instant,
+    pub(crate) pause: Duration,
+    pub(crate) branches_removed: Vec<String>,
+}
+
+/// Files retired by a switch, unlinked once a later publish made both slots post-GC.
+#[derive(Debug)]
+pub(crate) struct Retired {
+    /// Control generation of the switch's publish.
+    pub(crate) published_at: u64,
+    pub(crate) files: Vec<String>,
+}
+
+/// The writer's GC state between runs.
+#[derive(Debug, Default)]
+pub(crate) struct GcAfter {
+    /// The oldest kept commit (the last GC's), for [`StoreError::Collected`].
+    pub oldest_kept: Option<Hash>,
+    pub(crate) retired: Vec<Retired>,
+    pub(crate) report: Option<GcReport>,
+    pub(crate) failed: Option<StoreError>,
+    /// Unlink retired files on the writer's thread (`gc_wait`), not on a background one.
+    pub(crate) sync_delete: bool,
+    /// The compaction policy.
+    pub(crate) policy: GcPolicy,
+    /// The deep-mark trigger's baseline: the segments' live bytes measured by the last deep mark
+    /// (before any in this process: their record bytes after this handle's first GC).
+    pub(crate) baseline: Option<u64>,
+    /// A sliced GC's next slice: its commit, options, index and the disk at the GC's start.
+    pub(crate) next_slice: Option<(Hash, GcOptions, u32, u64)>,
+    /// The window's root summaries, from one GC's worker to the next ([`crate::gc::roots`]).
+    pub(crate) root_spans: Arc<Mutex<RootSpans>>,
+}
+
+impl GcAfter {
+    /// The state of a store opened with `oldest_kept` as its oldest kept commit.
+    pub(crate) fn with_oldest_kept(oldest_kept: Option<Hash>) -> GcAfter {
+        GcAfter { oldest_kept, ..GcAfter::default() }
+    }
+}
+
+/// Sum of the lengths of every file in `dir`.
+pub(crate) fn dir_bytes(dir: &dyn Directory) -> Result<u64> {
+    let names = dir.list().map_err(|e| StoreError::io(FileKind::Pack, 0, "list", e))?;
+    let mut total = 0;
+    for name in names {
+        match dir.open(&name, false) {
+            Ok(file) => total += file.len().unwrap_or(0),
+            // Unlinked between the listing and the open.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(FileKind::Pack, 0, "open", e)),
+        }
+    }
+    Ok(total)
+}

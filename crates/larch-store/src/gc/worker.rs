@@ -1,0 +1,403 @@
+//! The GC worker thread (docs/gc-design.md §4–§6): marks the region's live records over a
+//! snapshot of the layout (through the old segments the compaction plan names), chooses the old
+//! segments to merge from their live bytes ([`crate::gc::policy::choose`]), finds the GC commit's
+//! entry in `commits`, and copies the live records in increasing order into the new segment,
+//! synced with the directory. It writes nothing the writer
+//! or the readers use; the switch is the writer's (`gc.rs`).
+
+use crate::error::{FileKind, Result, StoreError};
+use crate::format::control::SegmentRef;
+use crate::format::index;
+use crate::format::names::segment_name;
+use crate::gc::mark::{self, MarkBounds};
+use crate::gc::policy::{Compaction, SegmentStat};
+use crate::gc::roots::RootSpans;
+use crate::gc::run::{GcPhase, dir_bytes};
+use crate::io::storage::Storage;
+use crate::pack::layout::{Layout, SegmentExtent};
+use crate::pack::reader::PackReader;
+use crate::pack::segment::{Segment, SegmentHeader, SegmentWriter};
+use larch_core::Hash;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) phase: AtomicU8,
+    pub(crate) done: AtomicU64,
+    pub(crate) total: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn set_phase(&self, phase: GcPhase, total: u64) {
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+        self.phase.store(phase as u8, Ordering::Release);
+    }
+}
+
+/// What the worker hands back.
+#[derive(Debug)]
+pub(crate) struct WorkerOutput {
+    /// Start of the region collected: the first merged segment's range start, else the end of
+    /// the segments.
+    pub(crate) region_start: u64,
+    /// The region's oldest chunk, kept in place (read as a segment) instead of copied; the
+    /// region then starts at its end.
+    pub(crate) kept_chunk: Option<SegmentExtent>,
+    /// The old segments marked, with their live bytes.
+    pub(crate) candidates: Vec<(SegmentStat, u64)>,
+    /// Live records of the region, increasing.
+    pub(crate) live: Vec<(u64, u32)>,
+    /// Of these, the base-only ones, increasing.
+    pub(crate) base_only: Vec<u64>,
+    /// Records of `[region_end, K)` traversed as full, increasing.
+    pub(crate) boundary_full: Vec<u64>,
+    pub(crate) segment: Option<SegmentExtent>,
+    pub(crate) index_keep_from: u64,
+    pub(crate) copied_bytes: u64,
+    pub(crate) mark_time: Duration,
+    /// The window's bytes, and those whose roots came from an earlier GC's summary.
+    pub(crate) window: (u64, u64),
+    /// Bytes of the root summaries kept for the next GC.
+    pub(crate) summary_bytes: u64,
+    pub(crate) copy_time: Duration,
+    /// Disk bytes once the segment was written.
+    pub(crate) disk_after_copy: u64,
+    /// The first chunk after the switch when the slice ended before the region's end.
+    pub(crate) first_chunk: Option<u32>,
+    /// Live records copied.
+    pub(crate) copied_records: u64,
+}
+
+/// The position in `commits` of the entry of the commit at `keep_from`, searched in `[from, to)`
+/// (entries are in increasing offset order).
+fn index_position(index: &dyn Storage, (from, to): (u64, u64), keep_from: u64) -> Result<u64> {
+    let entry_len = index::ENTRY_LEN as u64;
+    let (mut low, mut high) = (0u64, (to.saturating_sub(from)) / entry_len);
+    let mut buf = [0u8; index::ENTRY_LEN];
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let at = from + middle * entry_len;
+        index.read_at(at, &mut buf).map_err(|e| StoreError::io(FileKind::Index, at, "read", e))?;
+        let entries = index::decode_entries(&buf, at)?;
+        let offset = entries.first().map_or(u64::MAX, |(_, offset)| *offset);
+        if offset == keep_from {
+            return Ok(at);
+        }
+        if offset < keep_from {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    Err(StoreError::corrupt(FileKind::Index, from, format!("no entry for the commit at {keep_from}")))
+}
+
+/// Everything the worker needs.
+pub(crate) struct Job {
+    pub(crate) layout: Arc<Layout>,
+    pub(crate) index: Arc<dyn Storage>,
+    pub(crate) index_range: (u64, u64),
+    pub(crate) bounds: MarkBounds,
+    /// The end of the old segments: the region starts here unless segments are merged.
+    pub(crate) region_start: u64,
+    pub(crate) generation: u64,
+    pub(crate) commit: Hash,
+    pub(crate) counters: Arc<Counters>,
+    /// The writer's late roots, appended per commit; drained and checked once the copy is done.
+    pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
+    /// The old segments to mark, and how to choose those merged.
+    pub(crate) compaction: Compaction,
+    /// The worker's nice value (Linux; [`crate::GcPolicy::worker_nice`]).
+    pub(crate) nice: i32,
+    /// The window's root summaries kept between GCs ([`crate::gc::roots`]): the worker takes
+    /// them, uses and extends them, drops those below its commit and puts them back.
+    pub(crate) root_spans: Arc<Mutex<RootSpans>>,
+    /// [`crate::GcPolicy::root_span_bytes`].
+    pub(crate) span_bytes: u64,
+}
+
+/// Copy reads of at most this many bytes.
+const COPY_PIECE: u64 = 1 << 20;
+
+/// Lowers the calling thread's priority (nice +10 by default for the GC worker, +19 for the
+/// prefetching thread, on Linux): the thread yields the CPU to the writer and readers when they
+/// compete for it (docs/gc-design.md §5).
+pub(crate) fn lower_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` has no preconditions; `setpriority` on this thread's id only changes
+        // its scheduling weight and touches no memory of ours. A failure leaves the priority as
+        // it was (nothing to undo).
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
+        }
+    }
+}
+
+pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
+    lower_priority(job.nice);
+    let Job {
+        layout,
+        index,
+        index_range,
+        bounds,
+        region_start,
+        generation,
+        commit,
+        counters,
+        late_roots,
+        compaction,
+        nice: _,
+        root_spans,
+        span_bytes,
+    } = job;
+    let dir = layout.directory().clone();
+    let floor = compaction.floor(region_start);
+    counters.set_phase(GcPhase::Mark, bounds.scan_end - floor);
+    let started = Instant::now();
+    let reader = PackReader::new(layout.clone(), bounds.scan_end, 0);
+    // A panicked earlier worker leaves its spans poisoned: they are only summaries, start anew.
+    let mut spans = std::mem::take(&mut *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+    if spans.span_bytes() != span_bytes {
+        spans = RootSpans::new(span_bytes);
+    }
+    let mut mark = mark::mark_above(&reader, bounds, floor, Some(&mut spans))?;
+    spans.prune(bounds.keep_from);
+    let summary_bytes = spans.heap_bytes() as u64;
+    *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = spans;
+    let index_keep_from = index_position(&*index, index_range, bounds.keep_from)?;
+    let mark_time = started.elapsed();
+    counters.done.store(bounds.scan_end - floor, Ordering::Relaxed);
+    // The marked segments' live bytes, then the merge (docs/gc-design.md §6).
+    let live_bytes = |from: u64, to: u64| -> u64 {
+        let first = mark.live.partition_point(|(offset, _)| *offset < from);
+        let last = mark.live.partition_point(|(offset, _)| *offset < to);
+        mark.live.get(first..last).unwrap_or_default().iter().map(|(_, len)| u64::from(*len)).sum()
+    };
+    let live: Vec<u64> = compaction
+        .candidates
+        .iter()
+        .map(|segment| live_bytes(segment.range_start, segment.range_end))
+        .collect();
+    // The store's first chunk stays in place when most of it is live (docs/gc-design.md §13,
+    // *Chunks kept in place*): copying it would cost more extra disk than it frees. It is the
+    // region's start only while nothing was collected (no segment to merge).
+    let kept_chunk = keep_in_place(&layout, &compaction, region_start, bounds, &live_bytes)?;
+    let region_start = kept_chunk.as_ref().map_or(region_start, |kept| kept.reference.range_end);
+    let mandatory = live_bytes(region_start, bounds.region_end);
+    let mandatory_start = region_start;
+    let merged = crate::gc::policy::choose(&compaction, &live, mandatory);
+    let region_start = match merged {
+        0 => region_start,
+        merged => compaction
+            .candidates
+            .get(compaction.candidates.len().saturating_sub(merged))
+            .map_or(region_start, |segment| segment.range_start),
+    };
+    // A slice: the chunks whose live records fit in the slice budget with the merged segments'
+    // (docs/gc-design.md §6); the rest stays in its chunks for the next slice.
+    let chunks_start = mandatory_start;
+    let merged_live: u64 = live.iter().rev().take(merged).sum();
+    let boundaries: Vec<u64> = layout
+        .chunk_files(bounds.scan_end)
+        .iter()
+        .map(|(_, start, _)| *start)
+        .filter(|start| *start > chunks_start && *start < bounds.region_end)
+        .chain(std::iter::once(bounds.region_end))
+        .collect();
+    let slice_end = crate::gc::policy::slice_end(
+        chunks_start,
+        &boundaries,
+        compaction.slice_bytes,
+        merged_live,
+        live_bytes,
+    )
+    .min(bounds.region_end);
+    let first_chunk = match slice_end < bounds.region_end {
+        true => match layout.chunk_holding(slice_end) {
+            Some((seq, start)) if start == slice_end => Some(seq),
+            _ => {
+                return Err(StoreError::corrupt(FileKind::Pack, slice_end, "a GC slice ends inside a chunk"));
+            }
+        },
+        false => None,
+    };
+    let candidates: Vec<(SegmentStat, u64)> = compaction.candidates.iter().copied().zip(live).collect();
+    let started = Instant::now();
+    // Filtered in place: no second copy of the live set at the GC's memory peak.
+    mark.live.retain(|(offset, _)| *offset >= region_start);
+    mark.live.shrink_to_fit();
+    mark.base_only.retain(|offset| *offset >= region_start);
+    let live = std::mem::take(&mut mark.live);
+    let base_only = std::mem::take(&mut mark.base_only);
+    // Only the slice is copied; the live records above it stay listed for the late-root check.
+    let copied_count = live.partition_point(|(offset, _)| *offset < slice_end);
+    let to_copy = live.get(..copied_count).unwrap_or_default();
+    let total: u64 = to_copy.iter().map(|(_, len)| u64::from(*len)).sum();
+    counters.set_phase(GcPhase::Copy, total);
+    let mut segment = None;
+    let mut copied_bytes = 0;
+    if region_start < slice_end {
+        let name = segment_name(generation);
+        let file = dir.create(&name).map_err(|e| StoreError::io(FileKind::Segment, 0, "create", e))?;
+        let header = SegmentHeader {
+            generation,
+            range_start: region_start,
+            range_end: slice_end,
+            keep_from: bounds.keep_from,
+            index_keep_from,
+            commit,
+        };
+        let mut writer = SegmentWriter::new(file.clone(), header)?;
+        let mut buffer = Vec::new();
+        let mut i = 0;
+        while let Some(&(start, _)) = to_copy.get(i) {
+            // A run of adjacent live records, at most COPY_PIECE bytes (a larger record alone).
+            let mut end = start;
+            let mut j = i;
+            while let Some(&(offset, len)) = to_copy.get(j) {
+                if offset != end || (j > i && end + u64::from(len) - start > COPY_PIECE) {
+                    break;
+                }
+                end = offset + u64::from(len);
+                j += 1;
+            }
+            let len = usize::try_from(end - start)
+                .map_err(|_| StoreError::corrupt(FileKind::Pack, start, "huge run"))?;
+            buffer.resize(len, 0);
+            layout.read(start, &mut buffer)?;
+            // Every record is checked again (framing and checksum) before it is copied.
+            for &(offset, record_len) in to_copy.get(i..j).unwrap_or_default() {
+                let at = usize::try_from(offset - start).unwrap_or(usize::MAX);
+                let record = buffer
+                    .get(at..at.saturating_add(record_len as usize))
+                    .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "live record past its run"))?;
+                let (data, crc) = record.split_at(record.len().saturating_sub(4));
+                if crate::format::codec::record_len(data, offset)? != u64::from(record_len)
+                    || crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default())
+                {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+                }
+            }
+            writer.push_run(start, &buffer)?;
+            copied_bytes += end - start;
+            counters.done.store(copied_bytes, Ordering::Relaxed);
+            i = j;
+        }
+        writer.finish()?;
+        file.sync().map_err(|e| StoreError::io(FileKind::Segment, 0, "sync", e))?;
+        dir.sync().map_err(|e| StoreError::io(FileKind::Segment, 0, "sync directory", e))?;
+        let opened = dir.open(&name, false).map_err(|e| StoreError::io(FileKind::Segment, 0, "open", e))?;
+        let opened = Segment::open(opened)?;
+        let summary = opened.summary();
+        segment = Some(SegmentExtent {
+            reference: SegmentRef {
+                generation,
+                range_start: region_start,
+                range_end: slice_end,
+                file_len: summary.file_len,
+                footer_crc: summary.footer_crc,
+            },
+            segment: Arc::new(opened),
+        });
+    }
+    let copy_time = started.elapsed();
+    let disk_after_copy = dir_bytes(&*dir)?;
+    let output = WorkerOutput {
+        region_start,
+        kept_chunk,
+        candidates,
+        live,
+        base_only,
+        boundary_full: mark.boundary_full,
+        segment,
+        index_keep_from,
+        copied_bytes,
+        mark_time,
+        window: (mark.window_bytes, mark.window_summarised_bytes),
+        summary_bytes,
+        copy_time,
+        disk_after_copy,
+        first_chunk,
+        copied_records: copied_count as u64,
+    };
+    // The late roots written so far are checked here, off the writer's thread; the writer checks
+    // the few written after this drain at the switch.
+    let mut drained = std::mem::take(&mut *crate::gc::run::lock_roots(&late_roots));
+    // Roots below the region are in old segments kept whole.
+    drained.retain(|root| *root >= region_start);
+    drained.sort_unstable();
+    drained.dedup();
+    if let Some(root) = first_unsafe_root(&drained, &output, bounds.region_end, bounds.keep_from) {
+        return Err(StoreError::GcAbandoned(format!(
+            "a commit written during the GC points to the record at {root}, which the GC of commit {commit} \
+             would remove; run the GC again"
+        )));
+    }
+    counters.set_phase(GcPhase::WaitingForSwitch, 0);
+    Ok(output)
+}
+
+/// The store's first chunk, as a segment view to keep in place, when the policy's threshold says
+/// so: nothing was collected yet (the region starts at 16, so there is no segment to merge), the
+/// chunk lies wholly in the region, it is a format-3 chunk file, and at least
+/// `keep_in_place_percent` of its bytes are live.
+fn keep_in_place(
+    layout: &Layout,
+    compaction: &Compaction,
+    region_start: u64,
+    bounds: MarkBounds,
+    live_bytes: &impl Fn(u64, u64) -> u64,
+) -> Result<Option<SegmentExtent>> {
+    let percent = compaction.keep_in_place_percent;
+    if percent == 0 || percent > 100 || region_start != crate::format::codec::PACK_HEADER_LEN {
+        return Ok(None);
+    }
+    let Some((_, start, end)) = layout.chunk_files(bounds.scan_end).first().cloned() else { return Ok(None) };
+    let Some(chunk) = layout.chunk_extent(layout.first_seq()) else { return Ok(None) };
+    if chunk.legacy || chunk.start != start || start != region_start || end > bounds.region_end {
+        return Ok(None);
+    }
+    if u128::from(live_bytes(start, end)) * 100 < u128::from(end - start) * u128::from(percent) {
+        return Ok(None);
+    }
+    let seq = chunk.seq;
+    let file_len = chunk.file.len().map_err(|e| StoreError::io(FileKind::Pack, start, "stat", e))?;
+    let reference = SegmentRef::kept_chunk_entry(seq, start, end, file_len);
+    let segment = Segment::over_chunk(chunk.file.clone(), reference.generation, (start, end), chunk.data_at)?;
+    Ok(Some(SegmentExtent { reference, segment: Arc::new(segment) }))
+}
+
+/// The first of `roots` (sorted, deduplicated) that the GC would not keep as a full record: below
+/// `region_end` it must be live and not base-only; in `[region_end, keep_from)` (the boundary
+/// chunk) it must have been traversed as a full record. One merge pass over the sorted lists.
+pub(crate) fn first_unsafe_root(
+    roots: &[u64],
+    output: &WorkerOutput,
+    region_end: u64,
+    keep_from: u64,
+) -> Option<u64> {
+    let (mut live_at, mut base_at, mut boundary_at) = (0, 0, 0);
+    roots.iter().copied().find(|&root| {
+        let safe = if root < region_end {
+            while output.live.get(live_at).is_some_and(|(offset, _)| *offset < root) {
+                live_at += 1;
+            }
+            while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
+                base_at += 1;
+            }
+            output.live.get(live_at).is_some_and(|(offset, _)| *offset == root)
+                && output.base_only.get(base_at) != Some(&root)
+        } else {
+            while output.boundary_full.get(boundary_at).is_some_and(|offset| *offset < root) {
+                boundary_at += 1;
+            }
+            root >= keep_from || output.boundary_full.get(boundary_at) == Some(&root)
+        };
+        !safe
+    })
+}

@@ -1,0 +1,129 @@
+//! Archive mode's layered directory: the store directory over a lower directory (another disk,
+//! `docs/store.md` *Archive mode*). Chunk files are created, written and renamed in the upper
+//! directory; a read-only open that finds nothing there opens the lower one.
+
+use crate::error::{Result, StoreError};
+use crate::io::storage::{Directory, DiskDirectory, Layers, Storage, StoreFiles};
+use std::io::{self, ErrorKind};
+use std::path::Path;
+use std::sync::Arc;
+
+/// A store directory with a lower layer. Chunk files are created, written, renamed and removed in
+/// the upper directory; a read-only `open` that finds no file in the upper directory opens the
+/// lower one (a missing file names both directories). The listing is the union of both.
+#[derive(Debug)]
+pub struct LayeredDirectory {
+    upper: Arc<dyn Directory>,
+    lower: Arc<dyn Directory>,
+    upper_name: String,
+    lower_name: String,
+}
+
+impl LayeredDirectory {
+    /// The store directory `upper` over the lower directory `lower`; the names are used in error
+    /// messages (paths, for directories on disk).
+    pub fn new(
+        upper: Arc<dyn Directory>,
+        lower: Arc<dyn Directory>,
+        upper_name: impl Into<String>,
+        lower_name: impl Into<String>,
+    ) -> LayeredDirectory {
+        LayeredDirectory { upper, lower, upper_name: upper_name.into(), lower_name: lower_name.into() }
+    }
+
+    /// The names of the files of `dir`; none when the directory does not exist.
+    pub(crate) fn list_of(dir: &dyn Directory) -> io::Result<Vec<String>> {
+        match dir.list() {
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(Vec::new()),
+            other => other,
+        }
+    }
+}
+
+impl Directory for LayeredDirectory {
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
+        self.upper.create(name)
+    }
+
+    fn open(&self, name: &str, writable: bool) -> io::Result<Arc<dyn Storage>> {
+        if writable {
+            return self.upper.open(name, true);
+        }
+        match self.upper.open(name, false) {
+            Err(e) if e.kind() == ErrorKind::NotFound => match self.lower.open(name, false) {
+                Err(e) if e.kind() == ErrorKind::NotFound => Err(io::Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "{name} is neither in the store directory {} nor in the lower directory {}",
+                        self.upper_name, self.lower_name
+                    ),
+                )),
+                other => other,
+            },
+            other => other,
+        }
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut names = self.upper.list()?;
+        names.extend(Self::list_of(&*self.lower)?);
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        match self.upper.remove(name) {
+            Err(e) if e.kind() == ErrorKind::NotFound => self.lower.remove(name),
+            other => other,
+        }
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.upper.sync()
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.upper.rename(from, to)
+    }
+
+    fn layers(&self) -> Option<Layers<'_>> {
+        Some((&self.upper, &self.lower))
+    }
+}
+
+/// The store files of a store opened at `path` with the lower directory `lower` on disk. A writer
+/// creates the lower directory when absent (and syncs its parent). The lower directory may not be
+/// the store directory.
+pub(crate) fn with_lower(
+    mut files: StoreFiles,
+    path: &Path,
+    lower: &Path,
+    mmap: bool,
+    writable: bool,
+) -> Result<StoreFiles> {
+    let dir_error = |op, source| StoreError::Directory { path: lower.into(), op, source };
+    if writable && !lower.exists() {
+        std::fs::create_dir_all(lower).map_err(|e| dir_error("create", e))?;
+        if let Some(parent) = lower.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+            std::fs::File::open(parent)
+                .and_then(|dir| dir.sync_all())
+                .map_err(|e| dir_error("sync parent", e))?;
+        }
+    }
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(path), std::fs::canonicalize(lower))
+        && a == b
+    {
+        return Err(StoreError::ArchiveRefused(format!(
+            "the lower directory {} is the store directory itself",
+            lower.display()
+        )));
+    }
+    files.dir = Arc::new(LayeredDirectory::new(
+        files.dir,
+        Arc::new(DiskDirectory::new(lower, mmap)),
+        path.display().to_string(),
+        lower.display().to_string(),
+    ));
+    Ok(files)
+}

@@ -1,0 +1,11 @@
+//! The storage seam: every byte larch reads or writes goes through [`storage::Storage`] (one file)
+//! and [`storage::Directory`] (a directory of them), with on-disk and in-memory backends, the
+//! layered directory of archive mode (an upper directory over a lower one), and, behind the
+//! `fault-injection` feature, a backend that injects faults and models power loss for tests.
+//!
+//! May import: [`crate::format`] and [`crate::error`].
+
+#[cfg(feature = "fault-injection")]
+pub mod fault;
+pub mod layered;
+pub mod storage;

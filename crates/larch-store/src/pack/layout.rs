@@ -1,0 +1,737 @@
+//! The pack's layout: the global offset space of the pack (`ObjectKey` offsets, back pointers,
+//! the commit index) mapped onto files. Since format 3 the pack is a sequence of chunk files
+//! `chunk.<seq>` (`docs/format.md` §3), each holding the records of the global range
+//! `[start, next chunk's start)`; a format-2 `pack` is read as chunk 0 (file position = global
+//! offset). A [`Layout`] maps a global offset to (file, position) by binary search over its
+//! [`Extent`]s; records never span chunks. Writes go to the head chunk only: the writer rolls to
+//! a new chunk ([`Layout::roll`]) at the start of a commit once the head holds
+//! `RepoOptions::chunk_bytes`.
+//!
+//! The [`Extent`] is an enum so that a GC *segment* (a file with its own run mapping,
+//! `docs/gc-design.md` §3.3) can join the layout later as another variant.
+
+use crate::error::{FileKind, Result, StoreError};
+use crate::format::codec::PACK_HEADER_LEN;
+use crate::format::names::{
+    CHUNK_HEADER_LEN, LEGACY_PACK, chunk_name, decode_chunk_header, encode_chunk_header, parse_chunk_name,
+};
+use crate::io::storage::{Directory, Storage};
+use std::io::{self, ErrorKind};
+use std::sync::{Arc, Mutex, RwLock};
+
+mod segments;
+
+pub use segments::SegmentExtent;
+
+/// A chunk file of the layout.
+#[derive(Clone, Debug)]
+pub struct ChunkExtent {
+    /// Its sequence number.
+    pub seq: u32,
+    /// Global offset of its first record.
+    pub start: u64,
+    /// File position of global offset `start` (32, or 16 for a format-2 `pack`).
+    pub data_at: u64,
+    /// Whether it is a format-2 `pack` (never written by format 3).
+    pub legacy: bool,
+    /// The file.
+    pub file: Arc<dyn Storage>,
+}
+
+impl ChunkExtent {
+    /// The file's name.
+    pub fn name(&self) -> String {
+        if self.legacy { LEGACY_PACK.to_string() } else { chunk_name(self.seq) }
+    }
+}
+
+/// A piece of the global offset space and the file holding it.
+#[derive(Clone, Debug)]
+pub enum Extent {
+    /// A chunk file: global `g` at file position `data_at + g - start`.
+    Chunk(ChunkExtent),
+    /// A GC segment: global `g` through the segment's run mapping (a collected offset is
+    /// [`StoreError::CollectedObject`]).
+    Segment(SegmentExtent),
+}
+
+impl Extent {
+    /// The global offset where the extent starts.
+    pub fn start(&self) -> u64 {
+        match self {
+            Extent::Chunk(chunk) => chunk.start,
+            Extent::Segment(segment) => segment.reference.range_start,
+        }
+    }
+
+    /// The file and position of global offset `global` (at or above [`Extent::start`]).
+    pub fn resolve(&self, global: u64) -> Result<(&Arc<dyn Storage>, u64)> {
+        match self {
+            Extent::Chunk(chunk) => Ok((&chunk.file, chunk.data_at + (global - chunk.start))),
+            Extent::Segment(segment) => {
+                Ok((segment.segment.storage(), segment.segment.locate(global)?.position))
+            }
+        }
+    }
+
+    fn as_chunk(&self) -> Option<&ChunkExtent> {
+        match self {
+            Extent::Chunk(chunk) => Some(chunk),
+            Extent::Segment(_) => None,
+        }
+    }
+}
+
+/// What the next sync must cover.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Sequence number of the first chunk that may hold unsynced writes.
+    from: u32,
+    /// A chunk file was created since the directory was last synced.
+    dir: bool,
+}
+
+/// The pack's files, mapping global offsets to positions (see the module documentation). It is
+/// also a [`Storage`] over the global offset space (writes go to the head chunk), which is how the
+/// writer and the bulk writer append.
+#[derive(Debug)]
+pub struct Layout {
+    dir: Arc<dyn Directory>,
+    writable: bool,
+    /// Sorted by start; never empty; the last is the head chunk.
+    extents: RwLock<Vec<Extent>>,
+    pending: Mutex<Pending>,
+}
+
+/// Opens chunk `seq` (seq 0: `chunk.000000`, else a format-2 `pack`) and checks its header.
+fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExtent> {
+    let name = chunk_name(seq);
+    // The directory's message names where it looked (both layers in archive mode).
+    let missing = |name: &str, e: &io::Error| {
+        StoreError::corrupt(FileKind::Pack, 0, format!("{name}: missing chunk file ({e})"))
+    };
+    let opened = match dir.open(&name, writable) {
+        Err(e) if e.kind() == ErrorKind::NotFound && seq == 0 => match dir.open(LEGACY_PACK, false) {
+            Ok(file) => {
+                let mut header = [0u8; PACK_HEADER_LEN as usize];
+                file.read_at(0, &mut header).map_err(|e| io_error(0, "read", e))?;
+                crate::format::names::check_pack_header(&header)?;
+                return Ok(ChunkExtent {
+                    seq: 0,
+                    start: PACK_HEADER_LEN,
+                    data_at: PACK_HEADER_LEN,
+                    legacy: true,
+                    file,
+                });
+            }
+            Err(legacy) if legacy.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
+            Err(e) => return Err(io_error(0, "open", e)),
+        },
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
+        other => other.map_err(|e| io_error(0, "open", e))?,
+    };
+    let mut header = [0u8; CHUNK_HEADER_LEN as usize];
+    opened.read_at(0, &mut header).map_err(|e| match e.kind() {
+        ErrorKind::UnexpectedEof => {
+            StoreError::corrupt(FileKind::Pack, 0, format!("{name}: truncated header"))
+        }
+        _ => io_error(0, "read", e),
+    })?;
+    let (found, start) = decode_chunk_header(&header, &name)?;
+    if found != seq {
+        return Err(StoreError::corrupt(FileKind::Pack, 16, format!("{name}: header says chunk {found}")));
+    }
+    Ok(ChunkExtent { seq, start, data_at: CHUNK_HEADER_LEN, legacy: false, file: opened })
+}
+
+fn io_error(offset: u64, op: &'static str, e: io::Error) -> StoreError {
+    StoreError::io(FileKind::Pack, offset, op, e)
+}
+
+/// Checks that `chunks` (increasing seq) continue one another and that each file holds its range;
+/// the last one must hold up to `end`.
+fn check_chunks(chunks: &[ChunkExtent], end: u64) -> Result<()> {
+    for (i, chunk) in chunks.iter().enumerate() {
+        let range_end = chunks.get(i + 1).map_or(end, |next| next.start);
+        if let Some(next) = chunks.get(i + 1)
+            && (next.seq != chunk.seq + 1 || next.start < chunk.start || next.legacy)
+        {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                next.start,
+                format!(
+                    "{} (start {}) does not follow {} (start {})",
+                    next.name(),
+                    next.start,
+                    chunk.name(),
+                    chunk.start
+                ),
+            ));
+        }
+        if range_end < chunk.start {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                range_end,
+                format!("{} starts at {} past the published end {range_end}", chunk.name(), chunk.start),
+            ));
+        }
+        let needed = chunk.data_at + (range_end - chunk.start);
+        let len = chunk.file.len().map_err(|e| io_error(0, "stat", e))?;
+        if len < needed {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                chunk.start + len.saturating_sub(chunk.data_at),
+                format!("{} ends before its published length ({len} of {needed} bytes)", chunk.name()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Layout {
+    /// Creates chunk 0 of a new store (start 16), synced with the directory.
+    pub fn create_first(dir: &Arc<dyn Directory>) -> Result<()> {
+        let name = chunk_name(0);
+        let file = dir.create(&name).map_err(|e| io_error(0, "create", e))?;
+        file.write_at(0, &encode_chunk_header(0, PACK_HEADER_LEN)).map_err(|e| io_error(0, "write", e))?;
+        file.sync().map_err(|e| io_error(0, "sync", e))?;
+        dir.sync().map_err(|e| io_error(0, "sync directory", e))
+    }
+
+    /// Opens the chunks `first..=head` of a published state whose head starts at `head_start` and
+    /// whose pack ends at `end`, checking their headers, their contiguity and their lengths.
+    pub fn open(
+        dir: Arc<dyn Directory>,
+        (first, head): (u32, u32),
+        head_start: u64,
+        end: u64,
+        writable: bool,
+    ) -> Result<Layout> {
+        if first > head {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                72,
+                format!("first chunk {first} after head {head}"),
+            ));
+        }
+        let mut chunks = Vec::new();
+        for seq in first..=head {
+            chunks.push(open_chunk(&*dir, seq, writable && seq == head)?);
+        }
+        if chunks.first().is_some_and(|chunk| chunk.start != PACK_HEADER_LEN) && first == 0 {
+            return Err(StoreError::corrupt(FileKind::Pack, 24, "the first chunk does not start at 16"));
+        }
+        if chunks.last().is_some_and(|chunk| chunk.start != head_start) {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                80,
+                format!("the head chunk starts at {head_start} in the control file, not in its header"),
+            ));
+        }
+        check_chunks(&chunks, end)?;
+        Ok(Layout {
+            dir,
+            writable,
+            extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
+            pending: Mutex::new(Pending { from: head, dir: false }),
+        })
+    }
+
+    /// The layout of whatever chunk files `dir` holds (for recovery and tools, which have no
+    /// trustworthy state): chunk 0 (or a format-2 `pack`) and the chunks that follow it without a
+    /// gap, read-only. The last one's file bounds the pack ([`Storage::len`]).
+    pub fn discover(dir: Arc<dyn Directory>) -> Result<Layout> {
+        let names = dir.list().map_err(|e| io_error(0, "list", e))?;
+        let mut seqs: Vec<u32> = names.iter().filter_map(|name| parse_chunk_name(name)).collect();
+        seqs.sort_unstable();
+        let mut chunks = vec![open_chunk(&*dir, 0, false)?];
+        for seq in seqs.into_iter().filter(|seq| *seq > 0) {
+            let Some(last) = chunks.last() else { break };
+            if seq != last.seq + 1 {
+                break;
+            }
+            let Ok(next) = open_chunk(&*dir, seq, false) else { break };
+            let last_len = last.file.len().map_err(|e| io_error(0, "stat", e))?;
+            if next.start < last.start || next.start > last.start + last_len.saturating_sub(last.data_at) {
+                break;
+            }
+            chunks.push(next);
+        }
+        Ok(Layout {
+            dir,
+            writable: false,
+            extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
+            pending: Mutex::new(Pending::default()),
+        })
+    }
+
+    fn extents(&self) -> std::sync::RwLockReadGuard<'_, Vec<Extent>> {
+        self.extents.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sequence number and start of the head chunk.
+    pub fn head(&self) -> (u32, u64) {
+        self.extents()
+            .last()
+            .and_then(Extent::as_chunk)
+            .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
+    }
+
+    /// Global start of the first chunk (16, or where the collected space ends).
+    pub fn first_chunk_start(&self) -> u64 {
+        self.extents().iter().find_map(Extent::as_chunk).map_or(PACK_HEADER_LEN, |chunk| chunk.start)
+    }
+
+    /// Sequence number of the first chunk.
+    pub fn first_seq(&self) -> u32 {
+        self.extents().iter().find_map(Extent::as_chunk).map_or(0, |chunk| chunk.seq)
+    }
+
+    /// Whether the head is a format-2 `pack` (never written by format 3: the writer rolls first).
+    pub fn head_is_legacy(&self) -> bool {
+        self.extents().last().and_then(Extent::as_chunk).is_some_and(|chunk| chunk.legacy)
+    }
+
+    /// The chunk files: name, global start and global end (`end` for the head).
+    pub fn chunk_files(&self, end: u64) -> Vec<(String, u64, u64)> {
+        let extents = self.extents();
+        extents
+            .iter()
+            .enumerate()
+            .filter_map(|(i, extent)| {
+                let range_end = extents.get(i + 1).map_or(end, Extent::start);
+                extent.as_chunk().map(|chunk| (chunk.name(), chunk.start, range_end))
+            })
+            .collect()
+    }
+
+    /// Sequence number and start of the chunk holding the last byte before `end` (the head of a
+    /// state whose pack ends at `end`).
+    pub fn chunk_before(&self, end: u64) -> (u32, u64) {
+        let extents = self.extents();
+        let index = extents.partition_point(|extent| extent.start() < end).saturating_sub(1);
+        extents
+            .get(index)
+            .and_then(Extent::as_chunk)
+            .map_or((0, PACK_HEADER_LEN), |chunk| (chunk.seq, chunk.start))
+    }
+
+    /// The chunk `seq`, if the layout holds it.
+    pub fn chunk_extent(&self, seq: u32) -> Option<ChunkExtent> {
+        self.extents().iter().filter_map(Extent::as_chunk).find(|chunk| chunk.seq == seq).cloned()
+    }
+
+    /// Number of chunk files.
+    pub fn chunk_count(&self) -> usize {
+        self.extents().iter().filter(|extent| extent.as_chunk().is_some()).count()
+    }
+
+    /// The file and position holding global offset `global`, with the global end of its extent
+    /// (`u64::MAX` for the head). An offset below the first extent is [`StoreError::Unmapped`].
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))] // the GC's seam; tests use it
+    pub fn resolve(&self, global: u64) -> Result<(Arc<dyn Storage>, u64, u64)> {
+        let extents = self.extents();
+        let index = extents.partition_point(|extent| extent.start() <= global);
+        let Some(extent) = index.checked_sub(1).and_then(|i| extents.get(i)) else {
+            return Err(StoreError::Unmapped { offset: global });
+        };
+        let (file, position) = extent.resolve(global)?;
+        Ok((file.clone(), position, extents.get(index).map_or(u64::MAX, Extent::start)))
+    }
+
+    /// Reads `buf.len()` bytes at global offset `global`, across extents if needed. An offset
+    /// below the first extent is [`StoreError::Unmapped`].
+    pub fn read(&self, global: u64, buf: &mut [u8]) -> Result<()> {
+        let extents = self.extents();
+        let mut at = global;
+        let mut done = 0usize;
+        while done < buf.len() {
+            let index = extents.partition_point(|extent| extent.start() <= at);
+            let Some(extent) = index.checked_sub(1).and_then(|i| extents.get(i)) else {
+                return Err(StoreError::Unmapped { offset: at });
+            };
+            let mut limit = extents.get(index).map_or(u64::MAX, Extent::start);
+            if let Extent::Segment(segment) = extent {
+                // Inside a segment, a read ends with its run. The first byte must be mapped; the
+                // bytes of a hole after it are never part of a record that starts in a run (records
+                // are copied whole): they read as zeros (a record running into them fails its
+                // checksum).
+                match segment.segment.locate(at) {
+                    Ok(slot) => limit = limit.min(at + slot.available),
+                    Err(e) if done == 0 => return Err(e),
+                    Err(_) => {
+                        let hole_end = segment.segment.next_run_after(at).unwrap_or(limit).min(limit);
+                        let take = usize::try_from((hole_end - at).min((buf.len() - done) as u64))
+                            .unwrap_or(buf.len() - done);
+                        buf.get_mut(done..done + take).unwrap_or_default().fill(0);
+                        done += take;
+                        at += take as u64;
+                        continue;
+                    }
+                }
+            }
+            let take =
+                usize::try_from((limit - at).min((buf.len() - done) as u64)).unwrap_or(buf.len() - done);
+            let (file, position) = extent.resolve(at)?;
+            let piece = buf.get_mut(done..done + take).unwrap_or_default();
+            file.read_at(position, piece).map_err(|e| match e.kind() {
+                ErrorKind::UnexpectedEof => StoreError::Truncated {
+                    file: FileKind::Pack,
+                    offset: at,
+                    len: take as u64,
+                    file_len: file.len().unwrap_or(0),
+                },
+                _ => io_error(at, "read", e),
+            })?;
+            done += take;
+            at += take as u64;
+        }
+        Ok(())
+    }
+
+    /// Starts chunk `head + 1` at global offset `start` (the pack's end): creates its file and
+    /// writes its header. The file, the previous head and the directory are synced by the next
+    /// [`Storage::sync`], before a control slot names the new chunk.
+    pub fn roll(&self, start: u64) -> Result<()> {
+        if !self.writable {
+            return Err(StoreError::ReadOnly);
+        }
+        let (seq, head_start) = self.head();
+        if start < head_start {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                start,
+                "a new chunk cannot start below the head",
+            ));
+        }
+        let seq = seq
+            .checked_add(1)
+            .ok_or_else(|| StoreError::TooLarge("chunk sequence numbers exhausted".into()))?;
+        let name = chunk_name(seq);
+        let file = self.dir.create(&name).map_err(|e| io_error(start, "create chunk", e))?;
+        file.write_at(0, &encode_chunk_header(seq, start))
+            .map_err(|e| io_error(start, "write chunk header", e))?;
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        extents.push(Extent::Chunk(ChunkExtent {
+            seq,
+            start,
+            data_at: CHUNK_HEADER_LEN,
+            legacy: false,
+            file,
+        }));
+        self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dir = true;
+        Ok(())
+    }
+
+    /// For a reader: opens the chunks a newer published state names (`first..=head`, the head
+    /// starting at `head_start`, the pack ending at `end`). Returns the number of chunks opened.
+    pub fn follow(&self, (first, head): (u32, u32), head_start: u64, end: u64) -> Result<usize> {
+        let (our_head, _) = self.head();
+        if first != self.first_seq() || head < our_head {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                72,
+                format!(
+                    "the published chunks {first}..={head} do not extend this reader's ({}..={our_head})",
+                    self.first_seq()
+                ),
+            ));
+        }
+        let mut chunks: Vec<ChunkExtent> = Vec::new();
+        for seq in our_head + 1..=head {
+            chunks.push(open_chunk(&*self.dir, seq, false)?);
+        }
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut all: Vec<ChunkExtent> = extents.iter().filter_map(Extent::as_chunk).cloned().collect();
+        all.extend(chunks.iter().cloned());
+        if all.last().is_some_and(|chunk| chunk.start != head_start) {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                80,
+                "the head chunk's start disagrees with its header",
+            ));
+        }
+        check_chunks(all.get(all.len().saturating_sub(chunks.len() + 1)..).unwrap_or_default(), end)?;
+        let opened = chunks.len();
+        extents.extend(chunks.into_iter().map(Extent::Chunk));
+        Ok(opened)
+    }
+
+    /// Opens sealed chunk `seq` again through the directory and puts the new file in place of the
+    /// one the layout holds (archive mode: once the chunk moved to the lower directory, this
+    /// releases the descriptor of the unlinked upper copy, and with it its disk space). Its header
+    /// must say the same start. Returns `false` when `seq` is the head or not in the layout.
+    pub fn reopen_chunk(&self, seq: u32) -> Result<bool> {
+        let (head, _) = self.head();
+        if seq >= head || seq < self.first_seq() {
+            return Ok(false);
+        }
+        let opened = open_chunk(&*self.dir, seq, false)?;
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let found = extents.iter_mut().find_map(|extent| match extent {
+            Extent::Chunk(chunk) if chunk.seq == seq => Some(chunk),
+            _ => None,
+        });
+        let Some(chunk) = found else { return Ok(false) };
+        if opened.start != chunk.start || opened.legacy != chunk.legacy {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                16,
+                format!(
+                    "{}: reopened, its header says start {} (was {})",
+                    chunk.name(),
+                    opened.start,
+                    chunk.start
+                ),
+            ));
+        }
+        chunk.file = opened.file;
+        Ok(true)
+    }
+
+    /// Archive mode, for a reader (on reload of an archived state): reopens the sealed chunks that
+    /// left the upper directory (moved to the lower one) while this layout held their upper copy,
+    /// so that the descriptors of the unlinked copies, and the disk space behind them, are
+    /// released. Chunks move from the bottom up, so the moved ones are a prefix of the layout's
+    /// chunks: a binary search with `open` in the upper directory finds its end (a few `open`s),
+    /// then the walk down from there reopens each chunk whose file is no longer the one its name
+    /// points to ([`Storage::check_identity`]) and stops at the first that still is (reopened
+    /// earlier, or opened from the lower directory). Returns the number of chunks reopened (0 on a
+    /// directory without a lower layer).
+    pub fn release_moved(&self) -> Result<usize> {
+        let Some((upper, _)) = self.dir.layers() else { return Ok(0) };
+        let (head, _) = self.head();
+        let chunks: Vec<ChunkExtent> = self
+            .extents()
+            .iter()
+            .filter_map(|extent| match extent {
+                Extent::Chunk(chunk) if chunk.seq < head => Some(chunk.clone()),
+                _ => None,
+            })
+            .collect();
+        let in_upper = |chunk: &ChunkExtent| match upper.open(&chunk.name(), false) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_error(chunk.start, "open", e)),
+        };
+        let (mut moved, mut above) = (0, chunks.len());
+        while moved < above {
+            let mid = moved + (above - moved) / 2;
+            match chunks.get(mid) {
+                Some(chunk) if !in_upper(chunk)? => moved = mid + 1,
+                _ => above = mid,
+            }
+        }
+        let mut reopened = 0;
+        for chunk in chunks.get(..moved).unwrap_or_default().iter().rev() {
+            if chunk.file.check_identity().is_ok() {
+                break;
+            }
+            self.reopen_chunk(chunk.seq)?;
+            reopened += 1;
+        }
+        Ok(reopened)
+    }
+
+    /// For a writer at open: removes chunk files above the head (created by a roll that was never
+    /// published) and syncs the directory if it removed any. Returns their names.
+    pub fn remove_orphans(&self) -> Result<Vec<String>> {
+        let (head, _) = self.head();
+        let names = self.dir.list().map_err(|e| io_error(0, "list", e))?;
+        let orphans: Vec<String> =
+            names.into_iter().filter(|name| parse_chunk_name(name).is_some_and(|seq| seq > head)).collect();
+        for name in &orphans {
+            self.dir.remove(name).map_err(|e| io_error(0, "remove orphan chunk", e))?;
+        }
+        if !orphans.is_empty() {
+            self.dir.sync().map_err(|e| io_error(0, "sync directory", e))?;
+        }
+        Ok(orphans)
+    }
+
+    /// Reads every chunk's header again and checks it and the file's length against the layout
+    /// (fsck): returns `(file name, problem)` pairs.
+    pub fn check_files(&self, end: u64) -> Vec<(String, String)> {
+        let chunks: Vec<ChunkExtent> = self.extents().iter().filter_map(Extent::as_chunk).cloned().collect();
+        let mut problems = self.check_segments();
+        for chunk in &chunks {
+            match open_chunk(&*self.dir, chunk.seq, false) {
+                Ok(found) if found.start == chunk.start && found.legacy == chunk.legacy => {}
+                Ok(found) => {
+                    problems.push((chunk.name(), format!("its header now says start {}", found.start)))
+                }
+                Err(e) => problems.push((chunk.name(), e.to_string())),
+            }
+        }
+        if let Err(e) = check_chunks(&chunks, end) {
+            problems.push((chunks.last().map(ChunkExtent::name).unwrap_or_default(), e.to_string()));
+        }
+        problems
+    }
+
+    /// Whether a sync is owed that the pack's length alone does not show (a chunk was created).
+    pub fn needs_sync(&self) -> bool {
+        self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dir
+    }
+
+    /// The whole pack as a format-2 image (16-byte pack header, then the records of every chunk
+    /// at their global offsets), up to the end of the head chunk's file.
+    pub fn flatten(&self) -> Result<Vec<u8>> {
+        let end = self.len().map_err(|e| io_error(0, "stat", e))?;
+        let len = usize::try_from(end).map_err(|_| StoreError::TooLarge("pack image".into()))?;
+        let mut image = vec![0u8; len];
+        if let Some(header) = image.get_mut(..PACK_HEADER_LEN as usize) {
+            header.copy_from_slice(&crate::format::codec::pack_header());
+        }
+        self.read(PACK_HEADER_LEN, image.get_mut(PACK_HEADER_LEN as usize..).unwrap_or_default())?;
+        Ok(image)
+    }
+}
+
+impl Storage for Layout {
+    /// The global end of what the head chunk's file holds.
+    fn len(&self) -> io::Result<u64> {
+        let extents = self.extents();
+        let Some(Extent::Chunk(head)) = extents.last() else { return Ok(PACK_HEADER_LEN) };
+        Ok(head.start + head.file.len()?.saturating_sub(head.data_at))
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.read(offset, buf).map_err(|e| match e {
+            StoreError::Truncated { .. } => io::Error::new(ErrorKind::UnexpectedEof, e.to_string()),
+            other => io::Error::other(other.to_string()),
+        })
+    }
+
+    /// Writes into the head chunk (the only one ever written).
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let extents = self.extents();
+        let Some(Extent::Chunk(head)) = extents.last() else {
+            return Err(io::Error::other("a layout without chunks"));
+        };
+        if offset < head.start || head.legacy || !self.writable {
+            return Err(io::Error::new(
+                ErrorKind::PermissionDenied,
+                format!("write at {offset} outside the head chunk {} (start {})", head.name(), head.start),
+            ));
+        }
+        head.file.write_at(head.data_at + (offset - head.start), data)
+    }
+
+    /// Syncs every chunk written since the last sync (the head; at a roll also the previous head
+    /// and the new file), then the directory when a chunk was created.
+    fn sync(&self) -> io::Result<()> {
+        let extents = self.extents();
+        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for chunk in extents.iter().filter_map(Extent::as_chunk).filter(|chunk| chunk.seq >= pending.from) {
+            chunk.file.sync()?;
+        }
+        if pending.dir {
+            self.dir.sync()?;
+            pending.dir = false;
+        }
+        pending.from = extents.last().and_then(Extent::as_chunk).map_or(0, |chunk| chunk.seq);
+        Ok(())
+    }
+
+    fn check_identity(&self) -> io::Result<()> {
+        match self.extents().last().and_then(Extent::as_chunk) {
+            Some(chunk) => chunk.file.check_identity(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::storage::MemDirectory;
+
+    /// Golden bytes of a chunk header (docs/format.md §3). A change here is a format change.
+    #[test]
+    fn golden_bytes_of_a_chunk_header() {
+        let header = encode_chunk_header(3, 0x0102_0304_0506);
+        let hex: String = header.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(
+            hex,
+            concat!(
+                "4c4152434843484b", // magic LARCHCHK
+                "03000000",         // version 3
+                "00000000",         // reserved
+                "0300000000000000", // seq 3
+                "0605040302010000", // start
+            )
+        );
+        assert_eq!(decode_chunk_header(&header, "chunk.000003").unwrap(), (3, 0x0102_0304_0506));
+        for byte in 0..16 {
+            let mut bad = header;
+            bad[byte] ^= 0x40;
+            assert!(decode_chunk_header(&bad, "x").is_err(), "byte {byte}");
+        }
+        assert!(decode_chunk_header(&header[..20], "x").is_err());
+    }
+
+    #[test]
+    fn chunk_names_round_trip_and_others_are_refused() {
+        assert_eq!(chunk_name(7), "chunk.000007");
+        assert_eq!(chunk_name(1_234_567), "chunk.1234567");
+        for seq in [0, 7, 999_999, 1_000_000, u32::MAX] {
+            assert_eq!(parse_chunk_name(&chunk_name(seq)), Some(seq));
+        }
+        for name in ["chunk.7", "chunk.0000007", "chunk.00000a", "pack", "chunk.", "chunk.-00001"] {
+            assert_eq!(parse_chunk_name(name), None, "{name}");
+        }
+    }
+
+    /// A layout over random chunk boundaries reads every global offset as a model flat pack does,
+    /// across chunk ends; an offset below the first chunk is `Unmapped`.
+    #[test]
+    fn reads_match_a_flat_model_across_rolls() {
+        use rand::Rng;
+        let (mut rng, seed) = larch_testkit::seeded_rng("layout_reads", 1);
+        let dir: Arc<dyn Directory> = Arc::new(MemDirectory::new());
+        Layout::create_first(&dir).unwrap();
+        let layout = Layout::open(dir.clone(), (0, 0), 16, 16, true).unwrap();
+        let mut model = vec![0u8; 16];
+        for _ in 0..40 {
+            if rng.random_bool(0.3) {
+                layout.roll(model.len() as u64).unwrap();
+            }
+            let data: Vec<u8> = (0..rng.random_range(1..300)).map(|_| rng.random()).collect();
+            layout.write_at(model.len() as u64, &data).unwrap();
+            model.extend_from_slice(&data);
+        }
+        layout.sync().unwrap();
+        assert_eq!(layout.len().unwrap(), model.len() as u64, "seed {seed}");
+        for _ in 0..500 {
+            let at = rng.random_range(16..model.len());
+            let len = rng.random_range(0..=(model.len() - at).min(700));
+            let mut buf = vec![0u8; len];
+            layout.read(at as u64, &mut buf).unwrap();
+            assert_eq!(buf, model[at..at + len], "seed {seed}: read {len} at {at}");
+        }
+        assert!(matches!(layout.read(3, &mut [0u8; 4]), Err(StoreError::Unmapped { offset: 3 })));
+        assert!(matches!(layout.resolve(15), Err(StoreError::Unmapped { offset: 15 })));
+        // Every chunk start resolves to position 32 of its own file; its end is the next start.
+        let files = layout.chunk_files(model.len() as u64);
+        for (i, (name, start, end)) in files.iter().enumerate().filter(|(_, (_, start, end))| start < end) {
+            let (_, position, extent_end) = layout.resolve(*start).unwrap();
+            assert_eq!(position, 32, "{name}");
+            if i + 1 < files.len() {
+                assert_eq!(extent_end, *end, "{name}");
+            }
+        }
+        assert_eq!(layout.flatten().unwrap()[16..], model[16..]);
+        // Reopened from its published state, and discovered from the files alone.
+        let (head, head_start) = layout.head();
+        let reopened = Layout::open(dir.clone(), (0, head), head_start, model.len() as u64, false).unwrap();
+        assert_eq!(reopened.flatten().unwrap(), layout.flatten().unwrap());
+        assert_eq!(Layout::discover(dir.clone()).unwrap().chunk_count(), layout.chunk_count());
+        // A published end past the head's file is refused.
+        assert!(Layout::open(dir, (0, head), head_start, model.len() as u64 + 1, false).is_err());
+        // Writes below the head are refused.
+        if head > 0 {
+            assert!(layout.write_at(16, b"x").is_err());
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! GC segments in the layout (docs/gc-design.md §3, docs/format.md §3.8): segment file names, the
+//! [`SegmentExtent`] of a layout, opening the segments a control slot names, and the layout's
+//! operations that involve collected space: opening a published state's layout, a reader's swap to
+//! a newer one, the worker's snapshot, the writer's switch (`collect`), and the cleanup and checks
+//! of the files a state does not name.
+
+use super::{Extent, Layout, Pending, io_error, open_chunk};
+use crate::error::{FileKind, Result, StoreError};
+use crate::format::codec::PACK_HEADER_LEN;
+use crate::format::control::SegmentRef;
+use crate::format::names::{LEGACY_PACK, parse_chunk_name, parse_segment_name};
+use crate::io::storage::Directory;
+use crate::pack::segment::Segment;
+use std::io::ErrorKind;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A GC segment of the layout: the live records of a collected range (docs/gc-design.md §3.3).
+#[derive(Clone, Debug)]
+pub struct SegmentExtent {
+    /// What the control slot says of it.
+    pub reference: SegmentRef,
+    /// The opened, validated segment.
+    pub segment: Arc<Segment>,
+}
+
+impl SegmentExtent {
+    /// The file's name.
+    pub fn name(&self) -> String {
+        self.reference.file_name()
+    }
+}
+
+/// Opens and validates the segments a control slot names: each file's header, mapping and footer
+/// ([`Segment::open`]), and its generation, range, length and footer CRC against the slot's.
+fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<SegmentExtent>> {
+    let mut out = Vec::with_capacity(references.len());
+    let mut previous_end = PACK_HEADER_LEN;
+    for reference in references {
+        let name = reference.file_name();
+        let corrupt = |reason: String| StoreError::corrupt(FileKind::Segment, 0, format!("{name}: {reason}"));
+        if reference.range_start != previous_end {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                96,
+                format!(
+                    "{name} starts at {}, not where the previous range ends ({previous_end})",
+                    reference.range_start
+                ),
+            ));
+        }
+        previous_end = reference.range_end;
+        if let Some(seq) = reference.kept_chunk() {
+            // A chunk kept in place: its header, start and length as the slot names them.
+            let chunk = open_chunk(dir, seq, false)?;
+            let file_len = chunk.file.len().map_err(|e| io_error(0, "stat", e))?;
+            if chunk.legacy || chunk.start != reference.range_start || file_len != reference.file_len {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    0,
+                    format!(
+                        "{}: the chunk (start {}, {file_len} bytes) is not the one the control file keeps in place",
+                        reference.file_name(),
+                        chunk.start
+                    ),
+                ));
+            }
+            let range = (reference.range_start, reference.range_end);
+            let segment = Segment::over_chunk(chunk.file, reference.generation, range, chunk.data_at)?;
+            out.push(SegmentExtent { reference: *reference, segment: Arc::new(segment) });
+            continue;
+        }
+        let file = match dir.open(&name, false) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(corrupt("missing segment file".into())),
+            Err(e) => return Err(StoreError::io(FileKind::Segment, 0, "open", e)),
+        };
+        let segment = Segment::open(file)?;
+        let header = segment.header();
+        let summary = segment.summary();
+        if header.generation != reference.generation
+            || header.range_start != reference.range_start
+            || header.range_end != reference.range_end
+            || summary.file_len != reference.file_len
+            || summary.footer_crc != reference.footer_crc
+        {
+            return Err(corrupt(format!(
+                "the file (generation {}, range [{}, {}), {} bytes, footer CRC {:#010x}) is not the one the \
+                 control file names",
+                header.generation, header.range_start, header.range_end, summary.file_len, summary.footer_crc
+            )));
+        }
+        out.push(SegmentExtent { reference: *reference, segment: Arc::new(segment) });
+    }
+    Ok(out)
+}
+
+impl Layout {
+    /// [`Layout::discover`] for a collected store whose published state is `state` (recovery):
+    /// its segments (checked against the slot), then the chunks present from `state.first_chunk`
+    /// on without a gap, read-only.
+    pub fn discover_collected(
+        dir: Arc<dyn Directory>,
+        state: &crate::format::control::ControlState,
+    ) -> Result<Layout> {
+        let segments = open_segments(&*dir, &state.segments)?;
+        let expected = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
+        let mut chunks = vec![open_chunk(&*dir, state.first_chunk, false)?];
+        if chunks.first().is_some_and(|chunk| chunk.start != expected) {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                24,
+                "the first live chunk does not join the segments",
+            ));
+        }
+        while let Some(last) = chunks.last() {
+            let Some(seq) = last.seq.checked_add(1) else { break };
+            let Ok(next) = open_chunk(&*dir, seq, false) else { break };
+            let last_len = last.file.len().map_err(|e| io_error(0, "stat", e))?;
+            if next.start < last.start || next.start > last.start + last_len.saturating_sub(last.data_at) {
+                break;
+            }
+            chunks.push(next);
+        }
+        let extents = segments.into_iter().map(Extent::Segment).chain(chunks.into_iter().map(Extent::Chunk));
+        Ok(Layout {
+            dir,
+            writable: false,
+            extents: RwLock::new(extents.collect()),
+            pending: Mutex::new(Pending::default()),
+        })
+    }
+
+    /// Opens the layout a published state names: its GC segments (each checked against the
+    /// slot: header, length, footer CRC), then its chunks `first_chunk..=head_chunk`, the first
+    /// of which starts where the last segment ends (16 without segments).
+    pub fn open_state(
+        dir: Arc<dyn Directory>,
+        state: &crate::format::control::ControlState,
+        writable: bool,
+    ) -> Result<Layout> {
+        let segments = open_segments(&*dir, &state.segments)?;
+        let layout = Layout::open(
+            dir,
+            (state.first_chunk, state.head_chunk),
+            state.head_start,
+            state.pack_end,
+            writable,
+        )?;
+        let expected_start = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
+        let first_start = layout.extents().first().map_or(PACK_HEADER_LEN, Extent::start);
+        if first_start != expected_start {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                72,
+                format!(
+                    "the first live chunk {} starts at {first_start}, not where the collected space ends \
+                     ({expected_start})",
+                    state.first_chunk
+                ),
+            ));
+        }
+        if !segments.is_empty() {
+            let mut extents = layout.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let chunks = std::mem::take(&mut *extents);
+            extents.extend(segments.into_iter().map(Extent::Segment));
+            extents.extend(chunks);
+        }
+        Ok(layout)
+    }
+
+    /// Takes the extents of `other` (a reader's reload across a GC: the same global offsets, new
+    /// files). Descriptors of files no longer named are closed when their last user drops them.
+    pub fn replace_with(&self, other: Layout) {
+        let new = other.extents.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *extents = new;
+    }
+
+    /// A read-only copy of this layout as it is now (the same open files): what a GC worker
+    /// reads while the writer appends and rolls.
+    pub fn snapshot(&self) -> Layout {
+        Layout {
+            dir: self.dir.clone(),
+            writable: false,
+            extents: RwLock::new(self.extents().clone()),
+            pending: Mutex::new(Pending::default()),
+        }
+    }
+
+    /// The directory holding the files.
+    pub fn directory(&self) -> &Arc<dyn Directory> {
+        &self.dir
+    }
+
+    /// The GC segments, by increasing range.
+    pub fn segments(&self) -> Vec<SegmentExtent> {
+        self.extents()
+            .iter()
+            .filter_map(|extent| match extent {
+                Extent::Segment(segment) => Some(segment.clone()),
+                Extent::Chunk(_) => None,
+            })
+            .collect()
+    }
+
+    /// Sequence number and start of the chunk holding global offset `global`.
+    pub fn chunk_holding(&self, global: u64) -> Option<(u32, u64)> {
+        let extents = self.extents();
+        let index = extents.partition_point(|extent| extent.start() <= global);
+        extents.get(index.checked_sub(1)?).and_then(Extent::as_chunk).map(|chunk| (chunk.seq, chunk.start))
+    }
+
+    /// The switch of a GC: the segment `new` replaces every segment whose range starts at or
+    /// above its start (merged into it) and every chunk below `first_chunk`. Returns the names of
+    /// the files no longer in the layout (to unlink once no published slot names them).
+    ///
+    /// `kept_chunk`, a chunk the GC keeps in place (read as a segment), joins the segments
+    /// below `new` instead of being retired.
+    pub fn collect(
+        &self,
+        new: Option<SegmentExtent>,
+        first_chunk: u32,
+        kept_chunk: Option<SegmentExtent>,
+    ) -> Vec<String> {
+        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let merged_from = new.as_ref().map_or(u64::MAX, |segment| segment.reference.range_start);
+        let kept_seq = kept_chunk.as_ref().and_then(|segment| segment.reference.kept_chunk());
+        let mut retired = Vec::new();
+        let mut kept = Vec::with_capacity(extents.len());
+        for extent in extents.drain(..) {
+            let drop = match &extent {
+                Extent::Chunk(chunk) => chunk.seq < first_chunk,
+                Extent::Segment(segment) => segment.reference.range_start >= merged_from,
+            };
+            if !drop {
+                kept.push(extent);
+                continue;
+            }
+            if matches!(&extent, Extent::Chunk(chunk) if Some(chunk.seq) == kept_seq) {
+                continue; // Replaced by its segment view, below.
+            }
+            retired.push(match &extent {
+                Extent::Chunk(chunk) => chunk.name(),
+                Extent::Segment(segment) => segment.name(),
+            });
+        }
+        let split = kept.iter().position(|extent| extent.as_chunk().is_some()).unwrap_or(kept.len());
+        let chunks = kept.split_off(split);
+        kept.extend(kept_chunk.map(Extent::Segment));
+        kept.extend(new.map(Extent::Segment));
+        kept.extend(chunks);
+        *extents = kept;
+        retired
+    }
+
+    /// For a writer at open (after a crash): removes the files of the store directory the
+    /// published state does not name: chunks below the first live chunk (retired by a GC whose
+    /// deletion did not happen) and segments of other generations (written by a GC that never
+    /// switched, or merged away). Syncs the directory if it removed any. Returns their names.
+    pub fn remove_unnamed(&self) -> Result<Vec<String>> {
+        let first = self.first_seq();
+        let named: Vec<u64> = self.segments().iter().map(|segment| segment.reference.generation).collect();
+        let kept: Vec<u32> =
+            self.segments().iter().filter_map(|segment| segment.reference.kept_chunk()).collect();
+        let names = self.dir.list().map_err(|e| io_error(0, "list", e))?;
+        let unnamed: Vec<String> = names
+            .into_iter()
+            .filter(|name| {
+                parse_chunk_name(name).is_some_and(|seq| seq < first && !kept.contains(&seq))
+                    || parse_segment_name(name).is_some_and(|generation| !named.contains(&generation))
+                    || (first > 0 && name == LEGACY_PACK)
+            })
+            .collect();
+        for name in &unnamed {
+            // Already gone: a previous handle's background unlink of retired files got there first.
+            match self.dir.remove(name) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_error(0, "remove unnamed file", e));
+                }
+                _ => {}
+            }
+        }
+        if !unnamed.is_empty() {
+            self.dir.sync().map_err(|e| io_error(0, "sync directory", e))?;
+        }
+        Ok(unnamed)
+    }
+
+    /// Bytes of records the layout holds: the segments' runs and the chunks' ranges up to `end`.
+    pub fn stored_bytes(&self, end: u64) -> u64 {
+        let extents = self.extents();
+        let mut total = 0;
+        for (i, extent) in extents.iter().enumerate() {
+            total += match extent {
+                Extent::Segment(segment) => segment.segment.summary().record_bytes,
+                Extent::Chunk(chunk) => {
+                    extents.get(i + 1).map_or(end, Extent::start).saturating_sub(chunk.start)
+                }
+            };
+        }
+        total
+    }
+
+    /// The segment files: name, global range and bytes of records kept.
+    pub fn segment_files(&self) -> Vec<(String, u64, u64, u64)> {
+        self.segments()
+            .iter()
+            .map(|segment| {
+                let reference = segment.reference;
+                (
+                    segment.name(),
+                    reference.range_start,
+                    reference.range_end,
+                    segment.segment.summary().record_bytes,
+                )
+            })
+            .collect()
+    }
+
+    /// Opens every segment again and checks it against the layout (fsck).
+    pub(super) fn check_segments(&self) -> Vec<(String, String)> {
+        let segments = self.segments();
+        let mut problems = Vec::new();
+        let references: Vec<SegmentRef> = segments.iter().map(|segment| segment.reference).collect();
+        if let Err(e) = open_segments(&*self.dir, &references) {
+            problems.push((segments.first().map(SegmentExtent::name).unwrap_or_default(), e.to_string()));
+        }
+        for segment in &segments {
+            // Each run must hold whole framed records.
+            for (global, position, len) in segment.segment.runs() {
+                let mut at = 0u64;
+                while at < len {
+                    let mut head = [0u8; 11];
+                    let take = usize::try_from((len - at).min(11)).unwrap_or(0);
+                    let piece = head.get_mut(..take).unwrap_or_default();
+                    if segment.segment.storage().read_at(position + at, piece).is_err() {
+                        problems.push((segment.name(), format!("run at {global} cannot be read")));
+                        break;
+                    }
+                    match crate::format::codec::record_len(piece, global + at) {
+                        Ok(total) if at + total <= len => at += total,
+                        _ => {
+                            problems.push((
+                                segment.name(),
+                                format!("run at {global}: no whole record at global offset {}", global + at),
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        problems
+    }
+}

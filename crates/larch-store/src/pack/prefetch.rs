@@ -1,0 +1,210 @@
+//! Reading a large directory's sub-directories ahead, on a thread of its own, while many of them
+//! are being read cold.
+//!
+//! A Tezos cycle's end rewrites thousands of accounts spread over the inode leaves of one huge
+//! directory (`contracts/index`), most of them not read for hundreds of blocks: the reading
+//! thread then spends most of its time reading and decoding them one by one while the other core
+//! idles. A tree tells its source the inode leaf each such sub-directory was found in
+//! ([`larch_core::ObjectSource::load_node_among`]). Once more than [`STORM_MISSES`] of these
+//! loads missed the cache since the store's last checkout or pipelined commit (a count older
+//! than [`STORM_WINDOW`] starts again at its next miss; the loads of all the store's trees count
+//! together), the other stored
+//! sub-directories of the leaf of each further miss are read into the cache by the prefetching
+//! thread, where the reading thread then finds them. Each leaf is handed over once per count. A
+//! regular block misses at most about 1,100 of them (the default replay), a large burst about
+//! 16,000.
+//!
+//! Leaves still waiting when a new tree starts (the storm's block is over) are dropped unread: with
+//! ten times the default's accounts, the thread went on reading a cycle's leaves for dozens of
+//! blocks after it, and a reading thread used none of those nodes.
+
+use larch_core::{Entry, Hash, Name, NodeRef, StoreId};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Mutex, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use crate::pack::reader::PackSource;
+
+/// Misses of sub-directories found in inode leaves since the last checkout (or pipelined commit), past
+/// which the leaves of further misses are read ahead.
+pub(crate) const STORM_MISSES: u32 = 2048;
+/// A count started longer ago than this starts again from zero at the next miss (a tree read for a
+/// long time without a checkout; a fixed window, not a sliding one: a storm that straddles its end
+/// counts again from zero).
+const STORM_WINDOW: Duration = Duration::from_secs(1);
+/// Leaves waiting for the prefetching thread at most; past it a leaf is not read ahead.
+const LEAVES_WAITING: usize = 4096;
+/// Leaves remembered as handed over at most (then forgotten, and possibly handed over again).
+const LEAVES_REMEMBERED: usize = 1 << 16;
+
+/// The prefetching thread's priority (nice, on Linux): it yields the CPU to the threads whose work
+/// the reading thread waits for (the trace reader of a replay, the commit thread) when they
+/// compete for it.
+const PREFETCH_NICE: i32 = 19;
+
+/// One leaf's stored sub-directories to read ahead.
+struct Batch {
+    /// The count it was handed over in ([`Prefetcher::count`]): once that count has ended, the
+    /// batch is dropped unread.
+    count: u64,
+    /// `(offset, hash)` of each sub-directory.
+    nodes: Vec<(u64, Hash)>,
+}
+
+/// The detector of cold-read storms and the channel to the prefetching thread (started at the
+/// first storm).
+pub(crate) struct Prefetcher {
+    source: Weak<PackSource>,
+    /// The current count's number: how many trees were started ([`Prefetcher::new_tree`]).
+    count: AtomicU64,
+    /// When this prefetcher was made: the origin of `window_start`.
+    created: Instant,
+    /// The start of the current count, in milliseconds since `created`.
+    window_start: AtomicU64,
+    /// Misses counted since `window_start`.
+    misses: AtomicU32,
+    /// The leaves handed over in the current count, by their first stored sub-directory.
+    sent: Mutex<HashSet<u64>>,
+    sender: OnceLock<Option<SyncSender<Batch>>>,
+    /// Leaves handed to the thread.
+    pub leaves_sent: AtomicU64,
+    /// Sub-directories the thread read into the cache.
+    pub nodes_read: AtomicU64,
+    /// Leaves the thread is done with (read or dropped).
+    pub leaves_done: AtomicU64,
+    /// Leaves the thread dropped unread: their count had ended (the storm's block is over).
+    pub leaves_dropped: AtomicU64,
+}
+
+impl std::fmt::Debug for Prefetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefetcher")
+            .field("leaves_sent", &self.leaves_sent.load(Ordering::Relaxed))
+            .field("nodes_read", &self.nodes_read.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prefetcher {
+    /// A prefetcher reading into `source`'s cache.
+    pub fn new(source: Weak<PackSource>) -> Prefetcher {
+        Prefetcher {
+            source,
+            count: AtomicU64::new(0),
+            created: Instant::now(),
+            window_start: AtomicU64::new(0),
+            misses: AtomicU32::new(0),
+            sent: Mutex::new(HashSet::new()),
+            sender: OnceLock::new(),
+            leaves_sent: AtomicU64::new(0),
+            nodes_read: AtomicU64::new(0),
+            leaves_done: AtomicU64::new(0),
+            leaves_dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A tree was checked out, or handed to a pipelined writer's commit (the caller's next block
+    /// starts): misses are counted from zero. A plain `Repo::commit` does not reset the count (a
+    /// pipelined writer calls it on its commit thread, in the middle of the next block).
+    pub fn new_tree(&self) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.restart(self.now_ms());
+    }
+
+    fn restart(&self, now_ms: u64) {
+        self.window_start.store(now_ms, Ordering::Relaxed);
+        if self.misses.swap(0, Ordering::Relaxed) > STORM_MISSES {
+            self.sent.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        }
+    }
+
+    /// Counts a miss of a sub-directory found in an inode leaf: whether the misses are a storm.
+    fn storm(&self) -> bool {
+        let now = self.now_ms();
+        let window = u64::try_from(STORM_WINDOW.as_millis()).unwrap_or(u64::MAX);
+        if now.saturating_sub(self.window_start.load(Ordering::Relaxed)) > window {
+            self.restart(now);
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed).saturating_add(1) > STORM_MISSES
+    }
+
+    /// Notes that the sub-directory at `missed`, found in the inode leaf `leaf` of store `store`,
+    /// missed the cache; during a storm, hands the leaf's other stored sub-directories to the
+    /// prefetching thread (once per leaf).
+    pub fn missed(&self, missed: u64, leaf: &[(Name, Entry)], store: StoreId) {
+        if !self.storm() {
+            return;
+        }
+        let stored = |(_, entry): &(Name, Entry)| match entry {
+            Entry::Node(NodeRef::Stored { hash, key }) => key.offset_in(store).map(|offset| (offset, *hash)),
+            _ => None,
+        };
+        let Some(first) = leaf.iter().filter_map(stored).map(|(offset, _)| offset).min() else { return };
+        {
+            let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+            if sent.len() >= LEAVES_REMEMBERED {
+                sent.clear();
+            }
+            if !sent.insert(first) {
+                return;
+            }
+        }
+        let nodes: Vec<_> = leaf.iter().filter_map(stored).filter(|(offset, _)| *offset != missed).collect();
+        if nodes.is_empty() {
+            return;
+        }
+        let Some(sender) = self.sender.get_or_init(|| self.spawn()) else { return };
+        match sender.try_send(Batch { count: self.count.load(Ordering::Relaxed), nodes }) {
+            Ok(()) => {
+                self.leaves_sent.fetch_add(1, Ordering::Relaxed);
+            }
+            // A full queue: this leaf is read by the reading thread as it needs it.
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Starts the prefetching thread (`None` if it cannot be started: then nothing is read ahead).
+    fn spawn(&self) -> Option<SyncSender<Batch>> {
+        let (sender, receiver) = sync_channel::<Batch>(LEAVES_WAITING);
+        let source = self.source.clone();
+        std::thread::Builder::new()
+            .name("larch-prefetch".into())
+            .spawn(move || prefetch_loop(&source, &receiver))
+            .ok()
+            .map(|_| sender)
+    }
+}
+
+/// Reads the batches into the cache until the source is dropped (its sender with it). A read that
+/// fails is left to the reading thread, which meets the error itself if it needs the node.
+fn prefetch_loop(source: &Weak<PackSource>, receiver: &Receiver<Batch>) {
+    crate::gc::worker::lower_priority(PREFETCH_NICE);
+    for batch in receiver {
+        let Some(source) = source.upgrade() else { return };
+        let prefetch = source.prefetch();
+        if batch.count != prefetch.count.load(Ordering::Relaxed) {
+            prefetch.leaves_dropped.fetch_add(1, Ordering::Relaxed);
+            prefetch.leaves_done.fetch_add(1, Ordering::Release);
+            continue;
+        }
+        let mut read = 0;
+        for (offset, hash) in batch.nodes {
+            if !source.reader.is_cached(offset)
+                && source.reader.node_read(offset, &hash, crate::format::patch::MAX_CHAIN, true).is_ok()
+            {
+                read += 1;
+            }
+        }
+        prefetch.nodes_read.fetch_add(read, Ordering::Relaxed);
+        prefetch.leaves_done.fetch_add(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests;

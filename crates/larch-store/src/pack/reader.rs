@@ -1,0 +1,691 @@
+//! Reading the pack: records out of the storage (a memory map for files), checked, decoded and kept
+//! in a byte-bounded cache of decoded nodes and contents keyed by offset. This is the
+//! [`ObjectSource`] of every tree checked out of a store.
+
+use crate::error::{FileKind, Result, StoreError};
+use crate::format::codec::{self, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
+use crate::format::patch;
+use crate::pack::graveyard::Graveyard;
+use crate::pack::layout::Layout;
+use crate::pack::prefetch::Prefetcher;
+use larch_core::{
+    Contents, Entry, Hash, HeldKeys, LoadError, Name, Node, NodeBody, ObjectKey, ObjectSource, StoreId,
+};
+use quick_cache::Weighter;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes read at once for a record: its header and most records (a larger one takes a second
+/// read). Most records read on a miss are patches and small directories (~100 B): on the default
+/// trace 256 needs 2% more read calls than 512 but copies half the bytes (find/mem 3–6% faster);
+/// 160 needs 5% more calls and is slower again. (2 KB was 10–15% slower than 512.)
+const FIRST_READ: u64 = 256;
+
+/// Default byte budget of the decoded-object cache. 152 MiB (was 128) since commits prime the
+/// cache with their upper levels only (`repo.rs`, `PRIME_FRACTION`), which lowered the peak RSS of
+/// the default trace by ~50 MiB: part of it buys a higher hit ratio (80.1% → 81.1%, 5% fewer
+/// misses) at a peak RSS still below the one of 128 MiB with full priming (254 against 258 MiB).
+pub const DEFAULT_CACHE_BYTES: u64 = 152 << 20;
+
+/// Under a [`crate::PipelinedRepo`], the nodes written in this many last bytes of the pack stay
+/// in the carried tree's memory when their parent is copied for a change (older ones are referred
+/// to by key, [`larch_core::Node::detached_copy`]). They are the nodes the next blocks read most:
+/// referred to by key, each was read from the pack again (a patch and its base, decoded and
+/// cached) soon after it was written. 1 MiB (a dozen regular blocks' records): the default replay
+/// 1.10–1.16× faster than with none (one build, alternated runs), peak RSS +20 MiB; 2 and 4 MiB
+/// were no faster and held 12–35 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
+pub const RECENT_IN_MEMORY: u64 = 1 << 20;
+
+/// Under a [`crate::PipelinedRepo`], the inode trees (the roots and inner inodes of directories
+/// above 256 entries) written in this many last bytes of the pack stay in the carried tree's
+/// memory as well. There are few of them (one per 32 to 256 entries below) but each is read
+/// again soon: the flat-key benchmark's 8,448 inode trees are reread every ~9 batches on average
+/// (~3.5 MiB of pack; 16 MiB covers nearly every gap, 4 MiB two thirds of them), and were 613k of
+/// its 1.63M cache misses (the pipelined writer primes the cache with few of the records it
+/// writes). 16 MiB: flat keys 1.09× (median of 7 pairs; misses 1.63M → 0.88M, peak RSS +25–35
+/// MiB), the default replay at the same CPU time, its misses 3.5% fewer (docs/benchmarks.md,
+/// "Issue 11, twentieth round").
+pub const RECENT_INODES_IN_MEMORY: u64 = 16 << 20;
+
+#[derive(Clone)]
+enum CachedObject {
+    Node(Arc<Node>),
+    Contents(Arc<Contents>),
+}
+
+#[derive(Clone)]
+struct CacheItem {
+    object: CachedObject,
+    weight: u32,
+    /// For nodes: the patch chain length of the record (0 for a full record).
+    chain: u8,
+    /// For nodes: the first 8 bytes of the node's hash, checked against the reference on a hit.
+    /// Kept here, next to the cache's own entry, so that a hit does not read the node's hash (a
+    /// cache line of its own, one more memory access per hit, which the lookups rarely need).
+    hash_prefix: u64,
+}
+
+/// The first 8 bytes of `hash`, as an integer.
+fn hash_prefix(hash: &Hash) -> u64 {
+    let bytes = hash.as_bytes();
+    let mut prefix = [0u8; 8];
+    prefix.copy_from_slice(bytes.get(..8).unwrap_or(&[0; 8]));
+    u64::from_le_bytes(prefix)
+}
+
+#[derive(Clone)]
+struct ItemWeight;
+
+/// The cache's evictions, collected during an insert (instead of dropped under the shard's lock)
+/// and handed to the reader's [`Graveyard`] after it.
+#[derive(Clone, Default)]
+struct Evictions;
+
+impl quick_cache::Lifecycle<u64, CacheItem> for Evictions {
+    type RequestState = Vec<CacheItem>;
+
+    fn begin_request(&self) -> Vec<CacheItem> {
+        Vec::new()
+    }
+
+    fn on_evict(&self, evicted: &mut Vec<CacheItem>, _offset: u64, item: CacheItem) {
+        evicted.push(item);
+    }
+}
+
+type ObjectCache =
+    quick_cache::sync::Cache<u64, CacheItem, ItemWeight, quick_cache::DefaultHashBuilder, Evictions>;
+
+impl Weighter<u64, CacheItem> for ItemWeight {
+    fn weight(&self, _key: &u64, item: &CacheItem) -> u64 {
+        u64::from(item.weight)
+    }
+}
+
+/// An estimate of the heap bytes a decoded node holds.
+pub(crate) fn node_weight(node: &Node) -> u32 {
+    body_weight(node.body())
+}
+
+/// The bytes of one entry of a decoded directory (its name's handle and its target).
+const ENTRY_BYTES: usize = std::mem::size_of::<(larch_core::Name, larch_core::Entry)>();
+
+/// An estimate of the heap bytes a decoded node body holds.
+pub(crate) fn body_weight(body: &NodeBody) -> u32 {
+    let bytes = match body {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => entries
+            .iter()
+            .map(|(name, entry)| {
+                let inline = match entry {
+                    larch_core::Entry::Contents(larch_core::ContentsRef::Mem(c)) => 56 + c.len(),
+                    // A piece of the buffer the node's names are in.
+                    larch_core::Entry::Contents(larch_core::ContentsRef::Inline(v)) => v.as_bytes().len(),
+                    _ => 0,
+                };
+                ENTRY_BYTES + name.len() + inline
+            })
+            .sum::<usize>(),
+        NodeBody::Tree(tree) => tree.children.len() * 56,
+    };
+    u32::try_from(bytes + 120).unwrap_or(u32::MAX)
+}
+
+/// Counters of the read path.
+#[derive(Debug, Default)]
+pub(crate) struct ReadCounters {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub records_read: AtomicU64,
+}
+
+/// The read side of a pack: storage, published end, cache, counters.
+pub(crate) struct PackReader {
+    /// The identity of the keys this reader hands out and accepts.
+    store: StoreId,
+    layout: Arc<Layout>,
+    end: AtomicU64,
+    cache: ObjectCache,
+    /// Where evicted items go to be dropped on another thread.
+    graveyard: Graveyard<CacheItem>,
+    cache_capacity: u64,
+    /// Rehash every object loaded (and compare full hashes on cache hits): tampering is then
+    /// detected on reads, not only by fsck ([`crate::RepoOptions::verify_on_load`]).
+    verify: bool,
+    /// Copy-on-write refers to in-memory children this store holds by key
+    /// ([`ObjectSource::held_keys`]): set while a [`crate::PipelinedRepo`] carries trees from
+    /// commit to commit.
+    detach: std::sync::atomic::AtomicBool,
+    /// While detaching: the nodes written in this many last bytes of the pack stay in memory
+    /// ([`RECENT_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: none).
+    recent_window: AtomicU64,
+    /// While detaching: the inode trees written in this many last bytes of the pack stay in memory
+    /// ([`RECENT_INODES_IN_MEMORY`] under a [`crate::PipelinedRepo`]; 0: only those of
+    /// `recent_window`).
+    recent_inodes_window: AtomicU64,
+    pub counters: ReadCounters,
+}
+
+impl fmt::Debug for PackReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PackReader")
+            .field("end", &self.end())
+            .field("cache_bytes", &self.cache.weight())
+            .field("cache_entries", &self.cache.len())
+            .finish()
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Parses a record header (kind byte and LEB128 body length) from its first bytes.
+fn parse_head(head: &[u8], offset: u64) -> Result<(RecordKind, u64, usize)> {
+    let corrupt = |reason: String| StoreError::corrupt(FileKind::Pack, offset, reason);
+    let kind_byte = head.first().copied().ok_or_else(|| corrupt("empty record".into()))?;
+    let kind = RecordKind::from_byte(kind_byte)
+        .ok_or_else(|| corrupt(format!("unknown record kind {kind_byte}")))?;
+    let mut cursor = codec::Cursor::new(head.get(1..).unwrap_or_default(), FileKind::Pack, offset);
+    let len = cursor.leb()?;
+    if len > MAX_BODY_LEN {
+        return Err(corrupt(format!("record body of {len} bytes")));
+    }
+    let mut head_len = 2;
+    let mut rest = len >> 7;
+    while rest > 0 {
+        head_len += 1;
+        rest >>= 7;
+    }
+    Ok((kind, len, head_len))
+}
+
+/// The share of the cache's budget for the items read more than once (quick_cache's "hot" part;
+/// the rest holds the items new to the cache, a node just read or written). quick_cache's default
+/// (0.97) leaves 3% to the new ones: a node the flat-key benchmark reads then rewrites 32 commits
+/// later was evicted before its second read. At one half, the flat-key benchmark misses 12% less
+/// (1.87M → 1.63M at 1M keys) and the default replay is unchanged (1.40M misses either way;
+/// docs/benchmarks.md, "Issue 11, tenth round").
+const CACHE_HOT_SHARE: f64 = 0.5;
+
+/// A cache of `cache_bytes` expected to hold about `items` items, with [`CACHE_HOT_SHARE`].
+fn new_cache(items: usize, cache_bytes: u64) -> ObjectCache {
+    let cache_bytes = cache_bytes.max(1);
+    let mut options = quick_cache::OptionsBuilder::new();
+    options.estimated_items_capacity(items).weight_capacity(cache_bytes).hot_allocation(CACHE_HOT_SHARE);
+    match options.build() {
+        Ok(options) => ObjectCache::with_options(options, ItemWeight, Default::default(), Evictions),
+        // Fails only when a setting is missing (both are set): quick_cache's defaults then.
+        Err(_) => ObjectCache::with(items, cache_bytes, ItemWeight, Default::default(), Evictions),
+    }
+}
+
+impl PackReader {
+    /// Reads `buf.len()` raw bytes of the pack at global offset `offset` (no cache, no checks).
+    pub fn read_raw(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.layout.read(offset, buf)
+    }
+
+    /// The layout of the pack's files.
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    /// A reader of `layout` whose published end is `end`, with a cache of `cache_bytes`.
+    pub fn new(layout: Arc<Layout>, end: u64, cache_bytes: u64) -> PackReader {
+        let items = usize::try_from(cache_bytes / 512).unwrap_or(1 << 20).max(16);
+        PackReader {
+            store: StoreId::fresh(),
+            layout,
+            end: AtomicU64::new(end),
+            cache: new_cache(items, cache_bytes),
+            graveyard: Graveyard::new(),
+            cache_capacity: cache_bytes,
+            verify: false,
+            detach: std::sync::atomic::AtomicBool::new(false),
+            recent_window: AtomicU64::new(0),
+            recent_inodes_window: AtomicU64::new(0),
+            counters: ReadCounters::default(),
+        }
+    }
+
+    /// Whether copy-on-write of this store's trees refers to in-memory children by key
+    /// ([`ObjectSource::held_keys`]).
+    pub fn set_detach(&self, detach: bool) {
+        self.detach.store(detach, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// While detaching, the nodes written in the last `bytes` of the pack stay in memory when their
+    /// parent is copied ([`larch_core::HeldKeys::recent_from`]; 0: none).
+    pub fn set_recent_window(&self, bytes: u64) {
+        self.recent_window.store(bytes, Ordering::Relaxed);
+    }
+
+    /// While detaching, the inode trees written in the last `bytes` of the pack stay in memory
+    /// when their parent is copied ([`larch_core::HeldKeys::recent_inodes_from`]; 0: only those
+    /// of [`set_recent_window`](PackReader::set_recent_window)).
+    pub fn set_recent_inodes_window(&self, bytes: u64) {
+        self.recent_inodes_window.store(bytes, Ordering::Relaxed);
+    }
+
+    /// This reader, verifying the full hash of every object it loads when `verify`.
+    pub fn verifying(mut self, verify: bool) -> PackReader {
+        self.verify = verify;
+        self
+    }
+
+    /// The identity of this store instance: the store of every key it decodes.
+    pub fn store(&self) -> StoreId {
+        self.store
+    }
+
+    /// The key of the object at `offset` of this store.
+    pub fn key(&self, offset: u64) -> ObjectKey {
+        ObjectKey::new(self.store, offset)
+    }
+
+    /// The published end: records are read below it only.
+    pub fn end(&self) -> u64 {
+        self.end.load(Ordering::Acquire)
+    }
+
+    /// Publishes a new end (after a commit, or a reload).
+    pub fn set_end(&self, end: u64) {
+        self.end.store(end, Ordering::Release);
+    }
+
+    /// Sets the cache's weight capacity for now (evicting what exceeds it); the configured
+    /// capacity ([`PackReader::cache_capacity`]) is unchanged. A running GC lowers it by its
+    /// reserve ([`crate::GcPolicy::cache_reserve_bytes`]) and the switch restores it.
+    pub fn set_cache_weight(&self, bytes: u64) {
+        self.cache.set_capacity(bytes.max(1));
+    }
+
+    /// The cache's weight capacity now (tests).
+    #[cfg(test)]
+    pub(crate) fn cache_weight(&self) -> u64 {
+        self.cache.capacity()
+    }
+
+    /// The cache's byte budget.
+    pub fn cache_capacity(&self) -> u64 {
+        self.cache_capacity
+    }
+
+    /// Bytes and entries held by the cache.
+    pub fn cache_usage(&self) -> (u64, usize) {
+        (self.cache.weight(), self.cache.len())
+    }
+
+    /// Reads and checks the record at `offset`, then calls `decode` on its kind and body. Returns
+    /// also the record's total length.
+    pub fn with_record<T>(
+        &self,
+        offset: u64,
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        let end = self.end();
+        if offset < PACK_HEADER_LEN || offset >= end {
+            return Err(StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("offset outside the published pack [{PACK_HEADER_LEN}, {end})"),
+            ));
+        }
+        // One read usually covers the whole record (most are under `FIRST_READ`); a second read fetches the
+        // rest of a larger one.
+        let first = usize::try_from((end - offset).min(FIRST_READ)).unwrap_or(0);
+        let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
+            buffer.clear();
+            buffer.resize(first, 0);
+            // A pack shorter than published (truncated by someone else, or lost by the disk) is
+            // `Truncated`; an offset in no file of the layout, `Unmapped`.
+            self.layout.read(offset, buffer)?;
+            let (kind, body_len, header_len) =
+                parse_head(buffer.get(..first.min(11)).unwrap_or_default(), offset)?;
+            let total = header_len as u64 + body_len + 4;
+            if offset + total > end {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    "record runs past the published end",
+                ));
+            }
+            let total_usize = usize::try_from(total)
+                .map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "huge record"))?;
+            if total_usize > first {
+                buffer.resize(total_usize, 0);
+                let rest = buffer.get_mut(first..).unwrap_or_default();
+                self.layout.read(offset + first as u64, rest)?;
+            }
+            self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
+            self.counters.records_read.fetch_add(1, Ordering::Relaxed);
+            let record = buffer.get(..total_usize).unwrap_or_default();
+            let (data, crc) = record.split_at(total_usize.saturating_sub(4));
+            let stored = u32::from_le_bytes(crc.try_into().unwrap_or_default());
+            if crc32fast::hash(data) != stored {
+                return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+            }
+            Ok((decode(kind, data.get(header_len..).unwrap_or_default())?, total))
+        };
+        let (value, total) = SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buffer) => run(&mut buffer),
+            Err(_) => run(&mut Vec::new()),
+        })?;
+        Ok((value, total))
+    }
+
+    /// Puts `item` into the cache; what it evicts is dropped on the graveyard's thread.
+    fn insert(&self, offset: u64, item: CacheItem) {
+        let evicted = self.cache.insert_with_lifecycle(offset, item);
+        if !evicted.is_empty() {
+            self.graveyard.bury(evicted);
+        }
+    }
+
+    /// The node at `offset` whose hash is `hash`, from the cache or decoded.
+    pub fn node(&self, offset: u64, hash: &Hash) -> Result<Arc<Node>> {
+        Ok(self.node_chained(offset, hash, patch::MAX_CHAIN)?.0)
+    }
+
+    /// The node at `offset` with the patch chain length of its record, which must not exceed
+    /// `max_chain` (this bounds the recursion through the bases of patch records).
+    pub fn node_chained(&self, offset: u64, hash: &Hash, max_chain: u8) -> Result<(Arc<Node>, u8)> {
+        self.node_loaded(offset, hash, max_chain, true)
+    }
+
+    /// [`PackReader::node_chained`]; a node decoded on a miss enters the cache when `keep` (the
+    /// bases of a patch are not kept: they are older versions, rarely wanted for themselves).
+    fn node_loaded(&self, offset: u64, hash: &Hash, max_chain: u8, keep: bool) -> Result<(Arc<Node>, u8)> {
+        match self.cached_node(offset, hash, max_chain)? {
+            Some(found) => Ok(found),
+            None => self.node_read(offset, hash, max_chain, keep),
+        }
+    }
+
+    /// Whether the cache holds an object at `offset` (not counted as a use).
+    pub(crate) fn is_cached(&self, offset: u64) -> bool {
+        self.cache.contains_key(&offset)
+    }
+
+    /// The node at `offset` if the cache holds it (a hit is counted, a miss is not).
+    pub(crate) fn cached_node(
+        &self,
+        offset: u64,
+        hash: &Hash,
+        max_chain: u8,
+    ) -> Result<Option<(Arc<Node>, u8)>> {
+        if let Some(CacheItem { object: CachedObject::Node(node), chain, hash_prefix: prefix, .. }) =
+            self.cache.get(&offset)
+        {
+            self.counters.hits.fetch_add(1, Ordering::Relaxed);
+            if prefix != hash_prefix(hash) || (self.verify && node.hash() != *hash) {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("references disagree on the hash of this node ({hash})"),
+                ));
+            }
+            if chain > max_chain {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    "patch chain longer than its successor says",
+                ));
+            }
+            return Ok(Some((node, chain)));
+        }
+        Ok(None)
+    }
+
+    /// The node at `offset` read from the pack (a miss of the cache), kept in the cache if `keep`.
+    pub(crate) fn node_read(
+        &self,
+        offset: u64,
+        hash: &Hash,
+        max_chain: u8,
+        keep: bool,
+    ) -> Result<(Arc<Node>, u8)> {
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        enum Decoded {
+            Full(NodeBody),
+            Patch(patch::Patch),
+        }
+        let (decoded, _) = self.with_record(offset, |kind, body| {
+            let mut counts = codec::EntryCounts::default();
+            match kind {
+                RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
+                    Ok(Decoded::Full(codec::decode_node_body(kind, body, offset, &mut counts, self.store)?))
+                }
+                RecordKind::PatchEntries | RecordKind::PatchTree => {
+                    Ok(Decoded::Patch(patch::decode(kind, body, offset, &mut counts, self.store)?))
+                }
+                other => Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("a {} record where a node was expected", other.name()),
+                )),
+            }
+        })?;
+        let (body, chain) = match decoded {
+            Decoded::Full(body) => (body, 0),
+            Decoded::Patch(patch) => {
+                let chain = patch.chain();
+                if chain > max_chain {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
+                }
+                let (base_hash, base_offset) = patch.base();
+                let (base, base_chain) = self.node_loaded(base_offset, &base_hash, chain - 1, false)?;
+                if base_chain != chain - 1 {
+                    return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
+                }
+                // A base decoded for this patch alone (not cached) is moved into the result.
+                let body = match Arc::try_unwrap(base) {
+                    Ok(base) => patch::apply_to(Cow::Owned(base.into_body()), patch, offset)?,
+                    Err(shared) => patch::apply(shared.body(), patch, offset)?,
+                };
+                (body, chain)
+            }
+        };
+        let node = if self.verify {
+            // The record's own hash (its children's as their pointers say, which their own loads
+            // verify in turn), against the reference's.
+            let node = Node::new(body);
+            let actual = node.hash();
+            if actual != *hash {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("the node hashes to {actual}, its reference says {hash}"),
+                ));
+            }
+            node
+        } else {
+            Node::with_hash(body, *hash)
+        };
+        node.set_stored_key(self.key(offset));
+        node.note_record_chain(self.key(offset), chain);
+        let node = Arc::new(node);
+        if keep {
+            let weight = node_weight(&node);
+            let item = CacheItem {
+                object: CachedObject::Node(node.clone()),
+                weight,
+                chain,
+                hash_prefix: hash_prefix(hash),
+            };
+            self.insert(offset, item);
+        }
+        Ok((node, chain))
+    }
+
+    /// Puts a node just written at `offset` (a record of patch chain length `chain`, of cache weight
+    /// `weight`, i.e. [`node_weight`]) into the cache.
+    pub fn prime(&self, offset: u64, node: Arc<Node>, chain: u8, weight: u32) {
+        node.note_record_chain(self.key(offset), chain);
+        let hash_prefix = hash_prefix(&node.hash());
+        self.insert(offset, CacheItem { object: CachedObject::Node(node), weight, chain, hash_prefix });
+    }
+
+    /// The contents at `offset`, whose hash is `hash`, from the cache or read. As for nodes, a
+    /// cache hit reached with a hash whose first 8 bytes differ from those of the reference that
+    /// loaded it is corruption; in verifying mode the value is rehashed on a miss and full hashes
+    /// are compared on hits.
+    pub fn contents(&self, offset: u64, hash: &Hash) -> Result<Arc<Contents>> {
+        let disagree = || {
+            StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("references disagree on the hash of these contents ({hash})"),
+            )
+        };
+        if let Some(CacheItem { object: CachedObject::Contents(contents), hash_prefix: prefix, .. }) =
+            self.cache.get(&offset)
+        {
+            self.counters.hits.fetch_add(1, Ordering::Relaxed);
+            if prefix != hash_prefix(hash) || (self.verify && contents.hash() != *hash) {
+                return Err(disagree());
+            }
+            return Ok(contents);
+        }
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        let (contents, _) = self.with_record(offset, |kind, body| match kind {
+            RecordKind::Contents => Ok(Contents::from_slice(body)),
+            other => Err(StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("a {} record where contents were expected", other.name()),
+            )),
+        })?;
+        if self.verify {
+            let actual = contents.hash();
+            if actual != *hash {
+                return Err(StoreError::corrupt(
+                    FileKind::Pack,
+                    offset,
+                    format!("the contents hash to {actual}, their reference says {hash}"),
+                ));
+            }
+        }
+        let contents = Arc::new(contents);
+        let weight = u32::try_from(contents.len() + 64).unwrap_or(u32::MAX);
+        let item = CacheItem {
+            object: CachedObject::Contents(contents.clone()),
+            weight,
+            chain: 0,
+            hash_prefix: hash_prefix(hash),
+        };
+        self.insert(offset, item);
+        Ok(contents)
+    }
+
+    /// The commit record at `offset`.
+    pub fn commit(&self, offset: u64) -> Result<codec::CommitData> {
+        let (commit, _) = self.with_record(offset, |kind, body| match kind {
+            RecordKind::Commit => codec::decode_commit(body, offset),
+            other => Err(StoreError::corrupt(
+                FileKind::Pack,
+                offset,
+                format!("a {} record where a commit was expected", other.name()),
+            )),
+        })?;
+        Ok(commit)
+    }
+}
+
+/// The [`ObjectSource`] of a store's trees.
+#[derive(Debug)]
+pub struct PackSource {
+    pub(crate) reader: PackReader,
+    /// Reads a large directory's sub-directories ahead during a storm of cold reads.
+    prefetch: Prefetcher,
+}
+
+impl PackSource {
+    /// The source of `reader`'s objects, in an `Arc` that its prefetching thread refers to
+    /// weakly.
+    pub(crate) fn new(reader: PackReader) -> Arc<PackSource> {
+        Arc::new_cyclic(|source| PackSource { reader, prefetch: Prefetcher::new(source.clone()) })
+    }
+
+    /// The reading ahead of large directories' sub-directories.
+    pub(crate) fn prefetch(&self) -> &Prefetcher {
+        &self.prefetch
+    }
+
+    /// The position of `key` in this store: a key of another store is refused (its position means
+    /// nothing here).
+    fn offset(&self, key: ObjectKey) -> Result<u64> {
+        key.offset_in(self.reader.store).ok_or(StoreError::OtherStoreKey { key, store: self.reader.store })
+    }
+}
+
+impl ObjectSource for PackSource {
+    /// The writer patches a changed node on the version it was copied from.
+    fn keeps_origins(&self) -> bool {
+        true
+    }
+
+    /// Records from the first chunk on are readable now; a later GC keeps those that its commit
+    /// and the newer ones reach, which a tree carried forward from the last commit (the
+    /// pipelined writer's) does. Only while a pipelined writer runs: other callers may keep a tree
+    /// of an older commit, or read it after the store failed, and then need its in-memory nodes.
+    /// The nodes of the last [`PackReader::set_recent_window`] bytes written stay in memory, and
+    /// the inode trees of the last [`PackReader::set_recent_inodes_window`] bytes.
+    fn held_keys(&self) -> Option<HeldKeys> {
+        let reader = &self.reader;
+        if !reader.detach.load(Ordering::Relaxed) {
+            return None;
+        }
+        let from_end = |window: &AtomicU64| match window.load(Ordering::Relaxed) {
+            0 => u64::MAX,
+            window => reader.end().saturating_sub(window),
+        };
+        Some(HeldKeys {
+            store: reader.store,
+            from: reader.layout().first_chunk_start(),
+            recent_from: from_end(&reader.recent_window),
+            recent_inodes_from: from_end(&reader.recent_inodes_window),
+        })
+    }
+
+    fn load_node(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
+        self.offset(key).and_then(|offset| self.reader.node(offset, hash)).map_err(|e| LoadError {
+            what: "node",
+            key,
+            hash: *hash,
+            reason: Box::new(e),
+        })
+    }
+
+    /// A miss counts towards a storm of cold reads, during which the leaf's other stored
+    /// sub-directories are read ahead ([`Prefetcher`]).
+    fn load_node_among(
+        &self,
+        key: ObjectKey,
+        hash: &Hash,
+        leaf: &[(Name, Entry)],
+    ) -> Result<Arc<Node>, LoadError> {
+        let load = || -> Result<Arc<Node>> {
+            let offset = self.offset(key)?;
+            if let Some((node, _)) = self.reader.cached_node(offset, hash, patch::MAX_CHAIN)? {
+                return Ok(node);
+            }
+            self.prefetch.missed(offset, leaf, self.reader.store);
+            Ok(self.reader.node_read(offset, hash, patch::MAX_CHAIN, true)?.0)
+        };
+        load().map_err(|e| LoadError { what: "node", key, hash: *hash, reason: Box::new(e) })
+    }
+
+    fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {
+        self.offset(key).and_then(|offset| self.reader.contents(offset, hash)).map_err(|e| LoadError {
+            what: "contents",
+            key,
+            hash: *hash,
+            reason: Box::new(e),
+        })
+    }
+}

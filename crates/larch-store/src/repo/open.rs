@@ -1,0 +1,669 @@
+//! Opening a store (what is a store, creating one, choosing the published state among the two
+//! control slots, loading the commit index). The protocol and its crash argument are in
+//! `docs/store.md`; publishing is in `publish.rs`.
+
+use crate::commit::writer::WriteCounts;
+use crate::error::{FileKind, Result, StoreError};
+use crate::format::codec::PACK_HEADER_LEN;
+use crate::format::control::{ControlFileState, ControlState, Slot};
+use crate::format::index;
+use crate::format::names::{self, CHUNK_HEADER_LEN};
+use crate::io::storage::{Directory, DiskDirectory, FileStorage, Storage, StoreFiles};
+use crate::options::{RepoOptions, StoreStats};
+use crate::pack::layout::Layout;
+use crate::pack::reader::{DEFAULT_CACHE_BYTES, PackReader, PackSource};
+use crate::repo::Repo;
+use crate::switch::control_file;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a directory holds, as both writers and readers see it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum DirKind {
+    /// No such directory.
+    Missing,
+    /// An empty directory (or one holding only a version-1 `lock` file): a writer creates a store.
+    Empty,
+    /// A `control` file: a store (perhaps damaged).
+    Store,
+    /// `pack` and/or `commits` that hold at most their headers, no `control`: an initialisation
+    /// that crashed; it holds no data, and a writer initialises it again.
+    Interrupted,
+    /// A `pack` holding data but no `control`.
+    NoControl(u64),
+    /// Anything else.
+    Foreign(String),
+}
+
+/// Why a directory that is not a usable store is refused, for the writer and the readers alike.
+fn refusal(path: &Path, kind: DirKind) -> StoreError {
+    let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
+    match kind {
+        DirKind::Missing => not_a_store("no such directory"),
+        DirKind::Empty | DirKind::Interrupted => not_a_store("no store here (empty directory)"),
+        DirKind::NoControl(pack) => StoreError::NeedsRecovery {
+            path: path.into(),
+            reason: format!("no control file beside a pack of {pack} bytes"),
+        },
+        DirKind::Foreign(reason) => not_a_store(&reason),
+        DirKind::Store => not_a_store("a store (not refused)"),
+    }
+}
+
+/// Classifies `path` (see [`DirKind`]).
+pub(crate) fn classify(path: &Path) -> Result<DirKind> {
+    let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(DirKind::Missing),
+        Err(e) => return Err(dir_error("stat", e)),
+    };
+    if !metadata.is_dir() {
+        return Ok(DirKind::Foreign("not a directory".into()));
+    }
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(|e| dir_error("list", e))? {
+        let entry = entry.map_err(|e| dir_error("list", e))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    if names.iter().any(|name| name == FileKind::Control.file_name()) {
+        return Ok(DirKind::Store);
+    }
+    let ours = [FileKind::Pack.file_name(), FileKind::Index.file_name(), FileKind::Lock.file_name()];
+    let is_ours = |name: &String| {
+        ours.contains(&name.as_str())
+            || names::parse_chunk_name(name).is_some()
+            || names::parse_segment_name(name).is_some()
+    };
+    if let Some(other) = names.iter().find(|name| !is_ours(name)) {
+        return Ok(DirKind::Foreign(format!(
+            "the directory is not empty and holds no store (it holds {other:?})"
+        )));
+    }
+    let len_of = |kind: FileKind| -> Result<u64> {
+        match std::fs::metadata(path.join(kind.file_name())) {
+            Ok(metadata) => Ok(metadata.len()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(StoreError::io(kind, 0, "stat", e)),
+        }
+    };
+    let (legacy, commits) = (len_of(FileKind::Pack)?, len_of(FileKind::Index)?);
+    // Record bytes of the chunk files (beyond their headers).
+    let mut chunk_data = 0u64;
+    let mut chunks = 0usize;
+    for name in names.iter().filter(|name| names::parse_chunk_name(name).is_some()) {
+        chunks += 1;
+        let len =
+            std::fs::metadata(path.join(name)).map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))?;
+        chunk_data += len.len().saturating_sub(CHUNK_HEADER_LEN);
+    }
+    // A collected store's segments (its control file lost): records too, for `larch recover`.
+    for name in names.iter().filter(|name| names::parse_segment_name(name).is_some()) {
+        chunks += 1;
+        let len = std::fs::metadata(path.join(name))
+            .map_err(|e| StoreError::io(FileKind::Segment, 0, "stat", e))?;
+        chunk_data += len.len();
+    }
+    let has = |kind: FileKind| names.iter().any(|name| name == kind.file_name());
+    if !has(FileKind::Pack) && !has(FileKind::Index) && chunks == 0 {
+        return Ok(DirKind::Empty);
+    }
+    if legacy <= PACK_HEADER_LEN && chunk_data == 0 && commits <= index::INDEX_HEADER_LEN {
+        return Ok(DirKind::Interrupted);
+    }
+    Ok(DirKind::NoControl(legacy + chunk_data))
+}
+
+/// Whether the pack's files hold any record bytes (a format-2 `pack` past its header, or a chunk
+/// past its header).
+fn pack_holds_data(dir: &dyn Directory) -> Result<bool> {
+    let names = dir.list().map_err(|e| StoreError::io(FileKind::Pack, 0, "list", e))?;
+    for name in names {
+        let header = if name == FileKind::Pack.file_name() {
+            PACK_HEADER_LEN
+        } else if names::parse_chunk_name(&name).is_some() {
+            CHUNK_HEADER_LEN
+        } else {
+            continue;
+        };
+        let file = dir.open(&name, false).map_err(|e| StoreError::io(FileKind::Pack, 0, "open", e))?;
+        if file.len().map_err(|e| StoreError::io(FileKind::Pack, 0, "stat", e))? > header {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn lock_directory(path: &Path) -> Result<File> {
+    let dir =
+        File::open(path).map_err(|source| StoreError::Directory { path: path.into(), op: "open", source })?;
+    match fs4::fs_std::FileExt::try_lock_exclusive(&dir) {
+        Ok(true) => Ok(dir),
+        Ok(false) => Err(StoreError::Locked { path: path.into() }),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Err(StoreError::Locked { path: path.into() }),
+        Err(source) => Err(StoreError::Directory { path: path.into(), op: "lock", source }),
+    }
+}
+
+/// Whether no writer holds the store at `path` (a shared lock on the directory is free). Asked
+/// only when the newest control slot is not confirmed: then either a writer is between writing and
+/// confirming it (not yet durable), or the writer died (what survives is all there is).
+fn no_writer(path: &Path) -> bool {
+    let Ok(dir) = File::open(path) else { return false };
+    let free = matches!(fs4::fs_std::FileExt::try_lock_shared(&dir), Ok(true));
+    if free {
+        let _ = fs4::fs_std::FileExt::unlock(&dir);
+    }
+    free
+}
+
+/// The slot a reader of `path` stands on (see [`ControlFileState::visible`]). When the newest slot
+/// is not confirmed and no writer runs, the reader makes the control file durable itself
+/// (`fdatasync` works on a read-only descriptor) before standing on the newest slot: the writer may
+/// have died between writing the slot and syncing it.
+fn reader_slot(control: &ControlFileState, path: Option<&Path>, storage: &dyn Storage) -> Option<usize> {
+    let visible = control.visible();
+    if visible != control.newest() && path.is_some_and(no_writer) && storage.sync().is_ok() {
+        return control.newest();
+    }
+    visible
+}
+
+/// Whether `e` says a file of the layout is missing (unlinked by a GC after `control` was read).
+fn is_missing_file(e: &StoreError) -> bool {
+    match e {
+        StoreError::Corrupt { reason, .. } => {
+            reason.contains("missing chunk file") || reason.contains("missing segment file")
+        }
+        StoreError::Io { source, .. } => source.kind() == ErrorKind::NotFound,
+        _ => false,
+    }
+}
+
+fn sync_directory(path: &Path) -> Result<()> {
+    File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
+        path: path.into(),
+        op: "sync",
+        source,
+    })
+}
+
+impl Repo {
+    /// Opens (creating if absent) the store at `path` for writing, with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Repo> {
+        Repo::open_with(path, RepoOptions::default())
+    }
+
+    /// Opens the store at `path` for writing with `options`. Fails with [`StoreError::Locked`] when
+    /// another handle (of any process) writes it. A store is created only in a missing or empty
+    /// directory (with `options.create`); a damaged store is reported
+    /// ([`StoreError::NeedsRecovery`]), never initialised again.
+    ///
+    /// The writer holds an exclusive `flock` on the store directory itself for the handle's
+    /// lifetime: deleting or replacing a file inside cannot let a second writer in.
+    pub fn open_with(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        let path = path.as_ref();
+        let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
+        if classify(path)? == DirKind::Missing {
+            if !options.create {
+                return Err(not_a_store("no such directory"));
+            }
+            std::fs::create_dir_all(path).map_err(|source| StoreError::Directory {
+                path: path.into(),
+                op: "create",
+                source,
+            })?;
+        }
+        // A reader probing for a live writer holds a shared lock for a moment: retry briefly.
+        let mut attempts = 0;
+        let lock = loop {
+            match lock_directory(path) {
+                Err(StoreError::Locked { .. }) if attempts < 20 => {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                other => break other?,
+            }
+        };
+        // Classified again under the lock: another writer may have created the store meanwhile.
+        let create = match classify(path)? {
+            DirKind::Missing => return Err(not_a_store("the directory disappeared")),
+            DirKind::Store => false,
+            DirKind::Empty | DirKind::Interrupted if options.create => true,
+            other => return Err(refusal(path, other)),
+        };
+        let files = Self::disk_files(path, true, create, options.mmap)?;
+        let mut repo = Repo::open_files(files, true, options, Some(path))?;
+        if create {
+            sync_directory(path)?;
+        }
+        repo._lock = Some(lock);
+        Ok(repo)
+    }
+
+    /// Opens the store at `path` read-only: it sees the last published state that is durable and
+    /// [`Repo::reload`]s to see newer ones. Any number of readers may coexist with one writer.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Repo> {
+        Repo::open_read_only_with(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`Repo::open_read_only`] with a cache of `cache_bytes`.
+    pub fn open_read_only_with(path: impl AsRef<Path>, cache_bytes: u64) -> Result<Repo> {
+        let options = RepoOptions { create: false, cache_bytes, ..RepoOptions::default() };
+        Repo::open_read_only_options(path, options)
+    }
+
+    /// [`Repo::open_read_only`] with `options` (the cache size and the read mode are used).
+    pub fn open_read_only_options(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        let path = path.as_ref();
+        match classify(path)? {
+            DirKind::Store => {}
+            other => return Err(refusal(path, other)),
+        }
+        let options = RepoOptions { create: false, ..options };
+        let mut attempt = 0;
+        loop {
+            let files = Self::disk_files(path, false, false, options.mmap)?;
+            match Repo::open_files(files, false, options.clone(), Some(path)) {
+                // A GC's deletion unlinked a file between our reading `control` and opening it:
+                // `control` names newer files now.
+                Err(StoreError::NeedsRecovery { reason, .. })
+                    if attempt < 8
+                        && (reason.contains("missing chunk file")
+                            || reason.contains("missing segment file")) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {
+        let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
+            let file_path = path.join(kind.file_name());
+            match FileStorage::open(&file_path, writable, create) {
+                Ok(file) => Ok(Arc::new(file)),
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    Err(StoreError::NotAStore { path: path.into(), reason: format!("missing file {kind}") })
+                }
+                Err(e) => Err(StoreError::io(kind, 0, "open", e)),
+            }
+        };
+        Ok(StoreFiles {
+            control: open(FileKind::Control)?,
+            index: open(FileKind::Index)?,
+            dir: Arc::new(DiskDirectory::new(path, mmap)),
+        })
+    }
+
+    /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
+    /// the store when `files` hold no published state and no data and `options.create` is set. No
+    /// lock is taken. With a `path` and `options.lower`, the directory is layered over the lower
+    /// directory on disk (archive mode). Public only with the `fault-injection` feature (crash and
+    /// corruption tests).
+    #[cfg_attr(not(feature = "fault-injection"), doc(hidden))]
+    pub fn open_files(
+        files: StoreFiles,
+        writable: bool,
+        options: RepoOptions,
+        path: Option<&Path>,
+    ) -> Result<Repo> {
+        let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
+        // Archive mode on disk: chunk files are looked up in the store directory, then the lower one.
+        let files = match (path, options.lower.as_deref()) {
+            (Some(path), Some(lower)) => {
+                crate::io::layered::with_lower(files, path, lower, options.mmap, writable)?
+            }
+            _ => files,
+        };
+        let mut control = control_file::read_control(&*files.control)?;
+        if control.newest().is_none() {
+            let len = |storage: &dyn Storage, kind| match storage.len() {
+                Ok(len) => Ok(len),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+                Err(e) => Err(StoreError::io(kind, 0, "stat", e)),
+            };
+            let fresh = !pack_holds_data(&*files.dir)?
+                && len(&*files.index, FileKind::Index)? <= index::INDEX_HEADER_LEN;
+            let damaged = control.slots.iter().any(|slot| matches!(slot, Slot::Damaged(_)));
+            if fresh && writable && options.create {
+                control = Self::initialize(&files)?;
+            } else if fresh && !damaged {
+                return Err(StoreError::NotAStore {
+                    path: display_path,
+                    reason: "no published state".into(),
+                });
+            } else {
+                let why = |slot: &Slot| match slot {
+                    Slot::Valid(_) => "valid".to_string(),
+                    Slot::Empty => "empty".to_string(),
+                    Slot::Damaged(why) => why.clone(),
+                };
+                return Err(StoreError::NeedsRecovery {
+                    path: display_path,
+                    reason: format!(
+                        "the control file has no valid slot (slot 0: {}; slot 1: {})",
+                        why(&control.slots[0]),
+                        why(&control.slots[1])
+                    ),
+                });
+            }
+        }
+        // A writer stands on the newest valid slot; a reader on the newest confirmed durable one.
+        // Either falls back to the other slot when its state is not fully present.
+        let first = if writable { control.newest() } else { reader_slot(&control, path, &*files.control) };
+        let mut candidates: Vec<usize> = first.into_iter().collect();
+        candidates.extend((0..2).filter(|i| Some(*i) != first && control.state(*i).is_some()));
+        if let Some(first) = first {
+            let first_generation = control.state(first).map_or(0, |state| state.generation);
+            candidates
+                .retain(|i| control.state(*i).is_some_and(|state| state.generation <= first_generation));
+        }
+        let mut first_error = None;
+        for slot in candidates {
+            let Some(state) = control.state(slot).cloned() else { continue };
+            // A slot the writer confirmed durable was published after the pack was synced: if its
+            // state is not present, synced data was lost or damaged, and falling back to the older
+            // slot would silently drop acknowledged commits (and let a writer overwrite them).
+            let confirmed = control.confirmed.is_some_and(|generation| state.generation <= generation);
+            // Archive mode: chunk files may be in the lower directory only.
+            if state.flags & crate::format::control::FLAG_ARCHIVE != 0 && files.dir.layers().is_none() {
+                return Err(StoreError::NeedsLower { path: display_path });
+            }
+            match Self::load(&files, writable, &options, path, &control, slot, state) {
+                // Archive mode: the writer cleans up what a move cut short.
+                Ok(mut repo) if writable => {
+                    repo.archive_clean_up()?;
+                    return Ok(repo);
+                }
+                Ok(repo) => return Ok(repo),
+                Err(e @ (StoreError::Io { .. } | StoreError::UnknownVersion { .. })) => return Err(e),
+                Err(e) if confirmed && first_error.is_none() => {
+                    return Err(StoreError::NeedsRecovery {
+                        path: display_path,
+                        reason: format!("the newest durable published state is not fully present ({e})"),
+                    });
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(StoreError::NeedsRecovery {
+            path: display_path,
+            reason: match first_error {
+                Some(e) => format!("the published state is not fully present ({e})"),
+                None => "no usable control slot".into(),
+            },
+        })
+    }
+
+    fn load(
+        files: &StoreFiles,
+        writable: bool,
+        options: &RepoOptions,
+        path: Option<&Path>,
+        control: &ControlFileState,
+        slot: usize,
+        mut state: ControlState,
+    ) -> Result<Repo> {
+        let layout = Arc::new(Layout::open_state(files.dir.clone(), &state, writable)?);
+        control_file::check_header(
+            &*files.index,
+            FileKind::Index,
+            state.index_synced.max(index::INDEX_HEADER_LEN),
+        )?;
+        // A collected store's commit map starts at the oldest kept commit (docs/gc-design.md §9).
+        let loaded = control_file::load_entries(
+            (&*files.index, &layout),
+            state.index_keep_from,
+            state.index_end,
+            state.index_synced,
+            (None, state.keep_from),
+            state.pack_end,
+        )?;
+        let oldest_kept = match loaded.entries.first() {
+            Some((hash, offset)) if state.keep_from > 0 => {
+                if *offset != state.keep_from {
+                    return Err(StoreError::corrupt(
+                        FileKind::Index,
+                        state.index_keep_from,
+                        format!(
+                            "the oldest kept commit is at {offset}, the control file says {}",
+                            state.keep_from
+                        ),
+                    ));
+                }
+                Some(*hash)
+            }
+            _ => None,
+        };
+        for (name, (hash, offset)) in &state.branches {
+            if !loaded.entries.iter().any(|entry| entry == &(*hash, *offset)) {
+                return Err(StoreError::corrupt(
+                    FileKind::Control,
+                    0,
+                    format!("branch {name:?} names commit {hash} at {offset}, not in the index"),
+                ));
+            }
+        }
+        let last_commit = loaded.entries.last().map(|(_, offset)| *offset);
+        let commits: HashMap<_, _> = loaded.entries.into_iter().collect();
+        let confirmed = control.confirmed == Some(state.generation);
+        let mut max_generation = control.max_generation();
+        if writable {
+            // Chunks created by a roll that was never published; files a GC retired, or wrote
+            // without switching.
+            layout.remove_orphans()?;
+            layout.remove_unnamed()?;
+            let io = |op, e| StoreError::io(FileKind::Control, 0, op, e);
+            // The state may have been written but not synced by a writer that died: make it durable
+            // before the next publish overwrites the other slot.
+            if !confirmed {
+                files.control.sync().map_err(|e| io("sync", e))?;
+            }
+            if let Some((at, bytes)) = &loaded.rebuilt {
+                files
+                    .index
+                    .write_at(*at, bytes)
+                    .map_err(|e| StoreError::io(FileKind::Index, *at, "write", e))?;
+            }
+            if state.index_synced < state.index_end || !confirmed {
+                files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
+                state.index_synced = state.index_end;
+                max_generation += 1;
+                state.generation = max_generation;
+                let target = 1 - slot;
+                control_file::write_slot(&*files.control, target, &state.encode()?)?;
+                files.control.sync().map_err(|e| io("sync", e))?;
+                control_file::write_confirm(&*files.control, state.generation)?;
+                return Ok(Self::assemble(
+                    files,
+                    layout,
+                    writable,
+                    options,
+                    path,
+                    state,
+                    (commits, last_commit, oldest_kept),
+                    target,
+                    max_generation,
+                ));
+            }
+        }
+        Ok(Self::assemble(
+            files,
+            layout,
+            writable,
+            options,
+            path,
+            state,
+            (commits, last_commit, oldest_kept),
+            slot,
+            max_generation,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        files: &StoreFiles,
+        layout: Arc<Layout>,
+        writable: bool,
+        options: &RepoOptions,
+        path: Option<&Path>,
+        state: ControlState,
+        (commits, last_commit, oldest_kept): (
+            HashMap<larch_core::Hash, u64>,
+            Option<u64>,
+            Option<larch_core::Hash>,
+        ),
+        slot: usize,
+        max_generation: u64,
+    ) -> Repo {
+        let reader =
+            PackReader::new(layout, state.pack_end, options.cache_bytes).verifying(options.verify_on_load);
+        Repo {
+            path: path.map(Path::to_path_buf),
+            files: files.clone(),
+            source: PackSource::new(reader),
+            synced_pack_end: state.pack_end,
+            confirm_synced: false,
+            state,
+            commits,
+            last_commit,
+            slot,
+            max_generation,
+            writable,
+            options: options.clone(),
+            poisoned: false,
+            unsynced_commits: 0,
+            buffer: Vec::new(),
+            encoder_tables: None,
+            stats: StoreStats::default(),
+            last_write: WriteCounts::default(),
+            gc: None,
+            gc_after: crate::gc::run::GcAfter::with_oldest_kept(oldest_kept),
+            publisher: None,
+            prime_fraction: crate::repo::PRIME_FRACTION,
+            _lock: None,
+        }
+    }
+
+    fn initialize(files: &StoreFiles) -> Result<ControlFileState> {
+        let index_io = |op, e| StoreError::io(FileKind::Index, 0, op, e);
+        files.index.write_at(0, &index::header()).map_err(|e| index_io("write", e))?;
+        files.index.sync().map_err(|e| index_io("sync", e))?;
+        // Chunk 0, synced with the directory entries of the files before the control names them.
+        Layout::create_first(&files.dir)?;
+        let state = ControlState {
+            generation: 1,
+            pack_end: PACK_HEADER_LEN,
+            index_end: index::INDEX_HEADER_LEN,
+            index_synced: index::INDEX_HEADER_LEN,
+            ..ControlState::default()
+        };
+        let mut bytes = vec![0u8; crate::format::control::CONTROL_LEN as usize];
+        let encoded = state.encode()?;
+        bytes.get_mut(..encoded.len()).unwrap_or_default().copy_from_slice(&encoded);
+        let confirm = crate::format::control::encode_confirm(1);
+        bytes
+            .get_mut(crate::format::control::CONFIRM_AT as usize..)
+            .unwrap_or_default()
+            .copy_from_slice(&confirm);
+        files.control.write_at(0, &bytes).map_err(|e| StoreError::io(FileKind::Control, 0, "write", e))?;
+        files.control.sync().map_err(|e| StoreError::io(FileKind::Control, 0, "sync", e))?;
+        Ok(ControlFileState { slots: [Slot::Valid(state), Slot::Empty], confirmed: Some(1) })
+    }
+
+    /// Sees the commits published (and durable) since this handle opened or last reloaded. Returns
+    /// whether anything changed. A writer's handle is always up to date.
+    pub fn reload(&mut self) -> Result<bool> {
+        self.reload_attempt(0)
+    }
+
+    fn reload_attempt(&mut self, attempt: u32) -> Result<bool> {
+        if self.writable {
+            return Ok(false);
+        }
+        let control = control_file::read_control(&*self.files.control)?;
+        let slot = reader_slot(&control, self.path.as_deref(), &*self.files.control);
+        let Some(state) = slot.and_then(|slot| control.state(slot)).cloned() else {
+            return Err(StoreError::NeedsRecovery {
+                path: self.path.clone().unwrap_or_default(),
+                reason: "the control file has no valid slot".into(),
+            });
+        };
+        // An older generation is a transient view (a slot read while being written): keep ours.
+        if state.generation <= self.state.generation {
+            return Ok(false);
+        }
+        if state.pack_end < self.state.pack_end || state.index_end < self.state.index_end {
+            return Err(StoreError::corrupt(
+                FileKind::Control,
+                0,
+                "the published state went back to an older one (a writer recovered); reopen the store",
+            ));
+        }
+        let layout = self.source.reader.layout().clone();
+        if state.gc_generation != self.state.gc_generation || state.segments != self.state.segments {
+            // A GC switched since: open the new layout (its segment, the chunks from the new first
+            // one). Files of the old one this handle holds stay readable (open descriptors); a file
+            // the writer unlinked between our reading `control` and opening it is not an error:
+            // `control` then names newer files, read it again.
+            let fresh = match Layout::open_state(self.files.dir.clone(), &state, false) {
+                Ok(fresh) => fresh,
+                Err(e) if attempt < 8 && is_missing_file(&e) => {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
+                    return self.reload_attempt(attempt + 1);
+                }
+                Err(e) => return Err(e),
+            };
+            layout.replace_with(fresh);
+            self.commits.retain(|_, offset| *offset >= state.keep_from);
+            self.gc_after.oldest_kept =
+                self.commits.iter().find(|(_, offset)| **offset == state.keep_from).map(|(hash, _)| *hash);
+        } else {
+            // Open the chunks the writer rolled to since (their files were durable before the slot).
+            layout.follow((state.first_chunk, state.head_chunk), state.head_start, state.pack_end)?;
+        }
+        // New entries from where this handle stopped; after a GC that collected commits this
+        // handle had not seen yet, from the oldest kept commit's entry (the ones before it name
+        // collected commits: neither loaded nor checked).
+        let (from, previous) = if state.index_keep_from > self.state.index_end {
+            (state.index_keep_from, None)
+        } else {
+            (self.state.index_end, self.last_commit.filter(|offset| *offset >= state.keep_from))
+        };
+        let loaded = control_file::load_entries(
+            (&*self.files.index, &layout),
+            from,
+            state.index_end,
+            from,
+            (previous, state.keep_from),
+            state.pack_end,
+        )?;
+        if self.last_commit.is_some_and(|offset| offset < state.keep_from) {
+            self.last_commit = None;
+        }
+        if let Some((_, offset)) = loaded.entries.last() {
+            self.last_commit = Some(*offset);
+        }
+        self.commits.extend(loaded.entries);
+        if self.gc_after.oldest_kept.is_none() && state.keep_from > 0 {
+            self.gc_after.oldest_kept =
+                self.commits.iter().find(|(_, offset)| **offset == state.keep_from).map(|(hash, _)| *hash);
+        }
+        self.source.reader.set_end(state.pack_end);
+        self.state = state;
+        if self.is_archived() {
+            // Chunks moved to the lower directory since: release the upper copies this handle holds.
+            self.source.reader.layout().release_moved()?;
+        }
+        Ok(true)
+    }
+}
