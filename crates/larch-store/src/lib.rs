@@ -47,7 +47,7 @@ mod switch;
 #[cfg(feature = "fault-injection")]
 pub mod testing;
 
-pub use check::fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem, fsck};
+pub use check::fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem};
 pub use check::scan::ScanReport;
 pub use commit::writer::WriteCounts;
 pub use error::{FileKind, Result, StoreError};
@@ -55,13 +55,14 @@ pub use format::codec::{INLINE_MAX, RecordKind};
 pub use gc::archive::ArchiveReport;
 pub use gc::mark::{GcMark, MarkBounds};
 pub use gc::policy::{GcOptions, GcPolicy};
-pub use gc::run::{GcPhase, GcProgress, GcReport};
+pub use gc::report::{GcPhase, GcProgress, GcReport};
 pub use options::{
-    CommitDetails, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
+    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy,
+    SyncPolicyParseError,
 };
-pub use pack::reader::{DEFAULT_CACHE_BYTES, RECENT_IN_MEMORY, RECENT_INODES_IN_MEMORY};
 pub use recovery::plan::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};
 pub use repo::bulk::{BulkTarget, BulkWriter};
+pub use repo::check::fsck;
 pub use repo::pipeline::{PIPELINE_MAX_DEPTH, PipelinedRepo};
 pub use repo::{DEFAULT_BRANCH, History, Repo};
 

@@ -1,7 +1,32 @@
 //! Options and reports of a [`crate::Repo`]: the sync policy, open options, counters, commit details.
 
-use crate::pack::reader::DEFAULT_CACHE_BYTES;
 use larch_core::{CommitInfo, Hash};
+
+/// Default byte budget of the decoded-object cache. 152 MiB (was 128) since commits prime the
+/// cache with their upper levels only (`repo.rs`, `PRIME_FRACTION`), which lowered the peak RSS of
+/// the default trace by ~50 MiB: part of it buys a higher hit ratio (80.1% → 81.1%, 5% fewer
+/// misses) at a peak RSS still below the one of 128 MiB with full priming (254 against 258 MiB).
+pub const DEFAULT_CACHE_BYTES: u64 = 152 << 20;
+
+/// Under a [`crate::PipelinedRepo`], the nodes written in this many last bytes of the pack stay
+/// in the carried tree's memory when their parent is copied for a change (older ones are referred
+/// to by key, [`larch_core::Node::detached_copy`]). They are the nodes the next blocks read most:
+/// referred to by key, each was read from the pack again (a patch and its base, decoded and
+/// cached) soon after it was written. 1 MiB (a dozen regular blocks' records): the default replay
+/// 1.10–1.16× faster than with none (one build, alternated runs), peak RSS +20 MiB; 2 and 4 MiB
+/// were no faster and held 12–35 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
+pub const RECENT_IN_MEMORY: u64 = 1 << 20;
+
+/// Under a [`crate::PipelinedRepo`], the inode trees (the roots and inner inodes of directories
+/// above 256 entries) written in this many last bytes of the pack stay in the carried tree's
+/// memory as well. There are few of them (one per 32 to 256 entries below) but each is read
+/// again soon: the flat-key benchmark's 8,448 inode trees are reread every ~9 batches on average
+/// (~3.5 MiB of pack; 16 MiB covers nearly every gap, 4 MiB two thirds of them), and were 613k of
+/// its 1.63M cache misses (the pipelined writer primes the cache with few of the records it
+/// writes). 16 MiB: flat keys 1.09× (median of 7 pairs; misses 1.63M → 0.88M, peak RSS +25–35
+/// MiB), the default replay at the same CPU time, its misses 3.5% fewer (docs/benchmarks.md,
+/// "Issue 11, twentieth round").
+pub const RECENT_INODES_IN_MEMORY: u64 = 16 << 20;
 
 /// When a commit is made durable and published (docs/store.md, *Promises per sync policy*).
 ///

@@ -575,8 +575,14 @@ pub(crate) fn check_commit_shape(tree: &Tree, parents: &[Hash]) -> Result<()> {
 
 mod archive;
 pub(crate) mod bulk;
+pub(crate) mod check;
 mod context_repo;
 mod gc;
 pub(crate) mod open;
 pub(crate) mod pipeline;
 mod publish;
+
+#[cfg(test)]
+mod prefetch_tests;
+#[cfg(test)]
+mod writer_tests;

@@ -4,5 +4,6 @@
 
 pub use crate::format::{codec, control, index, names, patch};
 pub use crate::io::{fault, layered, storage};
+pub use crate::options::{RECENT_IN_MEMORY, RECENT_INODES_IN_MEMORY};
 pub use crate::pack::{layout, segment};
 pub use crate::recovery::plan::plan_recovery_files;

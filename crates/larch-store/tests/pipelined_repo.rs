@@ -164,7 +164,7 @@ fn a_tree_carried_from_commit_to_commit_keeps_only_recent_nodes_in_memory() {
     }
     // The default window (1 MiB) holds everything this store wrote: the first commit's
     // directories stay in memory, read by later blocks without a lookup.
-    let (first_size, most) = nodes_in_memory_over_blocks(larch_store::RECENT_IN_MEMORY);
+    let (first_size, most) = nodes_in_memory_over_blocks(larch_store::testing::RECENT_IN_MEMORY);
     assert!(most >= 60, "{most} nodes in memory (the first commit had {first_size})");
 }
 

@@ -1,14 +1,14 @@
 //! The integrity checker: walks every commit and every object reachable from it, recomputes every
 //! hash, checks every offset and record, and reports all problems with statistics.
 
-use crate::error::{FileKind, Result, StoreError};
+use crate::error::{FileKind, StoreError};
 use crate::format::codec::{self, EntryCounts, RecordKind};
+use crate::format::control::ControlState;
 use crate::format::patch;
-use crate::repo::Repo;
+use crate::pack::reader::PackReader;
 use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, schema};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::path::Path;
 
 /// One problem found by [`Repo::fsck`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -160,11 +160,6 @@ impl fmt::Display for FsckReport {
     }
 }
 
-/// Checks the store at `path` (opened read-only).
-pub fn fsck(path: impl AsRef<Path>) -> Result<FsckReport> {
-    Ok(Repo::open_read_only(path)?.fsck())
-}
-
 enum Decoded {
     Full(NodeBody),
     Patch(patch::Patch),
@@ -196,7 +191,9 @@ enum Task {
 }
 
 struct Checker<'a> {
-    repo: &'a Repo,
+    reader: &'a PackReader,
+    /// The commit index: hash to record offset.
+    commits: &'a HashMap<Hash, u64>,
     report: FsckReport,
     /// Offsets visited, with the full hash they were first reached with: every other reference
     /// to the same record must name the same hash, all 32 bytes of it (a prefix would let a
@@ -256,7 +253,7 @@ impl Checker<'_> {
         if !self.first_visit(offset, hash, parent, 0) {
             return;
         }
-        let read = self.repo.reader().with_record(offset, |kind, body| {
+        let read = self.reader.with_record(offset, |kind, body| {
             Ok((kind, (kind == RecordKind::Contents).then(|| schema::contents_hash(body))))
         });
         match read {
@@ -314,8 +311,8 @@ impl Checker<'_> {
             self.base_only.insert(offset);
         }
         let mut counts = EntryCounts::default();
-        let store = self.repo.reader().store();
-        let read = self.repo.reader().with_record(offset, |kind, body| {
+        let store = self.reader.store();
+        let read = self.reader.with_record(offset, |kind, body| {
             Ok((
                 kind,
                 match kind {
@@ -351,7 +348,7 @@ impl Checker<'_> {
                     full: base_offset >= self.keep_from,
                 });
                 let chain = patch.chain();
-                let applied = self.repo.reader().node_chained(base_offset, &base_hash, chain - 1).and_then(
+                let applied = self.reader.node_chained(base_offset, &base_hash, chain - 1).and_then(
                     |(base, base_chain)| {
                         // As the reader requires: the base is exactly one patch shorter.
                         if base_chain != chain - 1 {
@@ -417,8 +414,7 @@ impl Checker<'_> {
             let mut sum = Some(0u64);
             for (_, child) in &tree.children {
                 if let NodeRef::Stored { hash: child_hash, key } = child {
-                    let length =
-                        self.repo.reader().node(key.offset(), child_hash).ok().map(|child| child.length());
+                    let length = self.reader.node(key.offset(), child_hash).ok().map(|child| child.length());
                     sum = sum.zip(length).map(|(sum, length)| sum.saturating_add(length));
                 }
             }
@@ -472,7 +468,7 @@ impl Checker<'_> {
     }
 
     fn commit(&mut self, hash: Hash, offset: u64) {
-        let read = self.repo.reader().with_record(offset, |kind, body| match kind {
+        let read = self.reader.with_record(offset, |kind, body| match kind {
             RecordKind::Commit => codec::decode_commit(body, offset),
             other => Err(StoreError::corrupt(
                 FileKind::Pack,
@@ -501,7 +497,7 @@ impl Checker<'_> {
                 self.report.collected_parents.push(AbsentParent { commit: hash, offset, parent: *parent });
                 continue;
             }
-            if self.repo.commit_offset_of(parent) != Some(*parent_offset) {
+            if self.commits.get(parent).copied() != Some(*parent_offset) {
                 self.problem(
                     *parent_offset,
                     Some(*parent),
@@ -521,51 +517,50 @@ impl Checker<'_> {
     }
 }
 
-impl Repo {
-    /// Checks the whole store (as of this handle's published state): every commit, every reachable
-    /// object, every hash and offset. Never stops at the first problem.
-    pub fn fsck(&self) -> FsckReport {
-        let mut checker = Checker {
-            repo: self,
-            report: FsckReport::default(),
-            visited: HashMap::default(),
-            reachable_bytes: 0,
-            base_only: std::collections::HashSet::new(),
-            keep_from: self.control_state().keep_from,
-        };
-        let mut commits: Vec<(Hash, u64)> = self.commits().map(|(hash, offset)| (*hash, *offset)).collect();
-        commits.sort_unstable_by_key(|(_, offset)| *offset);
-        checker.report.stats.commits = commits.len() as u64;
-        for (hash, offset) in commits {
-            checker.commit(hash, offset);
-        }
-        for (name, (hash, offset)) in &self.control_state().branches {
-            if self.commit_offset_of(hash) != Some(*offset) {
-                checker.report.problems.push(Problem {
-                    file: FileKind::Control,
-                    offset: 0,
-                    hash: Some(*hash),
-                    parent: None,
-                    what: format!("branch {name:?} points to a commit not in the index at offset {offset}"),
-                });
-            }
-        }
-        let pack_bytes = self.control_state().pack_end;
-        checker.report.stats.pack_bytes = pack_bytes;
-        let layout = self.source.reader.layout();
-        for (name, what) in layout.check_files(pack_bytes) {
+/// Checks the whole store as of `state`: every commit of `index` (hash to record offset), every
+/// reachable object through `reader`, every hash and offset. Never stops at the first problem.
+pub(crate) fn check(reader: &PackReader, state: &ControlState, index: &HashMap<Hash, u64>) -> FsckReport {
+    let mut checker = Checker {
+        reader,
+        commits: index,
+        report: FsckReport::default(),
+        visited: HashMap::default(),
+        reachable_bytes: 0,
+        base_only: std::collections::HashSet::new(),
+        keep_from: state.keep_from,
+    };
+    let mut commits: Vec<(Hash, u64)> = index.iter().map(|(hash, offset)| (*hash, *offset)).collect();
+    commits.sort_unstable_by_key(|(_, offset)| *offset);
+    checker.report.stats.commits = commits.len() as u64;
+    for (hash, offset) in commits {
+        checker.commit(hash, offset);
+    }
+    for (name, (hash, offset)) in &state.branches {
+        if index.get(hash).copied() != Some(*offset) {
             checker.report.problems.push(Problem {
-                file: FileKind::Pack,
+                file: FileKind::Control,
                 offset: 0,
-                hash: None,
+                hash: Some(*hash),
                 parent: None,
-                what: format!("file {name}: {what}"),
+                what: format!("branch {name:?} points to a commit not in the index at offset {offset}"),
             });
         }
-        checker.report.stats.chunk_files = layout.chunk_files(pack_bytes);
-        checker.report.stats.segment_files = layout.segment_files();
-        checker.report.stats.unreachable_bytes =
-            layout.stored_bytes(pack_bytes).saturating_sub(checker.reachable_bytes);
-        checker.report
     }
+    let pack_bytes = state.pack_end;
+    checker.report.stats.pack_bytes = pack_bytes;
+    let layout = reader.layout();
+    for (name, what) in layout.check_files(pack_bytes) {
+        checker.report.problems.push(Problem {
+            file: FileKind::Pack,
+            offset: 0,
+            hash: None,
+            parent: None,
+            what: format!("file {name}: {what}"),
+        });
+    }
+    checker.report.stats.chunk_files = layout.chunk_files(pack_bytes);
+    checker.report.stats.segment_files = layout.segment_files();
+    checker.report.stats.unreachable_bytes =
+        layout.stored_bytes(pack_bytes).saturating_sub(checker.reachable_bytes);
+    checker.report
 }

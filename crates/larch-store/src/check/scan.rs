@@ -5,7 +5,8 @@
 use crate::check::fsck::KindStats;
 use crate::error::{FileKind, Result, StoreError};
 use crate::format::codec::{Cursor, PACK_HEADER_LEN, RecordKind};
-use crate::repo::Repo;
+use crate::format::control::ControlState;
+use crate::pack::reader::PackReader;
 use larch_core::Hash;
 use std::collections::BTreeMap;
 
@@ -53,7 +54,7 @@ impl ScanReport {
 
 /// A window of the pack read in pieces: `bytes` holds the pack from `start`.
 struct Window<'a> {
-    repo: &'a Repo,
+    reader: &'a PackReader,
     end: u64,
     start: u64,
     bytes: Vec<u8>,
@@ -68,7 +69,7 @@ impl Window<'_> {
         if offset < self.start || need_end > have_end {
             let len = usize::try_from((self.end - offset).min(READ_PIECE as u64)).unwrap_or(READ_PIECE);
             self.bytes.resize(len, 0);
-            self.repo.reader().read_raw(offset, &mut self.bytes)?;
+            self.reader.read_raw(offset, &mut self.bytes)?;
             self.start = offset;
         }
         let from = usize::try_from(offset - self.start).unwrap_or(usize::MAX);
@@ -79,72 +80,71 @@ impl Window<'_> {
     }
 }
 
-impl Repo {
-    /// Counts the records of the published pack by kind, with their bytes and patch chain lengths,
-    /// in one sequential pass over the record framing (no hashing, no reachability: see
-    /// [`Repo::fsck`] for that). A record whose framing runs past the published end is an error.
-    pub fn scan(&self) -> Result<ScanReport> {
-        let state = self.control_state();
-        let end = state.pack_end;
-        let mut report = ScanReport {
-            pack_bytes: end,
-            index_bytes: state.index_end,
-            commits: self.commit_count() as u64,
-            branches: self.branches(),
-            ..ScanReport::default()
-        };
-        // The live ranges: the runs of the GC segments (collected space is skipped), then the
-        // chunks from the first one on.
-        let layout = self.reader().layout().clone();
-        let mut ranges: Vec<(u64, u64)> = Vec::new();
-        for segment in layout.segments() {
-            ranges.extend(segment.segment.runs().map(|(global, _, len)| (global, global + len)));
-        }
-        ranges.push((layout.first_chunk_start().max(PACK_HEADER_LEN), end));
-        for (start, range_end) in ranges {
-            self.scan_range(&mut report, start, range_end.min(end))?;
-        }
-        Ok(report)
+/// Counts the records of the pack published by `state` by kind, with their bytes and patch chain
+/// lengths, in one sequential pass over the record framing (`crate::Repo::scan`).
+pub(crate) fn scan(
+    reader: &PackReader,
+    state: &ControlState,
+    commits: u64,
+    branches: Vec<(String, larch_core::Hash)>,
+) -> Result<ScanReport> {
+    let end = state.pack_end;
+    let mut report = ScanReport {
+        pack_bytes: end,
+        index_bytes: state.index_end,
+        commits,
+        branches,
+        ..ScanReport::default()
+    };
+    // The live ranges: the runs of the GC segments (collected space is skipped), then the
+    // chunks from the first one on.
+    let layout = reader.layout().clone();
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for segment in layout.segments() {
+        ranges.extend(segment.segment.runs().map(|(global, _, len)| (global, global + len)));
     }
+    ranges.push((layout.first_chunk_start().max(PACK_HEADER_LEN), end));
+    for (start, range_end) in ranges {
+        scan_range(reader, &mut report, start, range_end.min(end))?;
+    }
+    Ok(report)
+}
 
-    /// Counts the records of `[start, end)`, a range of back-to-back records.
-    fn scan_range(&self, report: &mut ScanReport, start: u64, end: u64) -> Result<()> {
-        let mut window = Window { repo: self, end, start: 0, bytes: Vec::new() };
-        let mut offset = start;
-        while offset < end {
-            let prefix = window.at(offset, MAX_PREFIX)?;
-            let mut cursor = Cursor::new(prefix, FileKind::Pack, offset);
-            let kind_byte = cursor.u8()?;
-            let kind = RecordKind::from_byte(kind_byte).ok_or_else(|| {
-                StoreError::corrupt(FileKind::Pack, offset, format!("unknown record kind {kind_byte}"))
+/// Counts the records of `[start, end)`, a range of back-to-back records.
+fn scan_range(reader: &PackReader, report: &mut ScanReport, start: u64, end: u64) -> Result<()> {
+    let mut window = Window { reader, end, start: 0, bytes: Vec::new() };
+    let mut offset = start;
+    while offset < end {
+        let prefix = window.at(offset, MAX_PREFIX)?;
+        let mut cursor = Cursor::new(prefix, FileKind::Pack, offset);
+        let kind_byte = cursor.u8()?;
+        let kind = RecordKind::from_byte(kind_byte).ok_or_else(|| {
+            StoreError::corrupt(FileKind::Pack, offset, format!("unknown record kind {kind_byte}"))
+        })?;
+        let body_len = cursor.leb()?;
+        let header = cursor.position() as u64;
+        let total = header
+            .checked_add(body_len)
+            .and_then(|n| n.checked_add(4))
+            .filter(|&n| offset.checked_add(n).is_some_and(|record_end| record_end <= end))
+            .ok_or_else(|| {
+                StoreError::corrupt(FileKind::Pack, offset, "record runs past the published end")
             })?;
-            let body_len = cursor.leb()?;
-            let header = cursor.position() as u64;
-            let total = header
-                .checked_add(body_len)
-                .and_then(|n| n.checked_add(4))
-                .filter(|&n| offset.checked_add(n).is_some_and(|record_end| record_end <= end))
-                .ok_or_else(|| {
-                    StoreError::corrupt(FileKind::Pack, offset, "record runs past the published end")
-                })?;
-            if matches!(kind, RecordKind::PatchEntries | RecordKind::PatchTree) {
-                let body = window.at(
-                    offset + header,
-                    MAX_PATCH_PREFIX.min(usize::try_from(body_len).unwrap_or(usize::MAX)),
-                )?;
-                // Pointers count `back` from the record's first byte.
-                let mut cursor = Cursor::new(body, FileKind::Pack, offset);
-                cursor.pointer()?;
-                *report.patch_chains.entry(cursor.u8()?).or_default() += 1;
-            }
-            let stats = report.by_kind.entry(kind).or_default();
-            stats.count += 1;
-            stats.bytes += total;
-            if report.largest_record.is_none_or(|(bytes, _)| total > bytes) {
-                report.largest_record = Some((total, offset));
-            }
-            offset += total;
+        if matches!(kind, RecordKind::PatchEntries | RecordKind::PatchTree) {
+            let body = window
+                .at(offset + header, MAX_PATCH_PREFIX.min(usize::try_from(body_len).unwrap_or(usize::MAX)))?;
+            // Pointers count `back` from the record's first byte.
+            let mut cursor = Cursor::new(body, FileKind::Pack, offset);
+            cursor.pointer()?;
+            *report.patch_chains.entry(cursor.u8()?).or_default() += 1;
         }
-        Ok(())
+        let stats = report.by_kind.entry(kind).or_default();
+        stats.count += 1;
+        stats.bytes += total;
+        if report.largest_record.is_none_or(|(bytes, _)| total > bytes) {
+            report.largest_record = Some((total, offset));
+        }
+        offset += total;
     }
+    Ok(())
 }

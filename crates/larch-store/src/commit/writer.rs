@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// Encoded bytes a commit holds in memory before writing them past the published end.
 pub(crate) const FLUSH_BYTES: usize = 8 << 20;
 
-mod tables;
+pub(crate) mod tables;
 pub(crate) use tables::{AddressHasher, EncoderTables};
 
 /// Where an entry's target went.
@@ -703,9 +703,6 @@ impl<'a> Encoder<'a> {
 
 mod diff;
 use diff::{Change, bucket_changes, entry_changes, stored_position, target_of};
-
-#[cfg(test)]
-mod tests;
 
 /// Refuses a node that cannot stand where it is: a directory must be flat or an inode root (depth
 /// 0), an inner inode below a `Tree` at depth `d` a `Values` leaf or a `Tree` at `d + 1`. (The

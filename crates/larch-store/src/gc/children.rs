@@ -318,12 +318,35 @@ mod tests {
     use super::*;
     use crate::format::codec::{self, EncodedTarget, EntryCounts};
     use crate::format::patch::{self, EntryChange};
-    use larch_core::{Hash, NodeBody, StoreId};
+    use larch_core::{ContentsRef, Entry, Hash, NodeBody, NodeRef, StoreId};
+
+    /// The child offsets of a decoded node (the reader's decoding; the mark uses
+    /// `decode` and `apply`, tested against this).
+    fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
+        match body {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                for (_, entry) in entries.iter() {
+                    match entry {
+                        Entry::Node(NodeRef::Stored { key, .. })
+                        | Entry::Contents(ContentsRef::Stored { key, .. }) => out.push(key.offset()),
+                        _ => {}
+                    }
+                }
+            }
+            NodeBody::Tree(tree) => {
+                for (_, child) in &tree.children {
+                    if let NodeRef::Stored { key, .. } = child {
+                        out.push(key.offset());
+                    }
+                }
+            }
+        }
+    }
 
     /// The child offsets of a decoded body, sorted.
     fn body_offsets(body: &NodeBody) -> Vec<u64> {
         let mut out = Vec::new();
-        crate::gc::mark::body_children(body, &mut out);
+        body_children(body, &mut out);
         out.sort_unstable();
         out
     }

@@ -28,10 +28,6 @@ use crate::format::patch;
 use crate::gc::children::{self, Decoded, NodeChildren};
 use crate::gc::roots::{PackedOffsets, PackedPairs, RootSpan, RootSpans, SPAN_BYTES};
 use crate::pack::reader::PackReader;
-use crate::repo::Repo;
-use larch_core::Hash;
-#[cfg(test)]
-use larch_core::{ContentsRef, Entry, NodeBody, NodeRef};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -237,30 +233,6 @@ fn record_pointers(kind: RecordKind, body: &[u8], offset: u64, out: &mut Pointer
 
 fn is_patch(kind: RecordKind) -> bool {
     matches!(kind, RecordKind::PatchEntries | RecordKind::PatchTree)
-}
-
-/// The child offsets of a decoded node (the reader's decoding; the mark uses
-/// [`gc_children`], tested against this).
-#[cfg(test)]
-pub(crate) fn body_children(body: &NodeBody, out: &mut Vec<u64>) {
-    match body {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-            for (_, entry) in entries.iter() {
-                match entry {
-                    Entry::Node(NodeRef::Stored { key, .. })
-                    | Entry::Contents(ContentsRef::Stored { key, .. }) => out.push(key.offset()),
-                    _ => {}
-                }
-            }
-        }
-        NodeBody::Tree(tree) => {
-            for (_, child) in &tree.children {
-                if let NodeRef::Stored { key, .. } = child {
-                    out.push(key.offset());
-                }
-            }
-        }
-    }
 }
 
 /// Decoded nodes kept for patch decoding (bases are shared by consecutive versions), up to this
@@ -671,29 +643,4 @@ pub(crate) fn mark_above<S: RecordSource>(
     marker.traverse()?;
     marker.result.traverse_time = start.elapsed();
     Ok(marker.result)
-}
-
-impl Repo {
-    /// The mark phase of a garbage collection keeping `commit` and every commit written after it
-    /// (docs/gc-design.md §4), without collecting anything: the live records below `region_end`
-    /// (which must not exceed the commit's record offset). The roots are taken from every record
-    /// from the commit to the published end, or, with `until`, to the end of that later commit's
-    /// record (the store as it was when `until` was the head: what a GC started then would see).
-    /// A dry run of what a GC would copy.
-    pub fn gc_mark(&self, commit: &Hash, region_end: u64, until: Option<&Hash>) -> Result<GcMark> {
-        let offset_of = |hash: &Hash| {
-            self.commit_offset_of(hash)
-                .ok_or_else(|| StoreError::GcRefused(format!("commit {hash} is not in the store")))
-        };
-        let keep_from = offset_of(commit)?;
-        let scan_end = match until {
-            None => self.control_state().pack_end,
-            Some(until) => {
-                let at = offset_of(until)?;
-                let (_, total) = self.reader().with_record(at, |_, _| Ok(()))?;
-                at + total
-            }
-        };
-        mark(self.reader(), MarkBounds { keep_from, region_end, scan_end })
-    }
 }

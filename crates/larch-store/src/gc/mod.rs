@@ -12,6 +12,7 @@ pub mod archive;
 pub mod children;
 pub mod mark;
 pub mod policy;
+pub mod report;
 pub mod roots;
 pub mod run;
 pub mod worker;

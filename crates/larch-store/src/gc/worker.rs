@@ -11,15 +11,17 @@ use crate::format::index;
 use crate::format::names::segment_name;
 use crate::gc::mark::{self, MarkBounds};
 use crate::gc::policy::{Compaction, SegmentStat};
+use crate::gc::report::GcPhase;
 use crate::gc::roots::RootSpans;
-use crate::gc::run::{GcPhase, dir_bytes};
+use crate::io::priority::lower_priority;
 use crate::io::storage::Storage;
+use crate::io::storage::dir_bytes;
 use crate::pack::layout::{Layout, SegmentExtent};
 use crate::pack::reader::PackReader;
 use crate::pack::segment::{Segment, SegmentHeader, SegmentWriter};
 use larch_core::Hash;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Default)]
@@ -119,24 +121,14 @@ pub(crate) struct Job {
     pub(crate) span_bytes: u64,
 }
 
+/// The late roots' lock; a poisoned lock (a thread panicked while appending) still holds valid
+/// offsets.
+pub(crate) fn lock_roots(roots: &Mutex<Vec<u64>>) -> MutexGuard<'_, Vec<u64>> {
+    roots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Copy reads of at most this many bytes.
 const COPY_PIECE: u64 = 1 << 20;
-
-/// Lowers the calling thread's priority (nice +10 by default for the GC worker, +19 for the
-/// prefetching thread, on Linux): the thread yields the CPU to the writer and readers when they
-/// compete for it (docs/gc-design.md §5).
-pub(crate) fn lower_priority(nice: i32) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `gettid` has no preconditions; `setpriority` on this thread's id only changes
-        // its scheduling weight and touches no memory of ours. A failure leaves the priority as
-        // it was (nothing to undo).
-        unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
-        }
-    }
-}
 
 pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     lower_priority(job.nice);
@@ -327,7 +319,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     };
     // The late roots written so far are checked here, off the writer's thread; the writer checks
     // the few written after this drain at the switch.
-    let mut drained = std::mem::take(&mut *crate::gc::run::lock_roots(&late_roots));
+    let mut drained = std::mem::take(&mut *lock_roots(&late_roots));
     // Roots below the region are in old segments kept whole.
     drained.retain(|root| *root >= region_start);
     drained.sort_unstable();

@@ -5,7 +5,9 @@
 //!
 //! May import: [`crate::format`] and [`crate::error`].
 
+pub mod classify;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod layered;
+pub mod priority;
 pub mod storage;

@@ -442,13 +442,20 @@ impl StoreFiles {
             dir: Arc::new(dir),
         }
     }
+}
 
-    /// The pack as one format-2 image: the 16-byte format-2 header, then every chunk's records at
-    /// their global offsets (file position = global offset), up to the end of the last chunk file.
-    pub fn pack_image(&self) -> io::Result<Vec<u8>> {
-        crate::pack::layout::Layout::discover(self.dir.clone())
-            .map_err(io::Error::other)?
-            .flatten()
-            .map_err(io::Error::other)
+/// Sum of the lengths of every file in `dir`.
+pub(crate) fn dir_bytes(dir: &dyn Directory) -> crate::error::Result<u64> {
+    let names =
+        dir.list().map_err(|e| crate::error::StoreError::io(crate::error::FileKind::Pack, 0, "list", e))?;
+    let mut total = 0;
+    for name in names {
+        match dir.open(&name, false) {
+            Ok(file) => total += file.len().unwrap_or(0),
+            // Unlinked between the listing and the open.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(crate::error::StoreError::io(crate::error::FileKind::Pack, 0, "open", e)),
+        }
     }
+    Ok(total)
 }

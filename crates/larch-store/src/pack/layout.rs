@@ -735,3 +735,11 @@ mod tests {
         }
     }
 }
+
+impl crate::io::storage::StoreFiles {
+    /// The pack as one format-2 image: the 16-byte format-2 header, then every chunk's records at
+    /// their global offsets (file position = global offset), up to the end of the last chunk file.
+    pub fn pack_image(&self) -> io::Result<Vec<u8>> {
+        Layout::discover(self.dir.clone()).map_err(io::Error::other)?.flatten().map_err(io::Error::other)
+    }
+}

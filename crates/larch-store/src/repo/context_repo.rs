@@ -1,7 +1,7 @@
 //! [`ContextRepo`] for the persistent pack store, so that the recorder, the replayer and
 //! importers run on it.
 
-use crate::GcReport;
+use crate::gc::report::GcReport;
 use crate::{Repo, StoreError};
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, Tree};
 

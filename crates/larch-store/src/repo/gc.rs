@@ -3,10 +3,12 @@
 
 use crate::error::{FileKind, Result, StoreError};
 use crate::format::codec::PACK_HEADER_LEN;
-use crate::gc::mark::MarkBounds;
+use crate::gc::mark::{GcMark, MarkBounds, mark};
 use crate::gc::policy::{GcOptions, GcPolicy, SegmentStat};
-use crate::gc::run::{GcPhase, GcProgress, GcReport, GcRun, dir_bytes};
+use crate::gc::report::{GcPhase, GcProgress, GcReport};
+use crate::gc::run::GcRun;
 use crate::gc::worker::{Counters, Job, work};
+use crate::io::storage::dir_bytes;
 use crate::repo::Repo;
 use larch_core::Hash;
 use std::sync::atomic::Ordering;
@@ -394,6 +396,31 @@ fn merge_slices(so_far: GcReport, next: GcReport) -> GcReport {
         segments_garbage: so_far.segments_garbage.max(next.segments_garbage),
         kept_in_place: so_far.kept_in_place.or(next.kept_in_place),
         ..next
+    }
+}
+
+impl Repo {
+    /// The mark phase of a garbage collection keeping `commit` and every commit written after it
+    /// (docs/gc-design.md §4), without collecting anything: the live records below `region_end`
+    /// (which must not exceed the commit's record offset). The roots are taken from every record
+    /// from the commit to the published end, or, with `until`, to the end of that later commit's
+    /// record (the store as it was when `until` was the head: what a GC started then would see).
+    /// A dry run of what a GC would copy.
+    pub fn gc_mark(&self, commit: &Hash, region_end: u64, until: Option<&Hash>) -> Result<GcMark> {
+        let offset_of = |hash: &Hash| {
+            self.commit_offset_of(hash)
+                .ok_or_else(|| StoreError::GcRefused(format!("commit {hash} is not in the store")))
+        };
+        let keep_from = offset_of(commit)?;
+        let scan_end = match until {
+            None => self.control_state().pack_end,
+            Some(until) => {
+                let at = offset_of(until)?;
+                let (_, total) = self.reader().with_record(at, |_, _| Ok(()))?;
+                at + total
+            }
+        };
+        mark(self.reader(), MarkBounds { keep_from, region_end, scan_end })
     }
 }
 

@@ -96,7 +96,7 @@ impl PipelinedRepo {
 
     /// This writer, keeping in memory the nodes written in the last `bytes` of the pack when a
     /// carried tree copies their parent for a change (default
-    /// [`crate::RECENT_IN_MEMORY`]; 0: every node the store holds is then referred to by key).
+    /// `RECENT_IN_MEMORY`; 0: every node the store holds is then referred to by key).
     /// More bytes: fewer reads of recent nodes, more memory.
     pub fn with_recent_in_memory(self, bytes: u64) -> PipelinedRepo {
         lock(&self.repo).source.reader.set_recent_window(bytes);
@@ -105,7 +105,7 @@ impl PipelinedRepo {
 
     /// This writer, keeping in memory the inode trees (the inner nodes of directories above 256
     /// entries) written in the last `bytes` of the pack as well (default
-    /// [`crate::RECENT_INODES_IN_MEMORY`]; 0: only those of
+    /// `RECENT_INODES_IN_MEMORY`; 0: only those of
     /// [`with_recent_in_memory`](PipelinedRepo::with_recent_in_memory)).
     pub fn with_recent_inodes_in_memory(self, bytes: u64) -> PipelinedRepo {
         lock(&self.repo).source.reader.set_recent_inodes_window(bytes);
@@ -121,8 +121,8 @@ impl PipelinedRepo {
         let depth = depth.clamp(1, PIPELINE_MAX_DEPTH);
         repo.check_writable()?;
         repo.source.reader.set_detach(true);
-        repo.source.reader.set_recent_window(crate::pack::reader::RECENT_IN_MEMORY);
-        repo.source.reader.set_recent_inodes_window(crate::pack::reader::RECENT_INODES_IN_MEMORY);
+        repo.source.reader.set_recent_window(crate::options::RECENT_IN_MEMORY);
+        repo.source.reader.set_recent_inodes_window(crate::options::RECENT_INODES_IN_MEMORY);
         repo.prime_fraction = crate::repo::PIPELINED_PRIME_FRACTION;
         let empty = repo.empty_tree();
         let stats = ContextRepo::stats(&repo);

@@ -3,8 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
 
-use super::{Batch, Prefetcher, STORM_MISSES};
 use crate::Repo;
+use crate::pack::reader::prefetch::{Batch, Prefetcher, STORM_MISSES};
 use larch_core::{CommitInfo, Entry, Hash, NodeRef, Tree};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

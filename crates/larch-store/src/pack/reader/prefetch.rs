@@ -45,12 +45,12 @@ const LEAVES_REMEMBERED: usize = 1 << 16;
 const PREFETCH_NICE: i32 = 19;
 
 /// One leaf's stored sub-directories to read ahead.
-struct Batch {
+pub(crate) struct Batch {
     /// The count it was handed over in ([`Prefetcher::count`]): once that count has ended, the
     /// batch is dropped unread.
-    count: u64,
+    pub(crate) count: u64,
     /// `(offset, hash)` of each sub-directory.
-    nodes: Vec<(u64, Hash)>,
+    pub(crate) nodes: Vec<(u64, Hash)>,
 }
 
 /// The detector of cold-read storms and the channel to the prefetching thread (started at the
@@ -58,7 +58,7 @@ struct Batch {
 pub(crate) struct Prefetcher {
     source: Weak<PackSource>,
     /// The current count's number: how many trees were started ([`Prefetcher::new_tree`]).
-    count: AtomicU64,
+    pub(crate) count: AtomicU64,
     /// When this prefetcher was made: the origin of `window_start`.
     created: Instant,
     /// The start of the current count, in milliseconds since `created`.
@@ -67,7 +67,7 @@ pub(crate) struct Prefetcher {
     misses: AtomicU32,
     /// The leaves handed over in the current count, by their first stored sub-directory.
     sent: Mutex<HashSet<u64>>,
-    sender: OnceLock<Option<SyncSender<Batch>>>,
+    pub(crate) sender: OnceLock<Option<SyncSender<Batch>>>,
     /// Leaves handed to the thread.
     pub leaves_sent: AtomicU64,
     /// Sub-directories the thread read into the cache.
@@ -184,7 +184,7 @@ impl Prefetcher {
 /// Reads the batches into the cache until the source is dropped (its sender with it). A read that
 /// fails is left to the reading thread, which meets the error itself if it needs the node.
 fn prefetch_loop(source: &Weak<PackSource>, receiver: &Receiver<Batch>) {
-    crate::gc::worker::lower_priority(PREFETCH_NICE);
+    crate::io::priority::lower_priority(PREFETCH_NICE);
     for batch in receiver {
         let Some(source) = source.upgrade() else { return };
         let prefetch = source.prefetch();
@@ -205,6 +205,3 @@ fn prefetch_loop(source: &Weak<PackSource>, receiver: &Receiver<Batch>) {
         prefetch.leaves_done.fetch_add(1, Ordering::Release);
     }
 }
-
-#[cfg(test)]
-mod tests;
