@@ -7,14 +7,19 @@
 //! in `docs/store.md`.
 //!
 //! The public API is small: [`Repo`] (open, checkout, commit, branches, log, reload, stats, scan,
-//! fsck, garbage collection: `gc`, `gc_start`/`gc_finish`/`gc_wait` with [`GcReport`] and
-//! [`GcProgress`], `gc_with`/`gc_start_with` with [`GcOptions`] and the segment compaction policy
-//! [`GcPolicy`] (`docs/store.md`, *Garbage collection*), `gc_mark`: the mark phase alone,
-//! [`GcMark`], and `archive`: archive mode, moving sealed chunk files to a lower directory,
-//! [`ArchiveReport`]) with [`RepoOptions`] and
-//! [`SyncPolicy`], [`StoreError`], [`fsck`] and its report. The codec, patches, GC segment files
-//! (`segment`), commit index, control file, cache and writer are private; the storage seam and the
-//! fault-injecting backend are public only with the `fault-injection` feature, for tests.
+//! fsck, garbage collection with [`GcOptions`] and [`GcPolicy`], reporting [`GcReport`] and
+//! [`GcProgress`], archive mode with [`ArchiveReport`]), [`PipelinedRepo`] (commits on a commit
+//! thread), [`BulkWriter`] (imports), [`RepoOptions`] with [`SyncPolicy`], [`StoreError`],
+//! [`fsck`] and its report, and [`plan_recovery`]. [`RecordKind`] names the record kinds the
+//! scan and fsck reports count; [`INLINE_MAX`] is the largest value stored inside its directory's
+//! record.
+//!
+//! The source is layered, each folder importing only those below it (checked by
+//! `tests/layers.rs`; `docs/architecture.md`): `format` (bytes), `io` (the storage seam), `pack`
+//! (the offset space, reader and cache), `commit` (the encoder), `switch` (the control file),
+//! `gc`, `check`, then `repo.rs` and its `repo/` files (the writer and readers), and `recovery`.
+//! Everything below `repo` is private; the `fault-injection` feature exposes the test surface as
+//! one module, `testing`.
 //!
 //! ```
 //! use larch_core::CommitInfo;
