@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """First-touch cost of fresh anonymous memory, with and without transparent huge pages, after
-the memory has been idle for a while (docs/benchmarks.md, "Issue 11, fifteenth round").
+the memory has been idle for a while (docs/benchmarks.md at c117370, "Issue 11, fifteenth round").
 
 On the shared benchmark VMs, huge pages freed for more than about two seconds are handed back to
 the host (virtio-balloon free page reporting), and touching them again costs ~1-2.3 ms per MiB

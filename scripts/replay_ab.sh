@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Alternated replays of one trace by several builds or settings (docs/benchmarks.md, issue 11's
-# rounds): each round runs every variant once, in the order given, and prints one line per run:
+# Alternated replays of one trace by several builds or settings (docs/benchmarks.md,
+# "Method"): each round runs every variant once, in the order given, and prints one line per run:
 # context ops/s (wall-clock), CPU seconds, regular-block p99 and largest block, the times of the
 # large-burst blocks (BURSTS) and their page faults, peak RSS, store size and the last commit.
 # Compare variants as ratios within a round; run a second set in the reverse order.
