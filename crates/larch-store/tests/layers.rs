@@ -163,7 +163,7 @@ fn root_exports(lib: &str, modules: &BTreeSet<Vec<String>>) -> BTreeMap<String, 
     for statement in code.split(';') {
         let Some(path) = statement.trim().strip_prefix("pub use ") else { continue };
         let segments: Vec<&str> = path.split("::").collect();
-        let module = resolve(&segments[0].to_string(), segments.get(1).map(|s| s.to_string()), modules);
+        let module = resolve(segments[0], segments.get(1).map(|s| s.to_string()), modules);
         let names = path.rsplit("::").next().unwrap();
         for name in names.trim_matches(|c: char| c == '{' || c == '}' || c.is_whitespace()).split(',') {
             let name = name.trim();
@@ -175,14 +175,14 @@ fn root_exports(lib: &str, modules: &BTreeSet<Vec<String>>) -> BTreeMap<String, 
     exports
 }
 
-fn resolve(first: &String, second: Option<String>, modules: &BTreeSet<Vec<String>>) -> Vec<String> {
+fn resolve(first: &str, second: Option<String>, modules: &BTreeSet<Vec<String>>) -> Vec<String> {
     if let Some(second) = second {
-        let candidate = vec![first.clone(), second];
+        let candidate = vec![first.to_string(), second];
         if modules.contains(&candidate) {
             return candidate;
         }
     }
-    vec![first.clone()]
+    vec![first.to_string()]
 }
 
 #[test]

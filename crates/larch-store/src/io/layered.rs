@@ -64,6 +64,13 @@ impl Directory for LayeredDirectory {
         }
     }
 
+    fn file_len(&self, name: &str) -> io::Result<u64> {
+        match self.upper.file_len(name) {
+            Err(e) if e.kind() == ErrorKind::NotFound => self.lower.file_len(name),
+            other => other,
+        }
+    }
+
     fn list(&self) -> io::Result<Vec<String>> {
         let mut names = self.upper.list()?;
         names.extend(Self::list_of(&*self.lower)?);

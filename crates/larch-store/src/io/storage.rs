@@ -278,7 +278,12 @@ pub trait Directory: Send + Sync + Debug {
     /// Renames the file `from` to `to`, atomically replacing any file `to` (durable after
     /// [`Directory::sync`]). Used by archive mode to name a complete copy in the lower directory.
     fn rename(&self, from: &str, to: &str) -> io::Result<()>;
-    /// For a directory with a lower layer (archive mode, [`crate::repo::archive::LayeredDirectory`]):
+    /// The length of the file `name`, from its metadata where the backend has them (no open, no
+    /// map). The default opens the file.
+    fn file_len(&self, name: &str) -> io::Result<u64> {
+        self.open(name, false)?.len()
+    }
+    /// For a directory with a lower layer (archive mode, [`crate::io::layered::LayeredDirectory`]):
     /// the upper and the lower directory. `None` for a plain directory.
     fn layers(&self) -> Option<Layers<'_>> {
         None
@@ -321,6 +326,10 @@ impl Directory for DiskDirectory {
 
     fn open(&self, name: &str, writable: bool) -> io::Result<Arc<dyn Storage>> {
         self.open_file(name, writable, false)
+    }
+
+    fn file_len(&self, name: &str) -> io::Result<u64> {
+        Ok(std::fs::metadata(self.path.join(name))?.len())
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
@@ -444,17 +453,17 @@ impl StoreFiles {
     }
 }
 
-/// Sum of the lengths of every file in `dir`.
+/// Sum of the lengths of every file in `dir`, from metadata ([`Directory::file_len`]).
 pub(crate) fn dir_bytes(dir: &dyn Directory) -> crate::error::Result<u64> {
     let names =
         dir.list().map_err(|e| crate::error::StoreError::io(crate::error::FileKind::Pack, 0, "list", e))?;
     let mut total = 0;
     for name in names {
-        match dir.open(&name, false) {
-            Ok(file) => total += file.len().unwrap_or(0),
-            // Unlinked between the listing and the open.
+        match dir.file_len(&name) {
+            Ok(len) => total += len,
+            // Unlinked between the listing and the look-up.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(crate::error::StoreError::io(crate::error::FileKind::Pack, 0, "open", e)),
+            Err(e) => return Err(crate::error::StoreError::io(crate::error::FileKind::Pack, 0, "stat", e)),
         }
     }
     Ok(total)

@@ -642,6 +642,14 @@ impl Storage for Layout {
     }
 }
 
+impl crate::io::storage::StoreFiles {
+    /// The pack as one format-2 image: the 16-byte format-2 header, then every chunk's records at
+    /// their global offsets (file position = global offset), up to the end of the last chunk file.
+    pub fn pack_image(&self) -> io::Result<Vec<u8>> {
+        Layout::discover(self.dir.clone()).map_err(io::Error::other)?.flatten().map_err(io::Error::other)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -733,13 +741,5 @@ mod tests {
         if head > 0 {
             assert!(layout.write_at(16, b"x").is_err());
         }
-    }
-}
-
-impl crate::io::storage::StoreFiles {
-    /// The pack as one format-2 image: the 16-byte format-2 header, then every chunk's records at
-    /// their global offsets (file position = global offset), up to the end of the last chunk file.
-    pub fn pack_image(&self) -> io::Result<Vec<u8>> {
-        Layout::discover(self.dir.clone()).map_err(io::Error::other)?.flatten().map_err(io::Error::other)
     }
 }
