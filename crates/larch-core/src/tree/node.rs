@@ -771,9 +771,7 @@ impl Drop for Node {
     }
 }
 
-#[path = "node_hash.rs"]
 mod node_hash;
 
 #[cfg(test)]
-#[path = "node_tests.rs"]
 mod tests;
