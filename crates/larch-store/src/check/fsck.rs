@@ -4,7 +4,9 @@
 use crate::error::{FileKind, StoreError};
 use crate::format::codec::{self, EntryCounts, RecordKind};
 use crate::format::control::ControlState;
+use crate::format::index::{self, ENTRY_LEN, INDEX_HEADER_LEN};
 use crate::format::patch;
+use crate::io::storage::Storage;
 use crate::pack::reader::PackReader;
 use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, schema};
 use std::collections::{BTreeMap, HashMap};
@@ -519,7 +521,12 @@ impl Checker<'_> {
 
 /// Checks the whole store as of `state`: every commit of `index` (hash to record offset), every
 /// reachable object through `reader`, every hash and offset. Never stops at the first problem.
-pub(crate) fn check(reader: &PackReader, state: &ControlState, index: &HashMap<Hash, u64>) -> FsckReport {
+pub(crate) fn check(
+    reader: &PackReader,
+    state: &ControlState,
+    index: &HashMap<Hash, u64>,
+    index_file: &dyn Storage,
+) -> FsckReport {
     let mut checker = Checker {
         reader,
         commits: index,
@@ -562,5 +569,77 @@ pub(crate) fn check(reader: &PackReader, state: &ControlState, index: &HashMap<H
     checker.report.stats.segment_files = layout.segment_files();
     checker.report.stats.unreachable_bytes =
         layout.stored_bytes(pack_bytes).saturating_sub(checker.reachable_bytes);
+    check_collected_entries(index_file, state, index, &mut checker.report);
     checker.report
+}
+
+/// Bytes of the commit index read at a time by [`check_collected_entries`]: whole entries.
+const INDEX_PIECE: usize = ENTRY_LEN * 24_000;
+
+/// Checks the entries a GC kept in the commit index only to answer "collected" for the hashes of
+/// collected commits (before `state.index_keep_from`, not loaded by an open): each entry's
+/// checksum, its offset below the oldest kept record (`state.keep_from`) and above the entry
+/// before it, and no hash that is also a kept commit's.
+fn check_collected_entries(
+    index_file: &dyn Storage,
+    state: &ControlState,
+    index: &HashMap<Hash, u64>,
+    report: &mut FsckReport,
+) {
+    let problem = |report: &mut FsckReport, offset: u64, hash: Option<Hash>, what: String| {
+        report.problems.push(Problem { file: FileKind::Index, offset, hash, parent: None, what });
+    };
+    let end = state.index_keep_from;
+    if end <= INDEX_HEADER_LEN {
+        return;
+    }
+    if (end - INDEX_HEADER_LEN) % ENTRY_LEN as u64 != 0 {
+        let what = format!("the kept entries start at {end}, not at an entry boundary");
+        return problem(report, end, None, what);
+    }
+    let mut previous: Option<u64> = None;
+    let mut at = INDEX_HEADER_LEN;
+    let mut bytes = Vec::new();
+    while at < end {
+        let take = usize::try_from(end - at).unwrap_or(INDEX_PIECE).min(INDEX_PIECE);
+        bytes.resize(take, 0);
+        if let Err(e) = index_file.read_at(at, &mut bytes) {
+            return problem(report, at, None, format!("reading the collected commits' entries: {e}"));
+        }
+        for (i, entry) in bytes.chunks_exact(ENTRY_LEN).enumerate() {
+            let entry_at = at + (i * ENTRY_LEN) as u64;
+            let (hash, offset) =
+                match index::decode_entries(entry, entry_at).map(|entries| entries.first().copied()) {
+                    Ok(Some(decoded)) => decoded,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        problem(report, entry_at, None, format!("a collected commit's entry: {e}"));
+                        continue;
+                    }
+                };
+            if offset >= state.keep_from {
+                let what = format!(
+                    "a collected commit's entry names offset {offset}, at or above the oldest kept record {}",
+                    state.keep_from
+                );
+                problem(report, entry_at, Some(hash), what);
+            }
+            if previous.is_some_and(|before| offset <= before) {
+                let what = format!(
+                    "a collected commit's entry names offset {offset}, not above the entry before it"
+                );
+                problem(report, entry_at, Some(hash), what);
+            }
+            if index.contains_key(&hash) {
+                problem(
+                    report,
+                    entry_at,
+                    Some(hash),
+                    "a collected commit's entry names a kept commit".into(),
+                );
+            }
+            previous = Some(offset);
+        }
+        at += take as u64;
+    }
 }

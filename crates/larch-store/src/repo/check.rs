@@ -15,7 +15,7 @@ impl Repo {
     /// Checks the whole store (as of this handle's published state): every commit, every reachable
     /// object, every hash and offset. Never stops at the first problem.
     pub fn fsck(&self) -> FsckReport {
-        fsck::check(self.reader(), self.control_state(), &self.commits)
+        fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index)
     }
 
     /// Counts the records of the published pack by kind, with their bytes and patch chain lengths,
