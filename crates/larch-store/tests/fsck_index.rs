@@ -20,7 +20,7 @@ fn collected_store(dir: &Path) {
             tree.add(&["data", &format!("k{key}")], value).unwrap();
         }
         let parents: Vec<_> = commits.last().copied().into_iter().collect();
-        let info = CommitInfo::tezos(1_600_000_000 + i64::from(block), &format!("block {block}"));
+        let info = CommitInfo::tezos(1_600_000_000 + i64::from(block), format!("block {block}"));
         commits.push(repo.commit(&tree, &parents, info).unwrap());
         tree = repo.checkout(commits.last().unwrap()).unwrap();
     }
