@@ -54,14 +54,6 @@ fn parse_hash(text: &str) -> anyhow::Result<Hash> {
         .map_err(|_| anyhow::anyhow!("{text:?} is not a commit hash (base58 Co… or 64 hex digits)"))
 }
 
-/// The temporary directory the store is built in, next to its final place, renamed at the end.
-fn staging_dir(target: &Path) -> anyhow::Result<PathBuf> {
-    let name = target.file_name().context("NEWSTORE has no file name")?;
-    let mut staging = name.to_os_string();
-    staging.push(format!(".importing-{}", std::process::id()));
-    Ok(target.with_file_name(staging))
-}
-
 fn import_irmin(args: IrminArgs) -> anyhow::Result<ExitCode> {
     let store = match &args.lower {
         Some(lower) => IrminStore::open_with_lower(&args.irmin_store, lower),
@@ -87,7 +79,11 @@ fn import_irmin(args: IrminArgs) -> anyhow::Result<ExitCode> {
     if args.new_store.exists() {
         bail!("{} already exists: the import creates a new store", args.new_store.display());
     }
-    let staging = staging_dir(&args.new_store)?;
+    // Builds of this target killed midway (their process gone, no writer in them) are removed.
+    for stale in larch_store::remove_stale_builds(&args.new_store)? {
+        emit_line(format_args!("removed {}: the build directory of an import that died", stale.display()))?;
+    }
+    let staging = larch_store::build_dir(&args.new_store);
     if staging.exists() {
         bail!("{} already exists", staging.display());
     }

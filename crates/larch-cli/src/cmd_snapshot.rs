@@ -210,6 +210,9 @@ fn import(file: &Path, store: &Path) -> anyhow::Result<ExitCode> {
     let seconds = started.elapsed().as_secs_f64();
     let counts = &summary.counts;
     let parents: Vec<String> = summary.parents.iter().map(Hash::to_string).collect();
+    for stale in &summary.stale_removed {
+        emit_line(format_args!("removed {}: the build directory of an import that died", stale.display()))?;
+    }
     emit_line(format_args!(
         "imported commit {} (tree {}) into {}",
         summary.commit,

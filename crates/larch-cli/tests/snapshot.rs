@@ -120,3 +120,37 @@ fn a_corrupted_snapshot_is_an_error_naming_the_offset_and_leaves_no_store() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("already exists"), "{}", text(&out.stderr));
 }
+
+/// An import killed midway leaves `.NAME.importing-PID` beside its target (issue 44): the next
+/// import into the same target removes it (its process is gone, no writer holds it) and says so;
+/// a build directory of a live process is never touched.
+#[test]
+fn an_import_removes_the_build_directories_of_imports_that_died() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = small_store(dir.path());
+    let snap = dir.path().join("s.snap");
+    assert!(larch(&["snapshot", "export", path_str(&store), path_str(&snap)]).status.success());
+    // A process that has exited: its id names the stale build directory.
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = dir.path().join(format!(".copy.importing-{dead}"));
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("control"), b"partial").unwrap();
+    let live = dir.path().join(format!(".copy.importing-{}", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    let target = dir.path().join("copy");
+    let out = larch(&["snapshot", "import", path_str(&snap), path_str(&target)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("removed {}", stale.display())), "{stdout}");
+    assert!(!stale.exists(), "the dead import's build directory is gone");
+    assert!(live.exists(), "a live process's build directory stays");
+    assert!(target.join("control").exists());
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".importing-") && !name.ends_with(&std::process::id().to_string()))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -110,6 +110,8 @@ pub struct ImportSummary {
     pub file_bytes: u64,
     /// Bytes of the new store's pack.
     pub store_bytes: u64,
+    /// Build directories of the same target left by imports that died, removed before this one.
+    pub stale_removed: Vec<PathBuf>,
 }
 
 fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SnapshotError + 'a {
@@ -124,18 +126,20 @@ pub fn import<R: Read>(input: R, store: &Path, progress: &mut dyn FnMut(Progress
     if store.exists() {
         return Err(SnapshotError::TargetExists(store.to_path_buf()));
     }
-    let name = store.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into());
     let parent = match store.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let temporary = parent.join(format!(".{name}.importing-{}", std::process::id()));
+    // Builds of this target killed midway (their process gone, no writer in them) are removed.
+    let stale_removed = larch_store::remove_stale_builds(store)?;
+    let temporary = larch_store::build_dir(store);
     if temporary.exists() {
         std::fs::remove_dir_all(&temporary).map_err(io_error("removing", &temporary))?;
     }
     let result = import_into(input, &temporary, progress);
     match result {
-        Ok(summary) => {
+        Ok(mut summary) => {
+            summary.stale_removed = stale_removed;
             std::fs::rename(&temporary, store).map_err(io_error("renaming the imported store to", store))?;
             if let Ok(dir) = std::fs::File::open(&parent) {
                 dir.sync_all().map_err(io_error("syncing", &parent))?;
@@ -167,6 +171,7 @@ fn import_into<R: Read>(input: R, path: &Path, progress: &mut dyn FnMut(Progress
         stream_bytes: decoded.stream_bytes,
         file_bytes: decoded.file_bytes,
         store_bytes,
+        stale_removed: Vec::new(),
     })
 }
 

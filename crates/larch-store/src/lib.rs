@@ -61,6 +61,7 @@ pub use gc::archive::ArchiveReport;
 pub use gc::mark::{GcMark, MarkBounds};
 pub use gc::policy::{GcOptions, GcPolicy};
 pub use gc::report::{GcPhase, GcProgress, GcReport};
+pub use io::staging::{build_dir, remove_stale_builds};
 pub use options::{
     CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy,
     SyncPolicyParseError,

@@ -76,8 +76,5 @@ fn a_collected_entry_naming_a_kept_commit_is_reported() {
     bytes[56..60].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     let report = larch_store::fsck(dir.path()).unwrap();
-    assert!(
-        report.problems.iter().any(|problem| problem.what.contains("names a kept commit")),
-        "{report}"
-    );
+    assert!(report.problems.iter().any(|problem| problem.what.contains("names a kept commit")), "{report}");
 }

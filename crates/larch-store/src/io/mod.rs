@@ -10,4 +10,5 @@ pub mod classify;
 pub mod fault;
 pub mod layered;
 pub mod priority;
+pub mod staging;
 pub mod storage;
