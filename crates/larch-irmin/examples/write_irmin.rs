@@ -193,8 +193,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (from, to) = (&args[1], std::path::Path::new(&args[2]));
     let repo = Repo::open_read_only(from).unwrap();
-    let mut commits: Vec<(Hash, u64)> = repo.commits().map(|(h, o)| (*h, *o)).collect();
-    commits.sort_by_key(|(_, offset)| *offset);
+    let commits = repo.commits();
     std::fs::create_dir_all(to.join("index")).unwrap();
     let file = std::fs::File::create(to.join("store.0.suffix")).unwrap();
     let mut writer = Writer {
@@ -208,7 +207,7 @@ fn main() {
         index: Vec::new(),
         source: repo.source(),
     };
-    for (hash, _) in &commits {
+    for hash in &commits {
         let details = repo.commit_details(hash).unwrap();
         let tree = repo.checkout(hash).unwrap();
         let Entry::Node(root) = tree.root() else { panic!("root is contents") };

@@ -93,7 +93,7 @@ fn main() {
     };
     let commit = chain[index];
     let until = value("--keep").map(|keep| chain[(index + keep).min(chain.len() - 1)]);
-    let offsets: std::collections::HashMap<_, _> = repo.commits().map(|(h, o)| (*h, *o)).collect();
+    let offsets: std::collections::HashMap<_, _> = repo.commit_offsets().map(|(h, o)| (*h, *o)).collect();
     let keep_from = offsets[&commit];
     // `--exact`: the region ends at the commit itself, so the live bytes are everything a GC could
     // keep below it (with the window, the floor of the store's size under the GC rule).

@@ -58,7 +58,6 @@ pub use commit::writer::WriteCounts;
 pub use error::{FileKind, Result, StoreError};
 pub use format::codec::{INLINE_MAX, RecordKind};
 pub use gc::archive::ArchiveReport;
-pub use gc::mark::{GcMark, MarkBounds};
 pub use gc::policy::{GcOptions, GcPolicy};
 pub use gc::report::{GcPhase, GcProgress, GcReport};
 pub use io::staging::{build_dir, remove_stale_builds};

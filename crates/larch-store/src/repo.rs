@@ -111,8 +111,19 @@ impl Repo {
         self.commits.contains_key(hash)
     }
 
-    /// Every commit hash with its record offset, in no particular order.
-    pub fn commits(&self) -> impl Iterator<Item = (&Hash, &u64)> {
+    /// Every commit of the store (as of the last reload), in the order they were written: a
+    /// commit's parents in the store come before it.
+    pub fn commits(&self) -> Vec<Hash> {
+        let mut commits: Vec<(Hash, u64)> =
+            self.commits.iter().map(|(hash, offset)| (*hash, *offset)).collect();
+        commits.sort_unstable_by_key(|(_, offset)| *offset);
+        commits.into_iter().map(|(hash, _)| hash).collect()
+    }
+
+    /// Every commit hash with its record offset in the pack, in no particular order (tests and
+    /// measurements of the GC's bounds, which are pack offsets).
+    #[cfg(feature = "fault-injection")]
+    pub fn commit_offsets(&self) -> impl Iterator<Item = (&Hash, &u64)> {
         self.commits.iter()
     }
 

@@ -3,6 +3,7 @@
 //! decoders the fuzz tests drive. Not part of the stable API.
 
 pub use crate::format::{codec, control, index, names, patch};
+pub use crate::gc::mark::{GcMark, MarkBounds};
 pub use crate::io::{fault, layered, storage};
 pub use crate::options::{RECENT_IN_MEMORY, RECENT_INODES_IN_MEMORY};
 pub use crate::pack::{layout, segment};

@@ -234,7 +234,7 @@ fn read_everything(repo: &Repo) -> Result<(), String> {
     let mut note = |error: String| {
         first.get_or_insert(error);
     };
-    let commits: Vec<Hash> = repo.commits().map(|(hash, _)| *hash).collect();
+    let commits: Vec<Hash> = repo.commits();
     for commit in commits {
         let tree = match repo.checkout(&commit) {
             Ok(tree) => tree,

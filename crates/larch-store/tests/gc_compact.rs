@@ -159,7 +159,7 @@ fn brute_force(
     records: &BTreeMap<u64, (u64, Option<u64>)>,
     region_end: u64,
 ) -> BTreeMap<u64, u64> {
-    let kept: Vec<Hash> = repo.commits().map(|(hash, _)| *hash).collect();
+    let kept: Vec<Hash> = repo.commits();
     let mut reached = BTreeSet::new();
     for commit in &kept {
         reached_offsets(&repo.checkout(commit).unwrap(), &mut reached);

@@ -109,8 +109,9 @@ fn sigkill_during_gcs_loses_nothing_acknowledged(kills: u32) {
                     if let Some(head) = reader.head() {
                         let details = reader.commit_details(&head);
                         if let Err(e) = &details {
-                            let offset = reader.commits().find(|(hash, _)| **hash == head).map(|(_, o)| *o);
-                            let mut offsets: Vec<u64> = reader.commits().map(|(_, o)| *o).collect();
+                            let offset =
+                                reader.commit_offsets().find(|(hash, _)| **hash == head).map(|(_, o)| *o);
+                            let mut offsets: Vec<u64> = reader.commit_offsets().map(|(_, o)| *o).collect();
                             offsets.sort();
                             panic!(
                                 "round {round}: reader: head {head} at {offset:?}: {e}; chunks {:?}; segments {:?}; commits {:?}",

@@ -55,8 +55,11 @@ fn pack_image(dir: &Path) -> Vec<u8> {
 
 /// The brute-force live set of `[16, region_end)`: offset → (length, reached as a base only).
 fn brute_force(repo: &Repo, dir: &Path, kept: (u64, u64), region_end: u64) -> BTreeMap<u64, (u64, bool)> {
-    let kept: Vec<Hash> =
-        repo.commits().filter(|(_, offset)| (kept.0..=kept.1).contains(*offset)).map(|(h, _)| *h).collect();
+    let kept: Vec<Hash> = repo
+        .commit_offsets()
+        .filter(|(_, offset)| (kept.0..=kept.1).contains(*offset))
+        .map(|(h, _)| *h)
+        .collect();
     let mut reached = BTreeSet::new();
     for commit in &kept {
         reached_offsets(&repo.checkout(commit).unwrap(), &mut reached);
@@ -141,7 +144,7 @@ fn build_store(rng: &mut TestRng, dir: &Path, blocks: u64) -> (Vec<Hash>, Vec<Ha
 }
 
 fn offset_of(repo: &Repo, commit: &Hash) -> u64 {
-    *repo.commits().find(|(hash, _)| *hash == commit).unwrap().1
+    *repo.commit_offsets().find(|(hash, _)| *hash == commit).unwrap().1
 }
 
 #[test]
@@ -154,7 +157,7 @@ fn the_live_set_equals_a_brute_force_reachability() {
         let (main, abandoned) = build_store(&mut rng, dir.path(), blocks);
         let repo = Repo::open_read_only(dir.path()).unwrap();
         let pack_end = repo.stats().pack_bytes;
-        let mut commits: Vec<(u64, Hash)> = repo.commits().map(|(h, o)| (*o, *h)).collect();
+        let mut commits: Vec<(u64, Hash)> = repo.commit_offsets().map(|(h, o)| (*o, *h)).collect();
         commits.sort();
         for trial in 0..6 {
             // K: any commit (main or abandoned, first and last included); region end: K, or

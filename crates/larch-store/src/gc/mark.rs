@@ -119,6 +119,7 @@ pub struct GcMark {
     pub traverse_time: Duration,
 }
 
+#[cfg(any(test, feature = "fault-injection"))]
 impl GcMark {
     /// Whether the record at `offset` is in the live set.
     pub fn is_live(&self, offset: u64) -> bool {
@@ -600,6 +601,7 @@ impl<S: RecordSource> Marker<'_, S> {
 
 /// Computes the live records of the region `[16, region_end)` for a GC keeping every commit at or
 /// after `bounds.keep_from` (docs/gc-design.md §4).
+#[cfg(any(test, feature = "fault-injection"))]
 pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<GcMark> {
     mark_above(source, bounds, 0, None)
 }

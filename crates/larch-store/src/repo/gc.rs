@@ -3,7 +3,9 @@
 
 use crate::error::{FileKind, Result, StoreError};
 use crate::format::codec::PACK_HEADER_LEN;
-use crate::gc::mark::{GcMark, MarkBounds, mark};
+use crate::gc::mark::MarkBounds;
+#[cfg(feature = "fault-injection")]
+use crate::gc::mark::{GcMark, mark};
 use crate::gc::policy::{GcOptions, GcPolicy, SegmentStat};
 use crate::gc::report::{GcPhase, GcProgress, GcReport};
 use crate::gc::run::GcRun;
@@ -406,6 +408,7 @@ impl Repo {
     /// from the commit to the published end, or, with `until`, to the end of that later commit's
     /// record (the store as it was when `until` was the head: what a GC started then would see).
     /// A dry run of what a GC would copy.
+    #[cfg(feature = "fault-injection")]
     pub fn gc_mark(&self, commit: &Hash, region_end: u64, until: Option<&Hash>) -> Result<GcMark> {
         let offset_of = |hash: &Hash| {
             self.commit_offset_of(hash)
