@@ -88,7 +88,10 @@ fn diff(prefix: Vec<String>, old: Option<Tree>, new: Option<Tree>) -> anyhow::Re
             (Kind::Contents, Kind::Contents) => changes.push((show_path(&path), Change::Changed)),
             (Kind::Node, Kind::Node) => {
                 let read = |tree: &Tree| {
-                    tree.list::<&[u8]>(&[], 0, None).with_context(|| format!("reading {}", show_path(&path)))
+                    // By name: the two listings are merged (`list` gives a stored directory's
+                    // entries in Irmin's bucket order).
+                    tree.list_sorted::<&[u8]>(&[], 0, None)
+                        .with_context(|| format!("reading {}", show_path(&path)))
                 };
                 let mut old_entries = read(&old)?.into_iter().peekable();
                 let mut new_entries = read(&new)?.into_iter().peekable();

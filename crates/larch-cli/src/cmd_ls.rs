@@ -1,5 +1,7 @@
 //! `larch ls STORE [--commit C] [PATH] [--offset O --length L]`: the entries of a directory with
-//! kind, hash and size, paginated as Octez's `list` (sorted by name; skip `offset`, take `length`).
+//! kind, hash and size, in Irmin's order and paginated as Octez's `Context.list ?offset ?length`
+//! (the slice `[offset, offset + length)` of the listing). A commit's directory lists in the order
+//! of its inode layout: by name up to 32 entries, in bucket order above (docs/list-order.md).
 
 use crate::inspect::{kind_name, open_store, parse_path, resolve_commit, show_name, show_path, walk};
 use crate::output::{emit, emit_line};
@@ -21,10 +23,10 @@ pub struct LsArgs {
     /// The commit: a hash (`Co…` or hex), a branch, or `head` (default).
     #[arg(long, short = 'c')]
     commit: Option<String>,
-    /// Skip this many entries.
+    /// Skip this many entries of the listing (in Irmin's order: docs/list-order.md).
     #[arg(long, default_value_t = 0)]
     offset: usize,
-    /// Show at most this many entries.
+    /// Show at most this many entries (all to the end when absent).
     #[arg(long)]
     length: Option<usize>,
     /// Print JSON instead of text.

@@ -143,7 +143,9 @@ fn apply_to_larch(tree: &mut Tree, op: &Op) -> OpResult {
         Op::Mem(path) => OpResult::Bool(tree.mem(path).unwrap()),
         Op::MemTree(path) => OpResult::Bool(tree.mem_tree(path).unwrap()),
         Op::List(path) => {
-            let entries = tree.list(path, 0, None).unwrap();
+            // The proof operation lists by name (`larch_proof::Op::List`), not in Irmin's
+            // order of a stored directory (`Tree::list`).
+            let entries = tree.list_sorted(path, 0, None).unwrap();
             let kind = |t: &Tree| match t.kind() {
                 Kind::Node => larch_proof::Kind::Node,
                 Kind::Contents => larch_proof::Kind::Contents,

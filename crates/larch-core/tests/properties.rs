@@ -228,8 +228,18 @@ fn apply(tree: &mut Tree, op: &Op) {
     }
 }
 
+/// How the directories of a tree list (`Tree::list`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Listing {
+    /// A fresh checkout: every directory is stored and unmodified, in Irmin's layout order.
+    Layout,
+    /// A tree being edited: a directory lists by name if modified since the last commit, in
+    /// layout order if not (which ones is not tracked here).
+    Either,
+}
+
 /// Compares every read at `path`, with a random list window.
-fn check_reads(tree: &Tree, model: &Model, path: &Path, rng: &mut TestRng, at: &str) {
+fn check_reads(tree: &Tree, model: &Model, path: &Path, listing: Listing, rng: &mut TestRng, at: &str) {
     let found = tree.find(path).unwrap().map(|c| c.as_bytes().to_vec());
     assert_eq!(found.as_ref(), model.find(path), "{at}: find {path:?}");
     assert_eq!(tree.mem(path).unwrap(), model.mem(path), "{at}: mem {path:?}");
@@ -238,23 +248,37 @@ fn check_reads(tree: &Tree, model: &Model, path: &Path, rng: &mut TestRng, at: &
     assert_eq!(tree.length(path).unwrap(), all.len() as u64, "{at}: length {path:?}");
     let offset = if rng.random_bool(0.5) { 0 } else { rng.random_range(0..=all.len() + 3) };
     let length = if rng.random_bool(0.5) { None } else { Some(rng.random_range(0..40)) };
-    let listed: Vec<(Vec<u8>, bool)> = tree
-        .list(path, offset, length)
-        .unwrap()
-        .into_iter()
-        .map(|(name, sub)| (name.to_vec(), sub.kind() == Kind::Contents))
-        .collect();
-    let want: Vec<(Vec<u8>, bool)> =
-        all.into_iter().skip(offset).take(length.unwrap_or(usize::MAX)).collect();
-    assert_eq!(listed, want, "{at}: list {path:?} offset {offset} length {length:?}");
+    let listed = |entries: Vec<(larch_core::Name, Tree)>| -> Vec<(Vec<u8>, bool)> {
+        entries.into_iter().map(|(name, sub)| (name.to_vec(), sub.kind() == Kind::Contents)).collect()
+    };
+    let window = |entries: &[(Vec<u8>, bool)]| -> Vec<(Vec<u8>, bool)> {
+        entries.iter().skip(offset).take(length.unwrap_or(usize::MAX)).cloned().collect()
+    };
+    // Sorted whatever the state.
+    let sorted = listed(tree.list_sorted(path, offset, length).unwrap());
+    assert_eq!(sorted, window(&all), "{at}: list_sorted {path:?} offset {offset} length {length:?}");
+    // Irmin's order: the reference layout of the names, or (for an edited tree) that or sorted.
+    let kinds: BTreeMap<Vec<u8>, bool> = all.iter().cloned().collect();
+    let names: Vec<Vec<u8>> = all.iter().map(|(name, _)| name.clone()).collect();
+    let layout: Vec<(Vec<u8>, bool)> =
+        reference::list_order(&names).into_iter().map(|name| (name.clone(), kinds[&name])).collect();
+    let full = listed(tree.list(path, 0, None).unwrap());
+    let page = listed(tree.list(path, offset, length).unwrap());
+    match listing {
+        Listing::Layout => assert_eq!(full, layout, "{at}: list {path:?} in layout order"),
+        Listing::Either => {
+            assert!(full == layout || full == all, "{at}: list {path:?} neither layout nor sorted")
+        }
+    }
+    assert_eq!(page, window(&full), "{at}: list {path:?} offset {offset} length {length:?}");
 }
 
 /// Compares everything: all bindings, every directory's listing and length, and the hash with the
 /// reference implementation applied to the model.
-fn check_all(tree: &Tree, model: &Model, rng: &mut TestRng, at: &str) {
+fn check_all(tree: &Tree, model: &Model, listing: Listing, rng: &mut TestRng, at: &str) {
     assert_eq!(bindings(tree), model.values, "{at}: bindings");
     for dir in model.directories() {
-        check_reads(tree, model, &dir, rng, at);
+        check_reads(tree, model, &dir, listing, rng, at);
     }
     assert_eq!(tree.hash().0, reference::model_hash(&model.values), "{at}: hash vs reference");
 }
@@ -326,10 +350,10 @@ fn random_operations_agree_with_the_model() {
                 }
                 for _ in 0..3 {
                     let path = random_read_path(&generator, &model, &mut rng);
-                    check_reads(&tree, &model, &path, &mut rng, &at);
+                    check_reads(&tree, &model, &path, Listing::Either, &mut rng, &at);
                 }
                 if step % 100 == 99 {
-                    check_all(&tree, &model, &mut rng, &at);
+                    check_all(&tree, &model, Listing::Either, &mut rng, &at);
                     let big_dirs =
                         model.directories().into_iter().filter(|d| model.list(d).len() > 256).count();
                     if big_dirs > 1 {
@@ -342,13 +366,17 @@ fn random_operations_agree_with_the_model() {
                     let commit =
                         repo.commit(&tree, &parents, CommitInfo::tezos(step as i64, at.clone())).unwrap();
                     parents = vec![commit];
+                    // Committed: the tree's directories are stored, unmodified since, and list in
+                    // layout order as a checkout's do (Irmin exports a committed tree's nodes).
+                    check_all(&tree, &model, Listing::Layout, &mut rng, &format!("{at} (committed)"));
                     let checked_out = repo.checkout(&commit).unwrap();
                     let loads = repo.source().node_loads();
                     for _ in 0..10 {
                         let path = random_read_path(&generator, &model, &mut rng);
-                        check_reads(&checked_out, &model, &path, &mut rng, &format!("{at} (checkout)"));
+                        let at = format!("{at} (checkout)");
+                        check_reads(&checked_out, &model, &path, Listing::Layout, &mut rng, &at);
                     }
-                    check_all(&checked_out, &model, &mut rng, &format!("{at} (checkout)"));
+                    check_all(&checked_out, &model, Listing::Layout, &mut rng, &format!("{at} (checkout)"));
                     assert!(
                         model.values.is_empty() || repo.source().node_loads() > loads,
                         "{at}: lazy loads"

@@ -106,7 +106,8 @@ pub(crate) fn raw_context(
             // Refuse before loading a huge directory's entries.
             budget.take(length)?;
             budget.nodes -= length;
-            let entries = tree.list(NO_PATH, 0, None).map_err(|e| ApiError::tree(&e))?;
+            // By name, as Octez's raw context RPC folds (`~order:`Sorted`) into a map.
+            let entries = tree.list_sorted(NO_PATH, 0, None).map_err(|e| ApiError::tree(&e))?;
             out.push(b'{');
             for (index, (name, child)) in entries.iter().enumerate() {
                 if index > 0 {
@@ -122,7 +123,8 @@ pub(crate) fn raw_context(
     }
 }
 
-/// The entries of the directory `tree`, from `offset`, at most `length` of them, as
+/// The entries of the directory `tree` in Irmin's order (Octez's `Context.list`: a commit's
+/// directory in its inode layout, docs/list-order.md), from `offset`, at most `length` of them, as
 /// `[{"name", "kind", "hash"}…]`.
 pub(crate) fn list(
     tree: &Tree,

@@ -129,17 +129,55 @@ fn list_pages_sorted_entries_with_kinds_and_hashes() {
         })
         .collect();
     assert_eq!(root, json!(expected_root));
-    // Paging an inode directory: offset and length over the sorted names.
+    // Paging an inode directory: offset and length over Irmin's listing of a stored directory
+    // (its bucket order, not by name: `list_pages_follow_irmins_order` checks it).
+    let (_, all) = server.json("/context/head/list/data/big");
+    let all: Vec<&str> = all.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let mut sorted = all.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, f.names.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_ne!(all, sorted);
     let (status, page) = server.json("/context/head/list/data/big?offset=250&length=20");
     assert_eq!(status, 200);
     let names: Vec<&str> = page.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert_eq!(names, f.names[250..270].iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(names, all[250..270]);
     let (_, tail) = server.json("/context/head/list/data/big?offset=295&length=20");
     assert_eq!(tail.as_array().unwrap().len(), 5);
     let (_, past) = server.json("/context/head/list/data/big?offset=1000");
     assert_eq!(past, json!([]));
-    let (_, all) = server.json("/context/head/list/data/big");
-    assert_eq!(all.as_array().unwrap().len(), 300);
+}
+
+/// The list endpoint pages a commit's directory as Irmin lists it: checked against the listing of
+/// 2,000 entries computed by the shared Python reference (larch-core's
+/// `tests/data/list-order-reference.json`, docs/list-order.md).
+#[test]
+fn list_pages_follow_irmins_order() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../larch-core/tests/data/list-order-reference.json");
+    let reference: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let dir = reference["directories"].as_array().unwrap().iter().find(|d| d["name"] == "hex_2000").unwrap();
+    let order: Vec<&str> = dir["order"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("store");
+    let mut repo = Repo::open(&path).unwrap();
+    let mut tree = repo.empty_tree();
+    for name in &order {
+        tree.add(&["index", name], name.as_bytes().to_vec()).unwrap();
+    }
+    repo.commit(&tree, &[], CommitInfo::tezos(0, "index")).unwrap();
+    repo.close().unwrap();
+    let server = TestServer::start(&path, ServerConfig::default());
+    let names = |target: &str| -> Vec<String> {
+        let (status, page) = server.json(target);
+        assert_eq!(status, 200, "{target}");
+        page.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(names("/context/head/list/index"), order);
+    for (offset, length) in [(0, 1), (0, 40), (31, 3), (999, 64), (1990, 20), (2000, 1)] {
+        let want: Vec<&str> = order.iter().skip(offset).take(length).copied().collect();
+        assert_eq!(names(&format!("/context/head/list/index?offset={offset}&length={length}")), want);
+    }
+    assert_eq!(names("/context/head/list/index?offset=1995"), order[1995..]);
 }
 
 #[test]
@@ -190,7 +228,10 @@ fn large_responses_are_answered_off_the_worker_threads_in_full() {
     assert_eq!(wide["04321"], json!(hex::encode(4321u32.to_be_bytes())));
     let (status, listed) = server.json("/context/head/list/wide");
     assert_eq!((status, listed.as_array().unwrap().len()), (200, 5000));
-    assert_eq!(listed[4999]["name"], "04999");
+    let mut names: Vec<&str> =
+        listed.as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names[4999], "04999");
 }
 
 /// Names, sizes and modification times of the files of a directory.

@@ -4,7 +4,7 @@
 use super::TreeError;
 use super::node::{Entries, Entry, InodeTree, Name, Node, NodeBody, NodeRef, name_prefix};
 use super::source::ObjectSource;
-use crate::ocaml_hash::inode_index;
+use crate::ocaml_hash::{INODE_BUCKETS, inode_index};
 use crate::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX};
 use std::sync::Arc;
 
@@ -321,18 +321,170 @@ pub(crate) fn collect_tree(
     Ok(())
 }
 
-/// All entries of the directory `node`, sorted by name.
-pub(crate) fn entries(node: &Node, source: &dyn ObjectSource) -> Result<Entries, TreeError> {
+/// Whether Irmin lists the directory `node` in the order of its inode layout
+/// ([`page_by_layout`]) rather than by name ([`page_by_name`]): a directory read from a commit and
+/// not modified since (stored, or in memory with the key its store wrote it at: a committed tree
+/// keeps its nodes, and a change forgets the key, `Node::body_mut`). Irmin's `Tree.list` walks
+/// such a node's stored inodes, and turns a modified one into a map sorted by name
+/// (docs/list-order.md).
+pub(crate) fn lists_by_layout(node: &NodeRef) -> bool {
+    match node {
+        NodeRef::Stored { .. } => true,
+        NodeRef::Mem(node) => node.stored_key().is_some(),
+    }
+}
+
+/// The entries `offset..offset + length` of the directory `node` in the order of the inode layout
+/// Irmin gives its entries: with at most 32 entries by name; with more, bucket by bucket (index
+/// `0..32` of [`inode_index`] at depth 0), each bucket listed by the same rule one level deeper. A
+/// large directory's trie is walked as it is, whole buckets skipped by their lengths (a page loads
+/// the inodes on its way, not the directory); a flat one (at most 256 entries) holds no buckets,
+/// and its order is computed from its names, as the layout is a function of them.
+pub(crate) fn page_by_layout(
+    node: &Node,
+    offset: usize,
+    length: usize,
+    source: &dyn ObjectSource,
+) -> Result<Entries, TreeError> {
     match node.body() {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => Ok(entries.clone()),
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            if entries.len() <= INODE_VALUES_MAX {
+                // One leaf: by name.
+                return Ok(entries.iter().skip(offset).take(length).cloned().collect());
+            }
+            if offset >= entries.len() || length == 0 {
+                return Ok(Vec::new());
+            }
+            let mut positions = Vec::with_capacity(entries.len());
+            let all: Vec<usize> = (0..entries.len()).collect();
+            layout_positions(entries, &all, 0, &mut positions)?;
+            Ok(positions.iter().skip(offset).take(length).filter_map(|&i| entries.get(i).cloned()).collect())
+        }
         NodeBody::Tree(tree) => {
+            let mut out = Vec::with_capacity(length.min(1 << 12));
+            let mut skip = u64::try_from(offset).unwrap_or(u64::MAX);
+            let mut want = length;
+            page_tree(tree, source, &mut skip, &mut want, &mut out)?;
+            Ok(out)
+        }
+    }
+}
+
+/// Appends to `out` the positions `within` of `entries` (sorted by name, as `entries` are) in the
+/// order of the inode Irmin builds for them at `depth`: as they are when a leaf holds them (at most
+/// 32), otherwise bucket by bucket. The same shape as [`build`], which it must agree with.
+fn layout_positions(
+    entries: &Entries,
+    within: &[usize],
+    depth: u8,
+    out: &mut Vec<usize>,
+) -> Result<(), TreeError> {
+    if within.len() <= INODE_VALUES_MAX {
+        out.extend_from_slice(within);
+        return Ok(());
+    }
+    if depth >= INODE_MAX_DEPTH {
+        return Err(TreeError::MaxDepth { depth });
+    }
+    let mut buckets: Vec<Vec<usize>> = (0..INODE_BUCKETS).map(|_| Vec::new()).collect();
+    for &i in within {
+        if let Some((name, _)) = entries.get(i)
+            && let Some(bucket) = buckets.get_mut(usize::from(inode_index(depth, name)))
+        {
+            bucket.push(i);
+        }
+    }
+    for bucket in &buckets {
+        layout_positions(entries, bucket, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+/// Appends to `out` at most `*want` entries below `tree` in layout order, after skipping `*skip`
+/// of them; a child wholly within the skipped part is skipped by its length, without a look at its
+/// entries or its own children. Decrements both counts by what it skips and takes.
+fn page_tree(
+    tree: &InodeTree,
+    source: &dyn ObjectSource,
+    skip: &mut u64,
+    want: &mut usize,
+    out: &mut Entries,
+) -> Result<(), TreeError> {
+    for (_, child) in &tree.children {
+        if *want == 0 {
+            break;
+        }
+        let child = load(child, source)?;
+        check_child(tree.depth, &child)?;
+        let length = child.length();
+        if *skip >= length {
+            *skip -= length;
+            continue;
+        }
+        match child.body() {
+            NodeBody::Values(entries) | NodeBody::Flat(entries) => {
+                // `*skip` < the leaf's length, its entry count.
+                let from = usize::try_from(*skip).unwrap_or(usize::MAX);
+                *skip = 0;
+                let before = out.len();
+                out.extend(entries.iter().skip(from).take(*want).cloned());
+                *want -= out.len() - before;
+            }
+            NodeBody::Tree(sub) => page_tree(sub, source, skip, want, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// The entries `offset..offset + length` of the directory `node` sorted by name bytes (as Irmin
+/// lists a directory modified in memory). A large directory's entries are all gathered (a sorted
+/// page depends on every name), but only the page is sorted.
+pub(crate) fn page_by_name(
+    node: &Node,
+    offset: usize,
+    length: usize,
+    source: &dyn ObjectSource,
+) -> Result<Entries, TreeError> {
+    match node.body() {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            Ok(entries.iter().skip(offset).take(length).cloned().collect())
+        }
+        NodeBody::Tree(tree) => {
+            if u64::try_from(offset).unwrap_or(u64::MAX) >= tree.length || length == 0 {
+                // The length a stored inode claims: at worst an empty page of a lying record.
+                return Ok(Vec::new());
+            }
             // The length a stored inode claims only sizes the first allocation, within reason.
             let mut all = Vec::with_capacity(usize::try_from(tree.length.min(1 << 16)).unwrap_or(0));
             collect_tree(tree, source, &mut all)?;
-            all.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-            Ok(all)
+            Ok(sorted_page(all, offset, length))
         }
     }
+}
+
+/// All entries of the directory `node`, sorted by name.
+pub(crate) fn entries(node: &Node, source: &dyn ObjectSource) -> Result<Entries, TreeError> {
+    page_by_name(node, 0, usize::MAX, source)
+}
+
+/// The entries `offset..offset + length` of `all` (unique names, in any order) once sorted by
+/// name: the page is selected, then only it is sorted.
+fn sorted_page(mut all: Entries, offset: usize, length: usize) -> Entries {
+    let by_name = |(a, _): &(Name, Entry), (b, _): &(Name, Entry)| a.cmp(b);
+    if offset >= all.len() {
+        return Vec::new();
+    }
+    if offset > 0 {
+        // Everything before `offset` is then before the page.
+        all.select_nth_unstable_by(offset, by_name);
+    }
+    let mut page = all.split_off(offset);
+    if length < page.len() {
+        page.select_nth_unstable_by(length, by_name);
+        page.truncate(length);
+    }
+    page.sort_unstable_by(by_name);
+    page
 }
 
 #[cfg(test)]
@@ -362,6 +514,123 @@ mod tests {
         let names: Vec<&[u8]> = entries.iter().map(|(name, _)| name.as_bytes()).collect();
         assert!(names.windows(2).all(|pair| pair[0] < pair[1]));
         assert_eq!(names.len(), 2 * EXACT_GROWTH_MAX);
+    }
+
+    /// The layout order of a trie, walked whole.
+    fn walk(body: &NodeBody, out: &mut Vec<Vec<u8>>) {
+        match body {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                out.extend(entries.iter().map(|(name, _)| name.to_vec()));
+            }
+            NodeBody::Tree(tree) => {
+                for (_, child) in &tree.children {
+                    let NodeRef::Mem(child) = child else { panic!("a built trie is in memory") };
+                    walk(child.body(), out);
+                }
+            }
+        }
+    }
+
+    fn sorted_entries(names: &[Vec<u8>]) -> Entries {
+        let mut entries: Entries = names.iter().map(|name| (Name::new(name), value(0))).collect();
+        entries.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        entries.dedup_by(|(a, _), (b, _)| a == b);
+        entries
+    }
+
+    fn names_of(entries: &Entries) -> Vec<Vec<u8>> {
+        entries.iter().map(|(name, _)| name.to_vec()).collect()
+    }
+
+    #[test]
+    fn the_layout_computed_from_names_is_the_order_of_the_trie_built_from_them() {
+        // A flat directory's order (computed from its names) and a trie's (walked) are two code
+        // paths for one rule: the trie `build` makes for the same names, walked, must agree, and a
+        // page of the walk must be its slice. Sizes on both sides of 32 and 256.
+        let (mut rng, _) = larch_testkit::seeded_rng("layout_from_names_matches_the_trie", 0x1157_0cde);
+        use larch_testkit::rand::Rng;
+        let source = super::super::source::NoSource;
+        for round in 0..60 {
+            let n = match round % 6 {
+                0 => rng.random_range(1..=32),
+                1 => 33,
+                2 => rng.random_range(33..=256),
+                3 => 256,
+                4 => 257,
+                _ => rng.random_range(257..3000),
+            };
+            let names: Vec<Vec<u8>> = (0..n)
+                .map(|_| {
+                    let len = rng.random_range(1..12);
+                    (0..len).map(|_| rng.random::<u8>()).collect()
+                })
+                .collect();
+            let entries = sorted_entries(&names);
+            let all: Vec<usize> = (0..entries.len()).collect();
+            let mut positions = Vec::new();
+            layout_positions(&entries, &all, 0, &mut positions).unwrap();
+            let from_names: Vec<Vec<u8>> = positions.iter().map(|&i| entries[i].0.to_vec()).collect();
+            if entries.len() <= INODE_VALUES_MAX {
+                // Irmin's root inode is then one leaf (`build` makes tries of large directories only).
+                assert_eq!(from_names, names_of(&entries), "a directory of at most 32 entries lists by name");
+                continue;
+            }
+            let trie = build(0, entries.clone()).unwrap();
+            let mut walked = Vec::new();
+            walk(&trie, &mut walked);
+            assert_eq!(from_names, walked, "round {round}: {} names", entries.len());
+            // Pages: of the flat form (by names) and of the trie (walked, buckets skipped).
+            let flat = Node::new(NodeBody::Flat(entries.clone()));
+            let tree = Node::new(trie);
+            for _ in 0..8 {
+                let offset = rng.random_range(0..=entries.len() + 2);
+                let length = rng.random_range(0..80);
+                let want: Vec<Vec<u8>> = walked.iter().skip(offset).take(length).cloned().collect();
+                let of_tree = names_of(&page_by_layout(&tree, offset, length, &source).unwrap());
+                assert_eq!(of_tree, want, "round {round}: trie page {offset}+{length}");
+                if entries.len() <= STABLE_HASH_MAX {
+                    let of_flat = names_of(&page_by_layout(&flat, offset, length, &source).unwrap());
+                    assert_eq!(of_flat, want, "round {round}: flat page {offset}+{length}");
+                }
+                let sorted: Vec<Vec<u8>> = names_of(&entries).into_iter().skip(offset).take(length).collect();
+                assert_eq!(names_of(&page_by_name(&tree, offset, length, &source).unwrap()), sorted);
+            }
+        }
+    }
+
+    #[test]
+    fn a_sorted_page_is_the_slice_of_the_sorted_entries() {
+        let (mut rng, _) = larch_testkit::seeded_rng("sorted_page_is_a_slice", 0x5047_ed00);
+        use larch_testkit::rand::Rng;
+        for _ in 0..200 {
+            let n = rng.random_range(0..100);
+            let names: Vec<Vec<u8>> = (0..n).map(|_| vec![rng.random::<u8>(), rng.random::<u8>()]).collect();
+            let entries = sorted_entries(&names);
+            let mut shuffled = entries.clone();
+            for i in (1..shuffled.len()).rev() {
+                shuffled.swap(i, rng.random_range(0..=i));
+            }
+            let offset = rng.random_range(0..=n + 2);
+            let length = if rng.random_bool(0.2) { usize::MAX } else { rng.random_range(0..40) };
+            let want: Vec<Vec<u8>> = names_of(&entries).into_iter().skip(offset).take(length).collect();
+            assert_eq!(
+                names_of(&sorted_page(shuffled, offset, length)),
+                want,
+                "{n} names, {offset}+{length}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_colliding_down_to_the_depth_limit_are_refused_not_listed() {
+        // 33 copies of positions of one name: every bucket at every depth holds all of them.
+        let entries = sorted_entries(&[b"x".to_vec()]);
+        let within = vec![0usize; 33];
+        let mut out = Vec::new();
+        assert!(matches!(
+            layout_positions(&entries, &within, 0, &mut out),
+            Err(TreeError::MaxDepth { depth: INODE_MAX_DEPTH })
+        ));
     }
 
     #[test]

@@ -297,25 +297,58 @@ impl Tree {
         }
     }
 
-    /// The entries of the directory at `path`, sorted by name, skipping `offset` and returning at
-    /// most `length` of them (all when `None`). Empty for contents or a missing path.
+    /// The entries of the directory at `path` in Irmin's order (Octez's `Context.list ?offset
+    /// ?length`), skipping `offset` and returning at most `length` of them (all when `None`): a
+    /// page is the slice `[offset, offset + length)` of the full listing. Empty for contents or a
+    /// missing path.
+    ///
+    /// Irmin's order: a directory read from a commit and not modified since lists in the order of
+    /// its inode layout (at most 32 entries: by name bytes; more: 32 buckets in index order, bucket
+    /// `i` at depth `d` holding the names whose seeded OCaml hash at seed `d` is `i` modulo 32,
+    /// each listed by the same rule one level deeper); a directory modified in memory and not
+    /// committed since lists by name bytes. A page of a large stored directory loads the inodes on
+    /// its way, not the whole directory. See docs/list-order.md.
     pub fn list<P: AsRef<[u8]>>(
         &self,
         path: &[P],
         offset: usize,
         length: Option<usize>,
     ) -> Result<Vec<(Name, Tree)>, TreeError> {
-        let Some(Entry::Node(node)) = self.entry_at(path)? else {
+        self.list_in(path, offset, length, true)
+    }
+
+    /// The entries of the directory at `path` sorted by name bytes whatever the directory's state
+    /// (Octez's `fold ~order:`Sorted`), paged as [`list`](Tree::list).
+    pub fn list_sorted<P: AsRef<[u8]>>(
+        &self,
+        path: &[P],
+        offset: usize,
+        length: Option<usize>,
+    ) -> Result<Vec<(Name, Tree)>, TreeError> {
+        self.list_in(path, offset, length, false)
+    }
+
+    /// [`list`](Tree::list) (`irmin_order`) or [`list_sorted`](Tree::list_sorted).
+    fn list_in<P: AsRef<[u8]>>(
+        &self,
+        path: &[P],
+        offset: usize,
+        length: Option<usize>,
+        irmin_order: bool,
+    ) -> Result<Vec<(Name, Tree)>, TreeError> {
+        let Some(Entry::Node(node_ref)) = self.entry_at(path)? else {
             return Ok(Vec::new());
         };
-        let node = dir::load(&node, &*self.source)?;
+        let node = dir::load(&node_ref, &*self.source)?;
         dir::check_dir(&node)?;
-        let entries = dir::entries(&node, &*self.source)?;
-        let take = length.unwrap_or(usize::MAX);
+        let length = length.unwrap_or(usize::MAX);
+        let entries = if irmin_order && dir::lists_by_layout(&node_ref) {
+            dir::page_by_layout(&node, offset, length, &*self.source)?
+        } else {
+            dir::page_by_name(&node, offset, length, &*self.source)?
+        };
         Ok(entries
             .into_iter()
-            .skip(offset)
-            .take(take)
             .map(|(name, root)| (name, Tree::from_entry(root, self.source.clone())))
             .collect())
     }

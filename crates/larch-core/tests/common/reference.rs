@@ -166,3 +166,27 @@ pub fn model_hash(values: &Bindings) -> H32 {
         .collect();
     dir_hash(&triples)
 }
+
+/// The order in which Irmin lists a stored directory holding `names` (unique): the order of its
+/// inode layout, [`partition`]'s shape without the hashes. At most 32 names: sorted; more: the 32
+/// buckets of `ocaml_hash(depth, name) % 32` in index order, each by the same rule at `depth + 1`.
+pub fn list_order(names: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    fn walk(depth: u32, names: &[Vec<u8>], out: &mut Vec<Vec<u8>>) {
+        if names.len() <= 32 {
+            let mut sorted = names.to_vec();
+            sorted.sort();
+            out.extend(sorted);
+            return;
+        }
+        let mut buckets: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
+        for name in names {
+            buckets.entry(ocaml_hash(depth, name) % 32).or_default().push(name.clone());
+        }
+        for bucket in buckets.values() {
+            walk(depth + 1, bucket, out);
+        }
+    }
+    let mut out = Vec::with_capacity(names.len());
+    walk(0, names, &mut out);
+    out
+}
