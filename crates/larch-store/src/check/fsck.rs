@@ -12,7 +12,7 @@ use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, schema};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-/// One problem found by [`Repo::fsck`].
+/// One problem found by [`crate::Repo::fsck`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// The file holding the damaged data.

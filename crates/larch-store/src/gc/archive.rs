@@ -38,7 +38,7 @@ pub(crate) fn is_pack_file(name: &str) -> bool {
     name == LEGACY_PACK || parse_chunk_name(name).is_some()
 }
 
-/// What [`Repo::archive`] did.
+/// What [`crate::Repo::archive`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ArchiveReport {

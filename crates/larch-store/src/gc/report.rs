@@ -62,11 +62,11 @@ pub struct GcReport {
     /// Garbage found in the marked old segments (their record bytes minus their live bytes).
     pub segments_garbage: u64,
     /// Whether the GC is complete: `false` for a slice that left newly old chunks for the next
-    /// slice (docs/gc-design.md §6), which [`Repo::gc_finish`] starts at once and
-    /// [`Repo::gc_wait`] runs to the end. The commit's collection is published by the first
+    /// slice (docs/gc-design.md §6), which [`crate::Repo::gc_finish`] starts at once and
+    /// [`crate::Repo::gc_wait`] runs to the end. The commit's collection is published by the first
     /// slice; later slices only return disk.
     pub complete: bool,
-    /// The slice's index within its GC (0: the first); in the report of [`Repo::gc_wait`] (all the
+    /// The slice's index within its GC (0: the first); in the report of [`crate::Repo::gc_wait`] (all the
     /// slices together), the last slice's.
     pub slice: u32,
 }
