@@ -105,11 +105,17 @@ fn step(value: &mut u64, index: usize, byte: u8) -> Result<bool, Error> {
 /// took (what follows is not looked at).
 #[inline]
 pub fn decode(bytes: &[u8]) -> Result<(u64, usize), Error> {
-    if let Some(&byte) = bytes.first()
-        && byte < 0x80
-    {
-        return Ok((u64::from(byte), 1));
+    // One byte (most lengths and tags) inline at the caller; longer ones out of line, which keeps
+    // the callers' hot loops small.
+    match bytes.first() {
+        Some(&byte) if byte < 0x80 => Ok((u64::from(byte), 1)),
+        _ => decode_long(bytes),
     }
+}
+
+/// [`decode`] past its one-byte case.
+#[inline(never)]
+fn decode_long(bytes: &[u8]) -> Result<(u64, usize), Error> {
     let mut value = 0u64;
     for (index, &byte) in bytes.iter().take(MAX_LEN).enumerate() {
         if !step(&mut value, index, byte)? {
