@@ -255,9 +255,18 @@ fn the_verifier_crate_is_no_std() {
     let deps = manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
     let required: Vec<&str> =
         deps.lines().filter(|l| !l.trim().is_empty() && !l.contains("optional = true")).collect();
-    assert_eq!(required, ["blake2b_simd.workspace = true"], "only hashing is required");
+    assert_eq!(
+        required,
+        ["blake2b_simd.workspace = true", "larch-varint.workspace = true"],
+        "only hashing (and the workspace's dependency-free LEB128) is required"
+    );
     let workspace = include_str!("../../../Cargo.toml");
     assert!(workspace.contains("blake2b_simd = { version = \"1\", default-features = false }"));
+    let varint = include_str!("../../larch-varint/src/lib.rs");
+    assert!(varint.lines().any(|line| line.trim() == "#![no_std]"), "larch-varint must be #![no_std]");
+    let varint_manifest = include_str!("../../larch-varint/Cargo.toml");
+    let varint_deps = varint_manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
+    assert!(varint_deps.trim().is_empty(), "larch-varint has no dependencies");
 }
 
 /// A directory root in inode form with ≤ 256 entries is hashed flat, so the buckets its entries sit

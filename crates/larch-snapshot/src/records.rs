@@ -75,4 +75,4 @@ pub fn tag_name(tag: u8) -> &'static str {
 }
 
 /// Appends `value` as unsigned LEB128.
-pub use larch_core::schema::write_leb128;
+pub use larch_varint::encode as write_leb128;

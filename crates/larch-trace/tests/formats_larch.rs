@@ -297,13 +297,7 @@ fn fuzz_mutated_larch_traces_never_panic() {
     assert!(rejected > 2900, "{rejected}");
 }
 
-fn varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
+use larch_varint::encode as varint;
 
 /// A larch trace whose only chunk holds `count` records in `payload` (valid checksums throughout).
 fn trace_with_chunk(count: u8, payload: &[u8]) -> Vec<u8> {
