@@ -561,7 +561,7 @@ impl<R: Read> Decoder<'_, R> {
                 (other, None) => return self.invalid(format!("unknown record tag {other}")),
             }
             self.counts.records += 1;
-            if self.counts.records % 4096 == 0 {
+            if self.counts.records.is_multiple_of(4096) {
                 (self.progress)(Progress {
                     objects: self.count,
                     stream_bytes: self.reader.stream_offset(),

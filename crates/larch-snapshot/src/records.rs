@@ -26,7 +26,9 @@ pub const ENTRY_HEX: u8 = 4;
 /// Whether a name is written hex-packed: an even number ≥ 2 of lowercase hex digits (Tezos
 /// contract ids, key and script hashes), written as the bytes they spell, half the size.
 pub fn is_hex_name(name: &[u8]) -> bool {
-    name.len() >= 2 && name.len() % 2 == 0 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    name.len() >= 2
+        && name.len().is_multiple_of(2)
+        && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Appends the bytes the hex name `name` spells (two digits per byte).
