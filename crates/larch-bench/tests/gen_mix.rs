@@ -68,10 +68,10 @@ fn regular_blocks_vary_in_size_around_the_mean() {
         .unwrap()
         .run(
             &mut |op| {
-                if let larch_trace::Op::Commit { message, .. } = op {
-                    if let Some(n) = message.split(", ").nth(1).and_then(|t| t.strip_suffix(" ops")) {
-                        sizes.push(n.parse::<f64>().unwrap());
-                    }
+                if let larch_trace::Op::Commit { message, .. } = op
+                    && let Some(n) = message.split(", ").nth(1).and_then(|t| t.strip_suffix(" ops"))
+                {
+                    sizes.push(n.parse::<f64>().unwrap());
                 }
                 Ok::<(), std::io::Error>(())
             },

@@ -21,10 +21,10 @@ use std::io::Write;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn control(command: &str) {
-    if let Ok(path) = std::env::var("LARCH_PERF_CTL") {
-        if let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).open(path) {
-            let _ = fifo.write_all(command.as_bytes());
-        }
+    if let Ok(path) = std::env::var("LARCH_PERF_CTL")
+        && let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).open(path)
+    {
+        let _ = fifo.write_all(command.as_bytes());
     }
 }
 

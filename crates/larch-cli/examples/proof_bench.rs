@@ -84,7 +84,7 @@ fn main() -> anyhow::Result<()> {
             .sum();
         let v1_bytes = v1::encode(&produced.proof)?;
         let v2_bytes = v2::encode(&produced.proof)?;
-        let json = larch_proof::json::write(&produced.proof);
+        let json = larch_proof::json::write(&produced.proof)?;
         let produce_time = min_time(20, || {
             // A fresh checkout each time: the proof is built from the store's (cached) objects.
             let tree = repo.checkout(&head)?;

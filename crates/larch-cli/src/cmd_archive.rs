@@ -7,6 +7,7 @@ use crate::inspect::resolve_commit;
 use crate::output::emit_line;
 use anyhow::{Context, bail};
 use clap::Args;
+use larch_bench::stats::dir_bytes;
 use larch_core::Hash;
 use larch_store::{DEFAULT_BRANCH, Repo, RepoOptions};
 use serde_json::json;
@@ -32,15 +33,10 @@ pub struct ArchiveArgs {
 
 /// Bytes of every regular file directly in `dir` (0 when it does not exist).
 fn disk_bytes(dir: &Path) -> anyhow::Result<u64> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(0) };
-    let mut total = 0;
-    for entry in entries {
-        let metadata = entry.with_context(|| format!("listing {}", dir.display()))?.metadata()?;
-        if metadata.is_file() {
-            total += metadata.len();
-        }
+    match dir_bytes(dir) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        other => other.with_context(|| format!("listing {}", dir.display())),
     }
-    Ok(total)
 }
 
 /// The commit `n` first-parent steps behind `from`, or `None` when the history is shorter.

@@ -133,7 +133,7 @@ fn encode(proof: &Proof, encoding: Encoding) -> anyhow::Result<Vec<u8>> {
     Ok(match encoding {
         Encoding::V1 => v1::encode(proof)?,
         Encoding::V2 => v2::encode(proof)?,
-        Encoding::Json => larch_proof::json::write(proof).into_bytes(),
+        Encoding::Json => larch_proof::json::write(proof)?.into_bytes(),
     })
 }
 

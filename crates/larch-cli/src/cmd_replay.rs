@@ -39,7 +39,8 @@ pub struct ReplayArgs {
     seed: u64,
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 96M
     /// with the pipeline (its commit thread's heap and the trees carried in memory take the
-    /// rest of the memory budget; docs/benchmarks.md).
+    /// rest of the memory budget; docs/benchmarks.md). Sizes: `256M` and `256MiB` are binary
+    /// (K = 1024), `256MB` is decimal (K = 1000).
     #[arg(long, value_parser = parse_size)]
     cache_size: Option<u64>,
     /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `pipelined` (the same syncs on a publisher thread while the next block runs: a commit is durable when the next one returns), `every N`, or `never` (only at the end).
@@ -58,7 +59,8 @@ pub struct ReplayArgs {
     /// flight holding its tree in memory; 1 waits for each commit before handing over the next.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=16))]
     pipeline_depth: u8,
-    /// The pack rolls to a new chunk file once its head chunk holds this many bytes (e.g. `16M`).
+    /// The pack rolls to a new chunk file once its head chunk holds this many bytes (e.g. `16M`,
+    /// that is 16 MiB; `16MB` is 16,000,000 bytes).
     #[arg(long, value_parser = parse_size, default_value = "16M")]
     chunk_size: u64,
     /// Read the pack through a memory map instead of positioned reads.

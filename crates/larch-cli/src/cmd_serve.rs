@@ -20,7 +20,8 @@ pub struct ServeArgs {
     /// How often the store is reloaded to see new commits, in milliseconds.
     #[arg(long, default_value_t = 100, value_name = "MS")]
     reload_ms: u64,
-    /// Byte budget of the store's cache (e.g. 64MiB).
+    /// Byte budget of the store's cache (e.g. 64MiB). Sizes: `64M` and `64MiB` are binary
+    /// (K = 1024), `64MB` is decimal (K = 1000).
     #[arg(long, value_parser = parse_size, default_value = "152MiB")]
     cache: u64,
     /// Largest `depth` of a `raw/bytes` request (and the depth of one without `depth`).
@@ -29,7 +30,7 @@ pub struct ServeArgs {
     /// Most entries one response may hold (413 above).
     #[arg(long, default_value_t = Limits::default().max_nodes)]
     max_nodes: u64,
-    /// Most bytes one response may hold (413 above), e.g. 16MiB.
+    /// Most bytes one response may hold (413 above), e.g. 16MiB (binary; 16MB is decimal).
     #[arg(long, value_parser = parse_size, default_value = "16MiB")]
     max_response: u64,
     /// Requests per second admitted (429 above); 0 for no limit.

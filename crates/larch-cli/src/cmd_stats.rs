@@ -6,9 +6,10 @@ use crate::inspect::open_store;
 use crate::output::{emit, emit_line};
 use anyhow::Context;
 use clap::Args;
+use larch_bench::stats::dir_bytes;
 use serde_json::json;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `larch stats`.
@@ -21,35 +22,16 @@ pub struct StatsArgs {
     json: bool,
 }
 
-/// Bytes of every regular file directly in `dir`.
-fn disk_bytes(dir: &Path) -> anyhow::Result<u64> {
-    let mut total = 0;
-    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let metadata = entry?.metadata()?;
-        if metadata.is_file() {
-            total += metadata.len();
-        }
-    }
-    Ok(total)
-}
-
-/// `1.23 MiB` style sizes.
+/// `1.23 MiB` style sizes (three significant digits, binary units), as the reports write them.
 fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.2} {}", UNITS[unit]) }
+    larch_bench::stats::fmt::bytes(bytes as f64)
 }
 
 /// Runs `larch stats`.
 pub fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let repo = open_store(&args.store)?;
     let report = repo.scan().with_context(|| format!("scanning {}", args.store.display()))?;
-    let disk = disk_bytes(&args.store)?;
+    let disk = dir_bytes(&args.store).with_context(|| format!("listing {}", args.store.display()))?;
     let records = report.records();
     let chunks = repo.chunk_files();
     let segments = repo.segment_files();

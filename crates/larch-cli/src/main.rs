@@ -125,13 +125,14 @@ fn join_sync_every(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::f
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         let after_sync = out.last().is_some_and(|last| last == "--sync");
-        if after_sync && arg == "every" {
-            if let Some(n) = args.next_if(|next| next.to_str().is_some_and(|n| n.parse::<u32>().is_ok())) {
-                let mut joined = std::ffi::OsString::from("every:");
-                joined.push(n);
-                out.push(joined);
-                continue;
-            }
+        if after_sync
+            && arg == "every"
+            && let Some(n) = args.next_if(|next| next.to_str().is_some_and(|n| n.parse::<u32>().is_ok()))
+        {
+            let mut joined = std::ffi::OsString::from("every:");
+            joined.push(n);
+            out.push(joined);
+            continue;
         }
         out.push(arg);
     }

@@ -9,7 +9,7 @@ use common::{larch, larch_json, path_str, small_trace, text};
 use std::path::Path;
 
 fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().metadata().unwrap().len()).sum()
+    larch_bench::stats::dir_bytes(dir).unwrap()
 }
 
 #[test]

@@ -20,14 +20,8 @@ pub enum Kind {
     Node,
 }
 
-/// Appends the unsigned LEB128 encoding of `value`.
-pub fn write_leb128(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8 & 0x7f) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
+/// Appends the unsigned LEB128 encoding of `value` (the workspace's one, [`larch_varint::encode`]).
+pub use larch_varint::encode as write_leb128;
 
 thread_local! {
     static PRE_IMAGE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };

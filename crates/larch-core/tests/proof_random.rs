@@ -185,7 +185,7 @@ fn produced_proofs_verify_and_agree_with_larch_core() {
         assert_eq!(v1::decode(&v1_bytes).unwrap(), produced.proof);
         let v2_bytes = v2::encode(&produced.proof).unwrap();
         assert_eq!(v2::decode(&v2_bytes).unwrap(), produced.proof);
-        assert_eq!(json::read(&json::write(&produced.proof)).unwrap(), produced.proof);
+        assert_eq!(json::read(&json::write(&produced.proof).unwrap()).unwrap(), produced.proof);
         // A proof of fewer operations must not verify the whole sequence unless it reads nothing more.
         if ops.len() > 1 {
             let short = proof::produce(&tree, &ops[..1]).unwrap();

@@ -5,6 +5,9 @@ use crate::error::{IrminError, Result};
 use larch_core::Hash;
 use std::path::Path;
 
+/// The most bytes of a Repr `int`: 9 groups of 7 bits hold OCaml's 63-bit integers.
+const IRMIN_VARINT_MAX_LEN: usize = 9;
+
 /// Reads Repr-encoded values from `buf`, which holds the bytes of `file` starting at `base`.
 pub(crate) struct Cursor<'a> {
     buf: &'a [u8],
@@ -61,18 +64,27 @@ impl<'a> Cursor<'a> {
         Ok(out)
     }
 
-    /// A Repr `int` (LEB128, at most 9 bytes for a 63-bit value).
+    /// A Repr `int` (LEB128, at most 9 bytes for a 63-bit value). Longer forms than needed are
+    /// read, as Irmin's own reader does (`docs/irmin-import.md` requires only the 9-byte bound).
     pub(crate) fn varint(&mut self, what: &str) -> Result<u64> {
-        let start = self.offset();
-        let mut value = 0u64;
-        for shift in (0..63).step_by(7) {
-            let byte = self.byte(what)?;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte < 0x80 {
-                return Ok(value);
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        match larch_varint::decode_relaxed(rest, IRMIN_VARINT_MAX_LEN) {
+            Ok((value, len)) => {
+                self.pos += len;
+                Ok(value)
+            }
+            Err(larch_varint::Error::Overflow) => Err(IrminError::corrupt(
+                self.file,
+                self.offset(),
+                format!("{what}: varint longer than 9 bytes"),
+            )),
+            // Truncated (the relaxed decoder never reports a longer form): the missing byte is
+            // the first one after the buffer.
+            Err(_) => {
+                self.pos = self.buf.len();
+                Err(self.fail(format!("truncated {what}: 1 bytes needed, 0 left")))
             }
         }
-        Err(IrminError::corrupt(self.file, start, format!("{what}: varint longer than 9 bytes")))
     }
 
     /// A varint that must fit `usize` and be at most `max`.
@@ -154,6 +166,20 @@ mod tests {
         assert!(matches!(cursor.varint("v"), Err(IrminError::Corrupt { offset: 13, .. })));
         let long = [0xffu8; 12];
         let mut cursor = Cursor::new(&long, 0, file);
-        assert!(cursor.varint("v").is_err());
+        assert!(matches!(cursor.varint("v"), Err(IrminError::Corrupt { offset: 0, .. })));
+        // Nine bytes still going, the buffer ending there: too long, not truncated.
+        let mut cursor = Cursor::new(&long[..9], 0, file);
+        let err = cursor.varint("v").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("longer than 9 bytes"), "{err}");
+        let mut cursor = Cursor::new(&long[..5], 7, file);
+        let err = cursor.varint("v").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("truncated v: 1 bytes needed, 0 left"), "{err}");
+        // The largest 63-bit value, and a longer form than needed (Irmin reads both).
+        let mut max = [0xffu8; 9];
+        max[8] = 0x7f;
+        assert_eq!(Cursor::new(&max, 0, file).varint("v").ok(), Some(u64::MAX >> 1));
+        let mut cursor = Cursor::new(&[0x85, 0x80, 0x00, 0x07], 0, file);
+        assert_eq!(cursor.varint("v").ok(), Some(5));
+        assert_eq!(cursor.varint("v").ok(), Some(7));
     }
 }

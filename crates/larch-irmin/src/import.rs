@@ -66,7 +66,7 @@ pub fn build_tree(
 
 impl Builder<'_> {
     fn tick(&mut self) {
-        if (self.stats.nodes + self.stats.contents) % 4096 == 0 {
+        if (self.stats.nodes + self.stats.contents).is_multiple_of(4096) {
             (self.progress)(&self.stats);
         }
     }

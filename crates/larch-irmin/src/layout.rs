@@ -119,7 +119,7 @@ fn read_mapping(
             format!("mapping end {len} past the file's size {}", file.len),
         ));
     }
-    if len % MAPPING_ENTRY as u64 != 0 {
+    if !len.is_multiple_of(MAPPING_ENTRY as u64) {
         return Err(IrminError::corrupt(
             &file.path,
             0,

@@ -3,7 +3,9 @@
 //!
 //! Hashes are base58check `Co…` strings; steps and values are JSON strings when they are UTF-8 and
 //! `{"base64": …}` otherwise; record fields holding an empty list are omitted (and read as empty);
-//! numbers may be written as floats. Reading is bounded by `serde_json`'s nesting limit (128).
+//! numbers may be written as floats. Both ways go through serde (`serde_json`), and both are
+//! bounded by [`MAX_JSON_DEPTH`] nested arrays and objects: deeper is [`JsonError::TooDeep`], never
+//! a deep recursion.
 
 use crate::hash::{HASH_LEN, Hash, Kind};
 use crate::types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Tree};
@@ -13,9 +15,15 @@ use alloc::vec::Vec;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use core::fmt;
+use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, SerializeTuple, Serializer};
 use serde_json::Value;
 
-/// Why a text is not a repr JSON proof.
+/// The most arrays and objects nested in a proof's JSON, read or written: 127, what `serde_json`'s
+/// parser accepts (its recursion limit is 128). A directory level takes 3 (`{"Node": [[step,
+/// …]]}`), an inode level 4, so real proofs (a few dozen levels) are far below it.
+pub const MAX_JSON_DEPTH: usize = 127;
+
+/// Why a text is not a repr JSON proof, or a proof cannot be written as one.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum JsonError {
@@ -28,6 +36,11 @@ pub enum JsonError {
         /// The JSON path where it was expected.
         at: String,
     },
+    /// The JSON nests (or would nest) more than `limit` arrays and objects ([`MAX_JSON_DEPTH`]).
+    TooDeep {
+        /// The limit.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for JsonError {
@@ -35,6 +48,9 @@ impl fmt::Display for JsonError {
         match self {
             JsonError::Syntax(err) => write!(f, "invalid JSON: {err}"),
             JsonError::Shape { expected, at } => write!(f, "invalid proof JSON: expected {expected} at {at}"),
+            JsonError::TooDeep { limit } => {
+                write!(f, "proof JSON nested deeper than {limit} arrays and objects")
+            }
         }
     }
 }
@@ -68,7 +84,14 @@ pub fn hash_of_b58(text: &str) -> Option<Hash> {
 
 /// Reads a proof from Irmin's repr JSON.
 pub fn read(text: &str) -> Result<Proof, JsonError> {
-    let value: Value = serde_json::from_str(text).map_err(JsonError::Syntax)?;
+    let value: Value = serde_json::from_str(text).map_err(|err| {
+        // serde_json reports its recursion limit as a syntax error; nothing else says "recursion".
+        if err.is_syntax() && err.to_string().starts_with("recursion limit exceeded") {
+            JsonError::TooDeep { limit: MAX_JSON_DEPTH }
+        } else {
+            JsonError::Syntax(err)
+        }
+    })?;
     let object = value.as_object().ok_or_else(|| shape("an object", "$"))?;
     let field = |name: &'static str| object.get(name).ok_or_else(|| shape(name, "$"));
     Ok(Proof {
@@ -208,150 +231,200 @@ fn inode_tree(value: &Value, at: &str) -> Result<InodeTree, JsonError> {
     })
 }
 
-/// Writes a proof as Irmin's repr JSON (compact, Irmin's field order; `version` is not written).
-pub fn write(proof: &Proof) -> String {
-    let mut out = String::new();
-    out.push_str("{\"before\":");
-    write_kinded(&mut out, &proof.before);
-    out.push_str(",\"after\":");
-    write_kinded(&mut out, &proof.after);
-    out.push_str(",\"state\":");
-    write_tree(&mut out, &proof.state);
-    out.push('}');
-    out
+/// Writes a proof as Irmin's repr JSON (compact, Irmin's field order; `version` is not written),
+/// through serde. A proof whose JSON would nest more than [`MAX_JSON_DEPTH`] arrays and objects is
+/// [`JsonError::TooDeep`]: [`read`] could not read it back, and no recursion goes deeper than that.
+pub fn write(proof: &Proof) -> Result<String, JsonError> {
+    // Writing into a string fails only where a value's depth check does.
+    serde_json::to_string(&ProofJson(proof)).map_err(|_| JsonError::TooDeep { limit: MAX_JSON_DEPTH })
 }
 
-fn write_hash(out: &mut String, hash: &Hash) {
-    out.push('"');
-    out.push_str(&hash_to_b58(hash));
-    out.push('"');
+/// The depth inside a JSON array or object opened at `depth` (the containers around it), or an
+/// error past [`MAX_JSON_DEPTH`].
+fn open<E: ser::Error>(depth: usize) -> Result<usize, E> {
+    let inner = depth + 1;
+    if inner > MAX_JSON_DEPTH {
+        return Err(E::custom("proof nested deeper than the JSON limit"));
+    }
+    Ok(inner)
 }
 
-fn write_kinded(out: &mut String, kh: &KindedHash) {
-    match kh.kind {
-        Kind::Node => {
-            out.push_str("{\"Node\":");
-            write_hash(out, &kh.hash);
-            out.push('}');
-        }
-        Kind::Contents => {
-            out.push_str("{\"Contents\":[");
-            write_hash(out, &kh.hash);
-            out.push_str(",{}]}");
+/// `{"name": value}`, Irmin's form of a variant, opened at `depth`.
+fn tagged<S: Serializer>(s: S, depth: usize, name: &str, value: &impl Serialize) -> Result<S::Ok, S::Error> {
+    open::<S::Error>(depth)?;
+    let mut map = s.serialize_map(Some(1))?;
+    map.serialize_entry(name, value)?;
+    map.end()
+}
+
+/// The whole proof (depth 0).
+struct ProofJson<'a>(&'a Proof);
+
+impl Serialize for ProofJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let inner = open::<S::Error>(0)?;
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("before", &KindedJson(&self.0.before, inner))?;
+        map.serialize_entry("after", &KindedJson(&self.0.after, inner))?;
+        map.serialize_entry("state", &TreeJson(&self.0.state, inner))?;
+        map.end()
+    }
+}
+
+/// A `Co…` hash: a JSON string.
+struct HashJson<'a>(&'a Hash);
+
+impl Serialize for HashJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hash_to_b58(self.0))
+    }
+}
+
+/// Unit metadata: `{}`, at the given depth.
+struct MetaJson(usize);
+
+impl Serialize for MetaJson {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        open::<S::Error>(self.0)?;
+        s.serialize_map(Some(0))?.end()
+    }
+}
+
+/// `[a, b]` at the given depth (`a` and `b` are one deeper).
+struct PairJson<A, B>(A, B, usize);
+
+impl<A: Serialize, B: Serialize> Serialize for PairJson<A, B> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        open::<S::Error>(self.2)?;
+        let mut tuple = s.serialize_tuple(2)?;
+        tuple.serialize_element(&self.0)?;
+        tuple.serialize_element(&self.1)?;
+        tuple.end()
+    }
+}
+
+/// A step or a value: a string when UTF-8, else `{"base64": …}`.
+struct BytesJson<'a>(&'a [u8], usize);
+
+impl Serialize for BytesJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match core::str::from_utf8(self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => tagged(s, self.1, "base64", &BASE64.encode(self.0)),
         }
     }
 }
 
-fn write_bytes(out: &mut String, data: &[u8]) {
-    match core::str::from_utf8(data) {
-        Ok(text) => out.push_str(&serde_json::Value::String(text.to_string()).to_string()),
-        Err(_) => {
-            out.push_str("{\"base64\":\"");
-            out.push_str(&BASE64.encode(data));
-            out.push_str("\"}");
-        }
-    }
-}
+struct KindedJson<'a>(&'a KindedHash, usize);
 
-fn write_entries(out: &mut String, entries: &Entries) {
-    out.push('[');
-    for (i, (step, sub)) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('[');
-        write_bytes(out, step);
-        out.push(',');
-        write_tree(out, sub);
-        out.push(']');
-    }
-    out.push(']');
-}
-
-fn write_inode(out: &mut String, inode: &Inode) {
-    out.push_str(&alloc::format!("{{\"length\":{}", inode.length));
-    if !inode.proofs.is_empty() {
-        out.push_str(",\"proofs\":[");
-        for (i, (index, sub)) in inode.proofs.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+impl Serialize for KindedJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (kh, depth) = (self.0, self.1);
+        match kh.kind {
+            Kind::Node => tagged(s, depth, "Node", &HashJson(&kh.hash)),
+            Kind::Contents => {
+                tagged(s, depth, "Contents", &PairJson(HashJson(&kh.hash), MetaJson(depth + 2), depth + 1))
             }
-            out.push_str(&alloc::format!("[{index},"));
-            write_inode_tree(out, sub);
-            out.push(']');
-        }
-        out.push(']');
-    }
-    out.push('}');
-}
-
-fn write_extender(out: &mut String, ext: &Extender) {
-    out.push_str(&alloc::format!("{{\"length\":{}", ext.length));
-    if !ext.segments.is_empty() {
-        let segments: Vec<String> = ext.segments.iter().map(|s| s.to_string()).collect();
-        out.push_str(&alloc::format!(",\"segments\":[{}]", segments.join(",")));
-    }
-    out.push_str(",\"proof\":");
-    write_inode_tree(out, &ext.proof);
-    out.push('}');
-}
-
-fn write_tree(out: &mut String, tree: &Tree) {
-    match tree {
-        Tree::Contents(data) => {
-            out.push_str("{\"Contents\":[");
-            write_bytes(out, data);
-            out.push_str(",{}]}");
-        }
-        Tree::BlindedContents(hash) => {
-            out.push_str("{\"Blinded_contents\":[");
-            write_hash(out, hash);
-            out.push_str(",{}]}");
-        }
-        Tree::Node(entries) => {
-            out.push_str("{\"Node\":");
-            write_entries(out, entries);
-            out.push('}');
-        }
-        Tree::BlindedNode(hash) => {
-            out.push_str("{\"Blinded_node\":");
-            write_hash(out, hash);
-            out.push('}');
-        }
-        Tree::Inode(inode) => {
-            out.push_str("{\"Inode\":");
-            write_inode(out, inode);
-            out.push('}');
-        }
-        Tree::Extender(ext) => {
-            out.push_str("{\"Extender\":");
-            write_extender(out, ext);
-            out.push('}');
         }
     }
 }
 
-fn write_inode_tree(out: &mut String, tree: &InodeTree) {
-    match tree {
-        InodeTree::Blinded(hash) => {
-            out.push_str("{\"Blinded_inode\":");
-            write_hash(out, hash);
-            out.push('}');
+/// `[[step, tree], …]`.
+struct EntriesJson<'a>(&'a Entries, usize);
+
+impl Serialize for EntriesJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let inner = open::<S::Error>(self.1)?;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for (step, sub) in self.0 {
+            seq.serialize_element(&PairJson(BytesJson(step, inner + 1), TreeJson(sub, inner + 1), inner))?;
         }
-        InodeTree::Values(entries) => {
-            out.push_str("{\"Inode_values\":");
-            write_entries(out, entries);
-            out.push('}');
+        seq.end()
+    }
+}
+
+/// `{"length": n, "proofs": [[index, inode_tree], …]}` (`proofs` omitted when empty).
+struct InodeJson<'a>(&'a Inode, usize);
+
+impl Serialize for InodeJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let inner = open::<S::Error>(self.1)?;
+        let proofs = &self.0.proofs;
+        let mut map = s.serialize_map(Some(if proofs.is_empty() { 1 } else { 2 }))?;
+        map.serialize_entry("length", &self.0.length)?;
+        if !proofs.is_empty() {
+            map.serialize_entry("proofs", &InodeProofsJson(proofs, inner))?;
         }
-        InodeTree::Tree(inode) => {
-            out.push_str("{\"Inode_tree\":");
-            write_inode(out, inode);
-            out.push('}');
+        map.end()
+    }
+}
+
+struct InodeProofsJson<'a>(&'a [(u8, InodeTree)], usize);
+
+impl Serialize for InodeProofsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let inner = open::<S::Error>(self.1)?;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for (index, sub) in self.0 {
+            seq.serialize_element(&PairJson(index, InodeTreeJson(sub, inner + 1), inner))?;
         }
-        InodeTree::Extender(ext) => {
-            out.push_str("{\"Inode_extender\":");
-            write_extender(out, ext);
-            out.push('}');
+        seq.end()
+    }
+}
+
+/// `{"length": n, "segments": […], "proof": inode_tree}` (`segments` omitted when empty).
+struct ExtenderJson<'a>(&'a Extender, usize);
+
+impl Serialize for ExtenderJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let inner = open::<S::Error>(self.1)?;
+        let ext = self.0;
+        let mut map = s.serialize_map(Some(if ext.segments.is_empty() { 2 } else { 3 }))?;
+        map.serialize_entry("length", &ext.length)?;
+        if !ext.segments.is_empty() {
+            open::<S::Error>(inner)?;
+            map.serialize_entry("segments", &ext.segments)?;
+        }
+        map.serialize_entry("proof", &InodeTreeJson(&ext.proof, inner))?;
+        map.end()
+    }
+}
+
+struct TreeJson<'a>(&'a Tree, usize);
+
+impl Serialize for TreeJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let depth = self.1;
+        let inner = depth + 1;
+        match self.0 {
+            Tree::Contents(data) => tagged(
+                s,
+                depth,
+                "Contents",
+                &PairJson(BytesJson(data, inner + 1), MetaJson(inner + 1), inner),
+            ),
+            Tree::BlindedContents(hash) => {
+                tagged(s, depth, "Blinded_contents", &PairJson(HashJson(hash), MetaJson(inner + 1), inner))
+            }
+            Tree::Node(entries) => tagged(s, depth, "Node", &EntriesJson(entries, inner)),
+            Tree::BlindedNode(hash) => tagged(s, depth, "Blinded_node", &HashJson(hash)),
+            Tree::Inode(inode) => tagged(s, depth, "Inode", &InodeJson(inode, inner)),
+            Tree::Extender(ext) => tagged(s, depth, "Extender", &ExtenderJson(ext, inner)),
+        }
+    }
+}
+
+struct InodeTreeJson<'a>(&'a InodeTree, usize);
+
+impl Serialize for InodeTreeJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let depth = self.1;
+        let inner = depth + 1;
+        match self.0 {
+            InodeTree::Blinded(hash) => tagged(s, depth, "Blinded_inode", &HashJson(hash)),
+            InodeTree::Values(entries) => tagged(s, depth, "Inode_values", &EntriesJson(entries, inner)),
+            InodeTree::Tree(inode) => tagged(s, depth, "Inode_tree", &InodeJson(inode, inner)),
+            InodeTree::Extender(ext) => tagged(s, depth, "Inode_extender", &ExtenderJson(ext, inner)),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! larch-proof: Merkle proofs of the Tezos context, as Irmin's `Tree.produce_proof` /
 //! `Tree.verify_proof` make and check them and Octez ships them (`Merkle_proof_encoding`).
 //!
-//! A verifier a light client can embed: `no_std` + `alloc`, depending only on BLAKE2b. It holds
+//! A verifier a light client can embed: `no_std` + `alloc`, depending only on BLAKE2b (and on
+//! `larch-varint`, the workspace's LEB128, itself `no_std` without dependencies). It holds
 //! - the proof tree ([`Proof`], [`Tree`], [`InodeTree`]: `Tree32`, spec `merkle-proofs.md` §1);
 //! - [`verify()`]: rebuild the hashes bottom-up, check `before`, replay the [`Op`]s on the partial
 //!   tree (a blinded part they need is [`VerifyError::Blinded`]), check `after`;

@@ -255,9 +255,18 @@ fn the_verifier_crate_is_no_std() {
     let deps = manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
     let required: Vec<&str> =
         deps.lines().filter(|l| !l.trim().is_empty() && !l.contains("optional = true")).collect();
-    assert_eq!(required, ["blake2b_simd.workspace = true"], "only hashing is required");
+    assert_eq!(
+        required,
+        ["blake2b_simd.workspace = true", "larch-varint.workspace = true"],
+        "only hashing (and the workspace's dependency-free LEB128) is required"
+    );
     let workspace = include_str!("../../../Cargo.toml");
     assert!(workspace.contains("blake2b_simd = { version = \"1\", default-features = false }"));
+    let varint = include_str!("../../larch-varint/src/lib.rs");
+    assert!(varint.lines().any(|line| line.trim() == "#![no_std]"), "larch-varint must be #![no_std]");
+    let varint_manifest = include_str!("../../larch-varint/Cargo.toml");
+    let varint_deps = varint_manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
+    assert!(varint_deps.trim().is_empty(), "larch-varint has no dependencies");
 }
 
 /// A directory root in inode form with ≤ 256 entries is hashed flat, so the buckets its entries sit
@@ -282,4 +291,61 @@ fn a_misplaced_entry_of_a_small_inode_directory_cannot_fake_an_absence() {
     // The hash matches (flat), and the lookup finds the entry wherever it was put.
     let verified = verify(&proof, &[Op::MemTree(vec![target])]).unwrap();
     assert_eq!(verified.results, vec![larch_proof::OpResult::Bool(true)]);
+}
+
+/// The repr JSON is bounded both ways by `json::MAX_JSON_DEPTH`: the deepest proof `write` takes
+/// reads back, one level more is a typed error, and far deeper proofs (in memory or as text) are
+/// the same error, never a stack overflow.
+#[test]
+fn json_nesting_is_bounded_both_ways() {
+    use larch_proof::json::{JsonError, MAX_JSON_DEPTH};
+    let key = KindedHash { kind: Kind::Node, hash: Hash::default() };
+    let proof = |state| Proof { version: 0, before: key, after: key, state };
+    let too_deep = |err: Option<JsonError>| matches!(err, Some(JsonError::TooDeep { limit: MAX_JSON_DEPTH }));
+    // The limit is serde_json's own: it parses 127 nested arrays, not 128.
+    let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    assert!(serde_json::from_str::<Value>(&nested(MAX_JSON_DEPTH)).is_ok());
+    assert!(serde_json::from_str::<Value>(&nested(MAX_JSON_DEPTH + 1)).is_err());
+
+    let directories = |n: usize| {
+        let mut tree = Tree::Contents(vec![0xff, 0xfe]); // not UTF-8: `{"base64": …}`, one more level
+        for _ in 0..n {
+            tree = Tree::Node(vec![(b"d".to_vec(), tree)]);
+        }
+        tree
+    };
+    let inodes = |n: usize| {
+        let mut inode = InodeTree::Blinded(Hash::default());
+        for i in 0..n {
+            inode = if i % 2 == 0 {
+                InodeTree::Tree(Inode { length: 300, proofs: vec![(3, inode)] })
+            } else {
+                InodeTree::Extender(Extender { length: 300, segments: vec![1, 2], proof: Box::new(inode) })
+            };
+        }
+        Tree::Inode(Inode { length: 300, proofs: vec![(0, inode)] })
+    };
+    for (what, shape) in [("directories", &directories as &dyn Fn(usize) -> Tree), ("inodes", &inodes)] {
+        let deepest = (0..200).take_while(|n| json::write(&proof(shape(*n))).is_ok()).last().unwrap();
+        assert!(deepest > 25, "{what}: {deepest}");
+        let text = json::write(&proof(shape(deepest))).unwrap();
+        assert_eq!(json::read(&text).unwrap(), proof(shape(deepest)), "{what}: read back at the limit");
+        assert!(too_deep(json::write(&proof(shape(deepest + 1))).err()), "{what}");
+        assert!(too_deep(json::write(&proof(shape(1_000))).err()), "{what}");
+    }
+    // 3 levels a directory, 4 for the proof object and the value: 41 directories fit in 127.
+    assert!(json::write(&proof(Tree::Node(vec![(b"v".to_vec(), directories(40))]))).is_ok());
+
+    // Text deeper than the limit is the same error when read, however deep.
+    let text = |n: usize| {
+        let hash = json::hash_to_b58(&Hash::default());
+        format!(
+            "{{\"before\":{{\"Node\":\"{hash}\"}},\"after\":{{\"Node\":\"{hash}\"}},\"state\":{}{{\"Contents\":[\"v\",{{}}]}}{}}}",
+            "{\"Node\":[[\"d\",".repeat(n),
+            "]]}".repeat(n)
+        )
+    };
+    assert!(json::read(&text(41)).is_ok());
+    assert!(too_deep(json::read(&text(42)).err()));
+    assert!(too_deep(json::read(&text(100_000)).err()));
 }

@@ -77,7 +77,11 @@ fn every_vector_decodes_and_reencodes_byte_for_byte() {
         assert_eq!(v2::decode(&v2_bytes).unwrap(), from_json, "{name}: V2 decodes to the JSON proof");
         assert_eq!(v1::encode(&from_json).unwrap(), v1_bytes, "{name}: V1 bytes");
         assert_eq!(v2::encode(&from_json).unwrap(), v2_bytes, "{name}: V2 bytes");
-        assert_eq!(json::write(&from_json), p["irmin_repr_json"].as_str().unwrap(), "{name}: repr JSON text");
+        assert_eq!(
+            json::write(&from_json).unwrap(),
+            p["irmin_repr_json"].as_str().unwrap(),
+            "{name}: repr JSON text"
+        );
         let stats = from_json.state.stats();
         let s = &p["stats"];
         let counts = [

@@ -171,41 +171,33 @@ fn parse_path(segments: &[&str]) -> Result<Vec<Vec<u8>>, ApiError> {
         .collect()
 }
 
-/// Decodes `%XX` escapes to bytes (other bytes as they are).
+/// Decodes `%XX` escapes to bytes (other bytes as they are; a `+` stays a `+` in a path); a `%`
+/// not followed by two hex digits is an error.
 pub(crate) fn percent_decode(text: &str) -> Result<Vec<u8>, ApiError> {
+    // `percent-encoding` passes a malformed escape through as it is: refuse it first.
     let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        if byte == b'%' {
-            let digits = bytes.get(i + 1..i + 3).and_then(|d| std::str::from_utf8(d).ok());
-            let value = digits.and_then(|d| u8::from_str_radix(d, 16).ok()).ok_or_else(|| {
-                ApiError::bad_request("malformed_path", format!("bad percent escape at byte {i} of {text:?}"))
-            })?;
-            out.push(value);
-            i += 3;
-        } else {
-            out.push(byte);
-            i += 1;
-        }
+    let malformed = bytes.iter().enumerate().find(|(i, byte)| {
+        **byte == b'%'
+            && !bytes.get(i + 1..i + 3).is_some_and(|digits| digits.iter().all(u8::is_ascii_hexdigit))
+    });
+    if let Some((i, _)) = malformed {
+        return Err(ApiError::bad_request(
+            "malformed_path",
+            format!("bad percent escape at byte {i} of {text:?}"),
+        ));
     }
-    Ok(out)
+    Ok(percent_encoding::percent_decode_str(text).collect())
 }
 
-/// A parsed query string with only known parameters, each at most once.
+/// A parsed query string (`application/x-www-form-urlencoded`: `+` is a space, `%XX` a byte) with
+/// only known parameters, each at most once.
 struct Query(Vec<(String, String)>);
 
 impl Query {
     fn parse(query: Option<&str>, allowed: &[&str]) -> Result<Query, ApiError> {
         let mut params: Vec<(String, String)> = Vec::new();
-        for pair in query.unwrap_or("").split('&').filter(|pair| !pair.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let decode = |text: &str| -> Result<String, ApiError> {
-                String::from_utf8(percent_decode(text)?)
-                    .map_err(|_| ApiError::bad_request("malformed_query", "query is not UTF-8"))
-            };
-            let (key, value) = (decode(key)?, decode(value)?);
-            if !allowed.contains(&key.as_str()) {
+        for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            if !allowed.contains(&key.as_ref()) {
                 let expected = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
                 return Err(ApiError::bad_request(
                     "malformed_query",
@@ -218,7 +210,7 @@ impl Query {
                     format!("query parameter {key:?} repeated"),
                 ));
             }
-            params.push((key, value));
+            params.push((key.into_owned(), value.into_owned()));
         }
         Ok(Query(params))
     }
@@ -288,6 +280,50 @@ mod tests {
         assert_eq!(status("/nothing", None), Some((404, "unknown_endpoint")));
         let long = "/a".repeat(MAX_PATH_SEGMENTS + 1);
         assert_eq!(status(&format!("/context/head/hash{long}"), None), Some((400, "malformed_path")));
+    }
+
+    #[test]
+    fn path_steps_are_percent_decoded_to_bytes() {
+        assert_eq!(
+            parse("/context/head/hash/a%2Fb/%C3%A9t%C3%A9/%00%ff/a+b/odd%20name", None),
+            Ok(Route::Hash {
+                commit: CommitRef::Head,
+                path: vec![
+                    b"a/b".to_vec(),
+                    "été".as_bytes().to_vec(),
+                    vec![0x00, 0xff],
+                    b"a+b".to_vec(),
+                    b"odd name".to_vec()
+                ]
+            })
+        );
+        let err = parse("/context/head/hash/ok/a%4g", None).err().map(|e| e.message).unwrap_or_default();
+        assert!(err.contains("bad percent escape at byte 1"), "{err}");
+    }
+
+    #[test]
+    fn query_values_are_form_decoded() {
+        let list = |query: &str| parse("/context/head/list/x", Some(query));
+        let route = |offset, length| {
+            Ok(Route::List { commit: CommitRef::Head, path: vec![b"x".to_vec()], offset, length })
+        };
+        // `%2B` is a `+` (which `u64` parsing accepts before digits); a `+` itself is a space.
+        assert_eq!(list("offset=%2B3&length=%34"), route(3, Some(4)));
+        assert_eq!(list("&offset=3&&"), route(3, None));
+        let err = list("offset=+3").err().map(|e| (e.status, e.kind, e.message));
+        assert_eq!(
+            err,
+            Some((
+                400,
+                "malformed_query",
+                "query parameter offset must be a non-negative integer, got \" 3\"".into()
+            ))
+        );
+        let err = list("length=1+2").err().map(|e| e.message).unwrap_or_default();
+        assert!(err.contains("got \"1 2\""), "{err}");
+        // Keys are decoded too, and a bad escape is no parameter of ours.
+        assert_eq!(list("off%73et=5"), route(5, None));
+        assert_eq!(list("offset=1%zz").err().map(|e| (e.status, e.kind)), Some((400, "malformed_query")));
     }
 
     #[test]

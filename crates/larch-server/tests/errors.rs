@@ -67,6 +67,8 @@ fn malformed_requests_are_400() {
     expect_error(&server, "/context/head/raw/bytes/dir?depth=-1", 400, "malformed_query");
     expect_error(&server, "/context/head/raw/bytes/dir?colour=red", 400, "malformed_query");
     expect_error(&server, "/context/head/list/dir?offset=1&offset=2", 400, "malformed_query");
+    // A query is form-encoded: `+` is a space, not part of a number.
+    expect_error(&server, "/context/head/list/dir?offset=1+", 400, "malformed_query");
     expect_error(&server, "/context/head/raw/bytes/dir?depth=1000", 400, "depth_too_large");
     expect_error(&server, "/context/head/list/value", 400, "not_a_directory");
     let post = request(server.addr, "POST", "/context/head/raw/bytes/value");

@@ -247,7 +247,7 @@ impl Exporter<'_> {
         self.record = record;
         self.record.clear();
         self.counts.records += 1;
-        if self.counts.records % 4096 == 0 {
+        if self.counts.records.is_multiple_of(4096) {
             (self.progress)(Progress {
                 objects: self.window.count,
                 stream_bytes: self.out.stream_bytes,

@@ -159,22 +159,20 @@ impl<R: Read> Decoder<'_, R> {
 
     /// An unsigned LEB128, at most 10 bytes, in its shortest form.
     fn leb(&mut self) -> Result<u64> {
-        let mut value = 0u64;
-        for index in 0..10u32 {
+        let mut decoder = larch_varint::Decoder::new();
+        loop {
             let byte = self.u8()?;
-            let bits = u64::from(byte & 0x7f);
-            if index == 9 && (byte & 0x7e) != 0 {
-                return self.invalid("integer overflows 64 bits");
-            }
-            value |= bits << (7 * index);
-            if byte & 0x80 == 0 {
-                if byte == 0 && index > 0 {
+            match decoder.push(byte) {
+                Ok(Some(value)) => return Ok(value),
+                Ok(None) => {}
+                Err(larch_varint::Error::NonMinimal) => {
                     return self.invalid("integer not in its shortest form");
                 }
-                return Ok(value);
+                // A tenth byte of bit 63 alone that is not the last.
+                Err(_) if byte & 0x7e == 0 => return self.invalid("integer longer than 10 bytes"),
+                Err(_) => return self.invalid("integer overflows 64 bits"),
             }
         }
-        self.invalid("integer longer than 10 bytes")
     }
 
     fn hash(&mut self) -> Result<Hash> {
@@ -563,7 +561,7 @@ impl<R: Read> Decoder<'_, R> {
                 (other, None) => return self.invalid(format!("unknown record tag {other}")),
             }
             self.counts.records += 1;
-            if self.counts.records % 4096 == 0 {
+            if self.counts.records.is_multiple_of(4096) {
                 (self.progress)(Progress {
                     objects: self.count,
                     stream_bytes: self.reader.stream_offset(),
@@ -603,7 +601,7 @@ impl<R: Read> Decoder<'_, R> {
 
 /// Bytes of the LEB128 encoding of `value`.
 fn leb_len(value: u64) -> u64 {
-    u64::from((64 - (value | 1).leading_zeros()).div_ceil(7))
+    larch_varint::encoded_len(value) as u64
 }
 
 /// Decodes and verifies the snapshot read from `input`, handing every verified object to `sink`.

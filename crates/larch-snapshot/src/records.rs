@@ -26,7 +26,9 @@ pub const ENTRY_HEX: u8 = 4;
 /// Whether a name is written hex-packed: an even number ≥ 2 of lowercase hex digits (Tezos
 /// contract ids, key and script hashes), written as the bytes they spell, half the size.
 pub fn is_hex_name(name: &[u8]) -> bool {
-    name.len() >= 2 && name.len() % 2 == 0 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    name.len() >= 2
+        && name.len().is_multiple_of(2)
+        && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Appends the bytes the hex name `name` spells (two digits per byte).
@@ -75,4 +77,4 @@ pub fn tag_name(tag: u8) -> &'static str {
 }
 
 /// Appends `value` as unsigned LEB128.
-pub use larch_core::schema::write_leb128;
+pub use larch_varint::encode as write_leb128;

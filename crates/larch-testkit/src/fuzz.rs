@@ -14,17 +14,10 @@ use std::cell::Cell;
 /// Huge values written by length boosts.
 const BOOSTS: [u64; 8] = [0x7f, 0x80, 0xffff, 1 << 30, (1 << 31) + 1, u32::MAX as u64, 1 << 62, u64::MAX];
 
-fn leb128(mut value: u64) -> Vec<u8> {
+fn leb128(value: u64) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return out;
-        }
-        out.push(byte | 0x80);
-    }
+    larch_varint::encode(&mut out, value);
+    out
 }
 
 /// Applies one random mutation to `bytes`; `seeds` provides material for splices.

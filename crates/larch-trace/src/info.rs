@@ -291,13 +291,13 @@ pub fn trace_info_with(source: &mut dyn OpSource, options: &InfoOptions) -> Resu
             }
             _ => {}
         }
-        if let Some(active) = applier.as_mut() {
-            if let Err(reason) = active.apply(&op, row)? {
-                info.apply_note = Some(format!("row {row}: {reason}; stopped applying operations"));
-                info.max_live_contexts = active.max_live;
-                info.read_mismatches = active.mismatches;
-                applier = None;
-            }
+        if let Some(active) = applier.as_mut()
+            && let Err(reason) = active.apply(&op, row)?
+        {
+            info.apply_note = Some(format!("row {row}: {reason}; stopped applying operations"));
+            info.max_live_contexts = active.max_live;
+            info.read_mismatches = active.mismatches;
+            applier = None;
         }
     }
     info.bytes = source.offset();

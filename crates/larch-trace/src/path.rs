@@ -50,23 +50,13 @@ impl Path {
 
     /// [`byte_len`](Path::byte_len) once a step of `step_len` bytes is appended.
     pub(crate) fn byte_len_after_push(&self, step_len: usize) -> usize {
-        let mut header = 1;
-        let mut len = step_len >> 7;
-        while len > 0 {
-            header += 1;
-            len >>= 7;
-        }
+        let header = larch_varint::encoded_len(step_len as u64);
         self.encoded.len().saturating_add(header).saturating_add(step_len)
     }
 
     /// Appends `step`.
     pub fn push(&mut self, step: &[u8]) {
-        let mut len = step.len() as u64;
-        while len >= 0x80 {
-            self.encoded.push((len as u8) | 0x80);
-            len >>= 7;
-        }
-        self.encoded.push(len as u8);
+        larch_varint::encode(&mut self.encoded, step.len() as u64);
         self.encoded.extend_from_slice(step);
     }
 
@@ -165,23 +155,9 @@ impl<'a> Iterator for StepIter<'a> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
-        let mut len = 0u64;
-        let mut shift = 0;
-        let mut header = 0;
-        loop {
-            let byte = *self.rest.get(header)?;
-            header += 1;
-            len |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift >= 64 {
-                // Not written by `push`: no more steps rather than a wrong one.
-                return None;
-            }
-        }
-        // The buffer is only ever written by `push`: the length always fits.
+        // `None` at the end. The buffer is only ever written by `push`, so the length always
+        // decodes and fits; were it not, no more steps rather than a wrong one.
+        let (len, header) = larch_varint::decode(self.rest).ok()?;
         let end = usize::try_from(len).ok().and_then(|len| header.checked_add(len))?;
         let step = self.rest.get(header..end)?;
         self.rest = self.rest.get(end..).unwrap_or_default();

@@ -142,12 +142,7 @@ fn bad_magic_unknown_version_and_truncated_headers_are_typed_errors() {
 fn oversized_frames_are_rejected_before_reading_them() {
     let mut bytes = write_irmin(&[]);
     // 64 MiB + 1, as a varint; no payload follows: nothing may be allocated for it.
-    let mut len = MAX_FRAME + 1;
-    while len >= 0x80 {
-        bytes.push((len as u8 & 0x7f) | 0x80);
-        len >>= 7;
-    }
-    bytes.push(len as u8);
+    larch_varint::encode(&mut bytes, MAX_FRAME + 1);
     assert!(matches!(
         first_error(&bytes),
         TraceError::FrameTooLarge { offset: 13, len, max: MAX_FRAME } if len == MAX_FRAME + 1
@@ -287,12 +282,7 @@ fn paths_over_the_bounds_are_refused_on_read_and_on_write() {
         let mut row = Vec::new();
         larch_trace::format::encode_row(&op, &mut row);
         let mut bytes = write_irmin(&[]);
-        let mut len = row.len() as u64;
-        while len >= 0x80 {
-            bytes.push((len as u8) | 0x80);
-            len >>= 7;
-        }
-        bytes.push(len as u8);
+        larch_varint::encode(&mut bytes, row.len() as u64);
         bytes.extend_from_slice(&row);
         let err = first_error(&bytes);
         assert!(matches!(err, TraceError::Malformed { row: 0, .. }), "{what}: {err:?}");

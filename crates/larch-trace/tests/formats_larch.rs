@@ -10,6 +10,7 @@ use larch_trace::format::{
     LarchReader, LarchWriter, MAX_FRAME, Metadata, OpSink, TraceFormat, convert, create_trace, open_reader,
 };
 use larch_trace::{Op, TraceError};
+use larch_varint::encode as varint;
 use rand::Rng;
 
 fn read_larch(bytes: &[u8]) -> Result<(Vec<Op>, Metadata), TraceError> {
@@ -171,12 +172,7 @@ fn malformed_larch_headers_and_blocks_are_typed_errors() {
     let header_len = empty.len() - 8; // the end record: 'E', three zero counts, crc32
     let mut chunk = empty[..header_len].to_vec();
     chunk.extend_from_slice(b"C\x01");
-    let mut len = MAX_FRAME + 1;
-    while len >= 0x80 {
-        chunk.push((len as u8 & 0x7f) | 0x80);
-        len >>= 7;
-    }
-    chunk.push(len as u8);
+    varint(&mut chunk, MAX_FRAME + 1);
     let err = larch_error(&chunk);
     assert!(
         matches!(err, TraceError::FrameTooLarge { offset, .. } if offset == header_len as u64),
@@ -295,14 +291,6 @@ fn fuzz_mutated_larch_traces_never_panic() {
         drop(sniffed);
     }
     assert!(rejected > 2900, "{rejected}");
-}
-
-fn varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
 }
 
 /// A larch trace whose only chunk holds `count` records in `payload` (valid checksums throughout).

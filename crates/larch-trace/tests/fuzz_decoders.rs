@@ -84,17 +84,10 @@ fn run_one(tally: &mut FuzzTally, what: &str, input: &[u8], f: impl FnOnce() -> 
     }
 }
 
-fn varint_at(bytes: &[u8], mut at: usize) -> Option<(u64, usize)> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *bytes.get(at)?;
-        at += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some((value, at));
-        }
-    }
-    None
+/// The varint at `at` and the offset after it.
+fn varint_at(bytes: &[u8], at: usize) -> Option<(u64, usize)> {
+    let (value, len) = larch_varint::decode(bytes.get(at..)?).ok()?;
+    Some((value, at + len))
 }
 
 /// The chunks of a larch trace: (start of the chunk record, payload start, payload length).

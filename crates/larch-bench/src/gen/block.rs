@@ -72,7 +72,7 @@ pub(crate) fn regular_block(b: &mut Builder<'_, '_>, params: &GenParams, level: 
     let budget = b.rng.lognormal(params.ops_per_block as f64, 0.5).max(10);
     bookkeeping(b, params, level)?;
     let mut burst = 0;
-    if level % params.cycle_length == 0 {
+    if level.is_multiple_of(params.cycle_length) {
         let before = b.out.context_ops;
         super::cycle::boundary(b, params, cycle_of(level, params))?;
         burst = b.out.context_ops - before;
@@ -147,7 +147,7 @@ fn manager_op(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
     b.out.find(child(&base, b"balance"))?;
     let has_delegate = b.out.mem(child(&base, b"delegate"))?;
     b.out.find(child(&base, b"balance"))?;
-    let is_delegate = sender % DELEGATE_STRIDE == 0 && sender / DELEGATE_STRIDE < b.model.delegates;
+    let is_delegate = sender.is_multiple_of(DELEGATE_STRIDE) && sender / DELEGATE_STRIDE < b.model.delegates;
     if !is_delegate && b.rng.chance(EMPTIED_SHARE) {
         for key in [&b"balance"[..], b"counter", b"manager"] {
             b.out.remove(child(&base, key))?;

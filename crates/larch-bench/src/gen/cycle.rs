@@ -39,7 +39,7 @@ pub(crate) fn boundary(b: &mut Builder<'_, '_>, params: &GenParams, c: u64) -> R
         let value = int(b.rng);
         b.out.add(balance, value)?;
     }
-    if c % LARGE_BURST_PERIOD == 0 {
+    if c.is_multiple_of(LARGE_BURST_PERIOD) {
         large_burst(b, params)?;
     }
     Ok(())

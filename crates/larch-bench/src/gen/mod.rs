@@ -277,7 +277,7 @@ impl<'p> Run<'p> {
             let level = base_level + 1;
             if level % self.params.cycle_length == 0 {
                 self.tally.cycles += 1;
-                if (level / self.params.cycle_length) % cycle::LARGE_BURST_PERIOD == 0 {
+                if (level / self.params.cycle_length).is_multiple_of(cycle::LARGE_BURST_PERIOD) {
                     self.tally.large_bursts += 1;
                 }
             }

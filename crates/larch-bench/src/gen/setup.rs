@@ -103,8 +103,8 @@ fn implicit_account(out: &mut Emitter<'_>, rng: &mut Rng, model: &Model, i: u64)
     out.add(child(&base, b"balance"), int(rng))?;
     out.add(child(&base, b"counter"), int(rng))?;
     out.add(child(&base, b"manager"), manager(rng))?;
-    let is_delegate =
-        i % super::params::DELEGATE_STRIDE == 0 && i / super::params::DELEGATE_STRIDE < model.delegates;
+    let is_delegate = i.is_multiple_of(super::params::DELEGATE_STRIDE)
+        && i / super::params::DELEGATE_STRIDE < model.delegates;
     if is_delegate || rng.chance(0.55) {
         let delegate = if is_delegate { i } else { Model::delegate_account(rng.below(model.delegates)) };
         out.add(child(&base, b"delegate"), model.pkh(delegate)[..].to_vec())?;

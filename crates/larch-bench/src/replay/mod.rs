@@ -287,7 +287,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             self.gc_pending.finished.push(done);
         }
         let block = self.blocks - 1;
-        let due = every != 0 && block % every == 0 && block > keep;
+        let due = every != 0 && block.is_multiple_of(every) && block > keep;
         let target = match (due, self.recent_commits.front().copied()) {
             (true, Some(target)) => target,
             _ => {

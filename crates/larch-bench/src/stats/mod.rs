@@ -15,7 +15,7 @@ pub use compare::{
 };
 pub use gc::GcRunSummary;
 pub use plot::{Chart, Series, YUnit, charts, plot_stat_files, render_svg, write_charts};
-pub use probe::{IoCounters, ProcessSample};
+pub use probe::{IoCounters, ProcessSample, dir_bytes};
 pub use record::{
     BlockStats, OpStat, OpTable, StatEnd, StatFile, StatHeader, StatLine, StatsError, read_stat_file,
     read_stat_path, write_line,

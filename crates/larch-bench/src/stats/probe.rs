@@ -169,6 +169,24 @@ fn page_size() -> Option<u64> {
     None
 }
 
+/// Bytes of the regular files directly in `dir` (not below its sub-directories), from their
+/// metadata alone: one `statx` per entry, no file opened. An entry removed between the listing and
+/// its `statx` (a GC deleting its files meanwhile) counts 0; symbolic links are not followed.
+/// `Err` when `dir` cannot be listed (`NotFound` when it does not exist) or an entry's metadata
+/// cannot be read.
+pub fn dir_bytes(dir: &std::path::Path) -> std::io::Result<u64> {
+    let mut total = 0u64;
+    for entry in std::fs::read_dir(dir)? {
+        match entry.and_then(|entry| entry.metadata()) {
+            Ok(metadata) if metadata.is_file() => total = total.saturating_add(metadata.len()),
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(total)
+}
+
 /// The machine's host name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`, else `unknown`).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -187,6 +205,24 @@ pub fn format_utc(unix_seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dir_bytes_sums_the_files_directly_inside() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("store");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("a"), [0u8; 100]).unwrap();
+        std::fs::write(dir.join("b"), [0u8; 23]).unwrap();
+        std::fs::write(dir.join("sub").join("c"), [0u8; 1000]).unwrap();
+        assert_eq!(dir_bytes(&dir).unwrap(), 123);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.join("sub").join("c"), dir.join("link")).unwrap();
+            assert_eq!(dir_bytes(&dir).unwrap(), 123, "links are not followed");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(dir_bytes(&dir).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    }
 
     #[test]
     fn parses_proc_io() {

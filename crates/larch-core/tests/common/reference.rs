@@ -73,7 +73,7 @@ pub fn ocaml_hash(seed: u32, s: &[u8]) -> u32 {
         h = mix(h, u32::from_le_bytes([s[i], s[i + 1], s[i + 2], s[i + 3]]));
         i += 4;
     }
-    if n % 4 != 0 {
+    if !n.is_multiple_of(4) {
         let mut w = 0u32;
         for (k, byte) in s[full..].iter().enumerate() {
             w |= u32::from(*byte) << (8 * k);

@@ -203,7 +203,7 @@ pub fn segments_unpack(bytes: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let bits = bytes.len() * 8 - 1 - last.trailing_zeros() as usize;
-    if bits % 5 != 0 {
+    if !bits.is_multiple_of(5) {
         return None;
     }
     let bit =

@@ -9,13 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 pub const MAX_FRAME: u64 = 64 << 20;
 
 /// Appends the unsigned LEB128 encoding of `value` (Repr's `int`, Irmin's `Var_int`).
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8 & 0x7f) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
+pub(crate) use larch_varint::encode as put_varint;
 
 /// Appends a varint length then the bytes.
 pub(crate) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -34,19 +28,12 @@ pub(crate) enum Fail {
     Hash(String, larch_core::HashParseError),
 }
 
-/// Folds one more varint byte into `value`; `Err` on overflow or a non-canonical final zero byte.
-fn varint_step(value: &mut u64, index: u32, byte: u8) -> Result<bool, &'static str> {
-    let bits = u64::from(byte & 0x7f);
-    let shift = 7 * index;
-    if shift >= 64 || (shift == 63 && bits > 1) {
-        return Err("a varint of at most 64 bits");
+/// What a reader expected where a varint is invalid (a truncated one is reported by the caller).
+fn varint_expected(err: larch_varint::Error) -> &'static str {
+    match err {
+        larch_varint::Error::NonMinimal => "a canonical varint (no trailing zero group)",
+        larch_varint::Error::Overflow | larch_varint::Error::Truncated => "a varint of at most 64 bits",
     }
-    *value |= bits << shift;
-    let more = byte & 0x80 != 0;
-    if !more && byte == 0 && index > 0 {
-        return Err("a canonical varint (no trailing zero group)");
-    }
-    Ok(more)
 }
 
 /// A bounds-checked cursor over a decoded payload.
@@ -94,15 +81,16 @@ impl<'a> Slice<'a> {
     }
 
     /// A canonical LEB128 varint.
+    #[inline]
     pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64, Fail> {
-        let mut value = 0u64;
-        let mut index = 0u32;
-        loop {
-            let byte = self.byte(what)?;
-            if !varint_step(&mut value, index, byte).map_err(Fail::Expected)? {
-                return Ok(value);
+        let rest = self.data.get(self.pos..).unwrap_or_default();
+        match larch_varint::decode(rest) {
+            Ok((value, len)) => {
+                self.pos += len;
+                Ok(value)
             }
-            index += 1;
+            Err(larch_varint::Error::Truncated) => Err(Fail::Expected(what)),
+            Err(err) => Err(Fail::Expected(varint_expected(err))),
         }
     }
 
@@ -164,16 +152,15 @@ impl<R: Read> Input<R> {
 
     /// A canonical varint; `Err` only for I/O errors and invalid varints (`what` names it).
     pub(crate) fn varint(&mut self) -> Result<Result<StreamVarint, &'static str>, TraceError> {
-        let mut value = 0u64;
-        let mut index = 0u32;
+        let mut decoder = larch_varint::Decoder::new();
         loop {
             let Some(byte) = self.byte()? else {
-                return Ok(Ok(if index == 0 { StreamVarint::Eof } else { StreamVarint::Partial }));
+                return Ok(Ok(if decoder.is_empty() { StreamVarint::Eof } else { StreamVarint::Partial }));
             };
-            match varint_step(&mut value, index, byte) {
-                Ok(true) => index += 1,
-                Ok(false) => return Ok(Ok(StreamVarint::Value(value))),
-                Err(reason) => return Ok(Err(reason)),
+            match decoder.push(byte) {
+                Ok(None) => {}
+                Ok(Some(value)) => return Ok(Ok(StreamVarint::Value(value))),
+                Err(err) => return Ok(Err(varint_expected(err))),
             }
         }
     }

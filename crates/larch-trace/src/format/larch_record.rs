@@ -86,7 +86,9 @@ fn unzigzag(value: u64) -> i64 {
 }
 
 fn is_hex_step(step: &[u8]) -> bool {
-    !step.is_empty() && step.len() % 2 == 0 && step.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    !step.is_empty()
+        && step.len().is_multiple_of(2)
+        && step.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn nibble(value: u8) -> u8 {

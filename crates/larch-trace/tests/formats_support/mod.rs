@@ -328,10 +328,9 @@ pub fn replay_and_check(ops: &[Op]) -> usize {
             | Op::Remove { out, .. }
             | Op::Copy { out, .. } => Some(out),
             _ => None,
-        } {
-            if out.is_forget() {
-                contexts.remove(&out.value());
-            }
+        } && out.is_forget()
+        {
+            contexts.remove(&out.value());
         }
     }
     commits
