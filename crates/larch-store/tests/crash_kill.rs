@@ -34,7 +34,11 @@ fn publish_every(sync: SyncPolicy) -> u64 {
 
 fn value_of(level: u64) -> Vec<u8> {
     // Alternately inline and large contents.
-    if level % 3 == 0 { vec![level as u8; INLINE_MAX + 44] } else { format!("v{level}").into_bytes() }
+    if level.is_multiple_of(3) {
+        vec![level as u8; INLINE_MAX + 44]
+    } else {
+        format!("v{level}").into_bytes()
+    }
 }
 
 fn key(level: u64) -> String {

@@ -91,7 +91,7 @@ fn run_script(files: StoreFiles, sync: Cfg) -> Run {
                 run.acked.push((hash, model.clone()));
                 let durable = match sync.sync {
                     SyncPolicy::Commit => true,
-                    SyncPolicy::Every(n) => run.acked.len() % n as usize == 0,
+                    SyncPolicy::Every(n) => run.acked.len().is_multiple_of(n as usize),
                     SyncPolicy::Never => false,
                     // The commit before this one is durable; this one is in flight.
                     SyncPolicy::Pipelined => {

@@ -66,11 +66,11 @@ fn fix_crcs(bytes: &mut [u8]) {
     if bytes.len() >= 128 {
         let footer = bytes.len() - 32;
         let map_at = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap());
-        if let Ok(map_at) = usize::try_from(map_at) {
-            if map_at <= footer {
-                let crc = crc32fast::hash(&bytes[map_at..footer]);
-                bytes[footer + 16..footer + 20].copy_from_slice(&crc.to_le_bytes());
-            }
+        if let Ok(map_at) = usize::try_from(map_at)
+            && map_at <= footer
+        {
+            let crc = crc32fast::hash(&bytes[map_at..footer]);
+            bytes[footer + 16..footer + 20].copy_from_slice(&crc.to_le_bytes());
         }
         let crc = crc32fast::hash(&bytes[footer..footer + 20]);
         bytes[footer + 20..footer + 24].copy_from_slice(&crc.to_le_bytes());

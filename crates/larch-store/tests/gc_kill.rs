@@ -25,7 +25,11 @@ use std::time::{Duration, Instant};
 const DIR_VAR: &str = "LARCH_GC_KILL_DIR";
 
 fn value_of(level: u64) -> Vec<u8> {
-    if level % 3 == 0 { vec![level as u8; INLINE_MAX + 44] } else { format!("v{level}").into_bytes() }
+    if level.is_multiple_of(3) {
+        vec![level as u8; INLINE_MAX + 44]
+    } else {
+        format!("v{level}").into_bytes()
+    }
 }
 
 fn key(level: u64) -> String {

@@ -21,7 +21,7 @@ fn writer(dir: &Path, sync: SyncPolicy) -> Repo {
 /// Commits level `i` (`k/<i>` = `v<i>`, plus a 4 KiB value every third level) on `tree`.
 fn commit_level(repo: &mut Repo, tree: &mut larch_core::Tree, parent: Option<Hash>, i: usize) -> Hash {
     tree.add(&["k", &format!("{i:04}")], format!("v{i}").into_bytes()).unwrap();
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         tree.add(&["big", &format!("{i}")], vec![i as u8; 4096]).unwrap();
     }
     repo.commit(tree, &parent.into_iter().collect::<Vec<_>>(), info(i as i64)).unwrap()

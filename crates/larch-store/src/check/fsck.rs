@@ -593,7 +593,7 @@ fn check_collected_entries(
     if end <= INDEX_HEADER_LEN {
         return;
     }
-    if (end - INDEX_HEADER_LEN) % ENTRY_LEN as u64 != 0 {
+    if !(end - INDEX_HEADER_LEN).is_multiple_of(ENTRY_LEN as u64) {
         let what = format!("the kept entries start at {end}, not at an entry boundary");
         return problem(report, end, None, what);
     }

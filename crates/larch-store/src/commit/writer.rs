@@ -553,7 +553,7 @@ impl<'a> Encoder<'a> {
                     }
                     _ => {
                         let offset = self.record(kind, |out, offset| {
-                            larch_core::schema::write_leb128(out, entries.len() as u64);
+                            larch_varint::encode(out, entries.len() as u64);
                             for ((name, _), loc) in entries.iter().zip(&locs) {
                                 codec::encode_entry(out, offset, name.as_bytes(), &target_of(Some(loc)));
                             }

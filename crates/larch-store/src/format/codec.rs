@@ -2,10 +2,11 @@
 //! compact names, inline contents, directory, inode and commit bodies.
 
 use crate::error::{FileKind, Result, StoreError};
-use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
+use larch_core::schema::{INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX};
 use larch_core::{
     CommitInfo, ContentsRef, Entry, Hash, InodeTree, Name, NodeBody, NodeRef, ObjectKey, SharedBytes, StoreId,
 };
+use larch_varint::encode as write_leb128;
 
 /// Magic of the pack header.
 pub const PACK_MAGIC: &[u8; 8] = b"LARCHPAK";
@@ -165,24 +166,23 @@ impl<'a> Cursor<'a> {
         Ok(self.take(1)?.first().copied().unwrap_or_default())
     }
 
-    /// An unsigned LEB128 integer.
+    /// An unsigned LEB128 integer, in its shortest form ([`larch_varint::decode`]).
+    #[inline]
     pub fn leb(&mut self) -> Result<u64> {
-        let mut value = 0u64;
-        for shift in (0..70).step_by(7) {
-            let byte = self.u8()?;
-            let low = u64::from(byte & 0x7f);
-            if shift == 63 && low > 1 {
-                return Err(self.error("LEB128 integer overflows 64 bits"));
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        match larch_varint::decode(rest) {
+            Ok((value, len)) => {
+                self.pos += len;
+                Ok(value)
             }
-            value |= low << shift;
-            if byte & 0x80 == 0 {
-                if byte == 0 && shift > 0 {
-                    return Err(self.error("over-long LEB128 integer"));
-                }
-                return Ok(value);
+            Err(larch_varint::Error::Truncated) => Err(self.error("truncated record body")),
+            Err(larch_varint::Error::NonMinimal) => Err(self.error("over-long LEB128 integer")),
+            // A tenth byte of 0 or 1 that goes on: more than ten bytes; any other, too large.
+            Err(larch_varint::Error::Overflow) if rest.get(9).is_some_and(|byte| byte & 0x7e == 0) => {
+                Err(self.error("LEB128 integer longer than 10 bytes"))
             }
+            Err(larch_varint::Error::Overflow) => Err(self.error("LEB128 integer overflows 64 bits")),
         }
-        Err(self.error("LEB128 integer longer than 10 bytes"))
     }
 
     /// A LEB128 length, bounded by the remaining bytes.
@@ -240,7 +240,9 @@ impl<'a> Cursor<'a> {
 
 /// Whether a name is stored hex-packed: an even number ≥ 2 of lowercase hex digits.
 pub fn is_hex_name(name: &[u8]) -> bool {
-    name.len() >= 2 && name.len() % 2 == 0 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    name.len() >= 2
+        && name.len().is_multiple_of(2)
+        && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Appends the lowercase hex name whose hex-packed bytes are `raw` to `out`.

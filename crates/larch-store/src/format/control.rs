@@ -439,7 +439,7 @@ impl ControlState {
         let entry = ENTRY_LEN as u64;
         if self.index_keep_from < INDEX_HEADER_LEN
             || self.index_keep_from > self.index_end
-            || (self.index_keep_from - INDEX_HEADER_LEN) % entry != 0
+            || !(self.index_keep_from - INDEX_HEADER_LEN).is_multiple_of(entry)
             || (self.keep_from == 0) != (self.index_keep_from == INDEX_HEADER_LEN)
         {
             return Err(corrupt(64, "index position of the oldest kept commit out of range"));

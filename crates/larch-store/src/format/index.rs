@@ -49,7 +49,7 @@ pub fn encode_entry(out: &mut Vec<u8>, hash: &Hash, offset: u64) {
 
 /// Decodes the entries in `bytes`, which start at file offset `base`.
 pub fn decode_entries(bytes: &[u8], base: u64) -> Result<Vec<(Hash, u64)>> {
-    if bytes.len() % ENTRY_LEN != 0 {
+    if !bytes.len().is_multiple_of(ENTRY_LEN) {
         return Err(StoreError::corrupt(FileKind::Index, base, "length is not a whole number of entries"));
     }
     let mut out = Vec::with_capacity(bytes.len() / ENTRY_LEN);

@@ -5,8 +5,9 @@
 
 use crate::error::{FileKind, Result, StoreError};
 use crate::format::codec::{self, Cursor, EncodedTarget, EntryCounts, RecordKind};
-use larch_core::schema::{INODE_VALUES_MAX, STABLE_HASH_MAX, write_leb128};
+use larch_core::schema::{INODE_VALUES_MAX, STABLE_HASH_MAX};
 use larch_core::{Entry, Hash, InodeTree, Name, NodeBody, NodeRef, StoreId};
+use larch_varint::encode as write_leb128;
 use std::borrow::Cow;
 
 /// The longest chain of patches: a record whose base is at this depth is written in full.

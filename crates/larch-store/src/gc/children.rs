@@ -361,7 +361,7 @@ mod tests {
     /// A flat directory at `offset` with the given entries (names, and a child offset or inline).
     fn flat(offset: u64, entries: &[(&[u8], Option<u64>)]) -> Vec<u8> {
         let mut out = Vec::new();
-        larch_core::schema::write_leb128(&mut out, entries.len() as u64);
+        larch_varint::encode(&mut out, entries.len() as u64);
         for (name, child) in entries {
             let target = match child {
                 Some(child) => EncodedTarget::Node(Hash([7; 32]), *child),

@@ -151,7 +151,7 @@ pub(crate) fn plan(
         u128::from(record_bytes) * 100
             > u128::from(baseline).saturating_mul(100 + u128::from(policy.deep_growth_percent))
     });
-    let every = policy.deep_every > 0 && generation % policy.deep_every == 0;
+    let every = policy.deep_every > 0 && generation.is_multiple_of(policy.deep_every);
     let deep = !segments.is_empty() && (options.compact || grown || every);
     let candidates = if deep {
         segments.to_vec()

@@ -47,32 +47,16 @@ impl RootSpan {
 }
 
 /// Appends `value` as LEB128.
-fn put_leb(bytes: &mut Vec<u8>, mut value: u64) {
-    loop {
-        let low = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            bytes.push(low);
-            return;
-        }
-        bytes.push(low | 0x80);
-    }
+fn put_leb(bytes: &mut Vec<u8>, value: u64) {
+    larch_varint::encode(bytes, value);
 }
 
-/// The LEB128 value at `*at`, advancing it; `None` at the end (the bytes were written by
-/// [`put_leb`], never truncated).
+/// The LEB128 value at `*at`, advancing it; `None` at the end or on bytes that are not one (the
+/// bytes were written by [`put_leb`]).
 fn get_leb(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    let mut shift = 0;
-    loop {
-        let byte = *bytes.get(*at)?;
-        *at += 1;
-        value |= u64::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
-        shift += 7;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
+    let (value, len) = larch_varint::decode(bytes.get(*at..)?).ok()?;
+    *at += len;
+    Some(value)
 }
 
 /// Distinct offsets, increasing, stored as LEB128 deltas (about 2 bytes each in a window's

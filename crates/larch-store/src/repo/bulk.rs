@@ -161,7 +161,7 @@ impl BulkWriter<'_> {
         self.counts.inline +=
             entries.iter().filter(|(_, t)| matches!(t, BulkTarget::Inline(_))).count() as u64;
         self.record(kind, |out, offset| {
-            schema::write_leb128(out, entries.len() as u64);
+            larch_varint::encode(out, entries.len() as u64);
             for (name, target) in entries {
                 let target = match *target {
                     BulkTarget::Node { hash, key } => EncodedTarget::Node(hash, key),

@@ -68,7 +68,7 @@ pub(crate) fn load_entries(
     pack_end: u64,
 ) -> Result<LoadedIndex> {
     let entry_len = index::ENTRY_LEN as u64;
-    if to < from || (to - from) % entry_len != 0 {
+    if to < from || !(to - from).is_multiple_of(entry_len) {
         return Err(StoreError::corrupt(FileKind::Control, 0, format!("bad index range [{from}, {to})")));
     }
     let expected = (to - from) / entry_len;

@@ -133,13 +133,5 @@ pub fn reached_offsets(tree: &Tree, out: &mut BTreeSet<u64>) {
 
 /// A LEB128 integer of `bytes` at `at`: value and length.
 pub fn leb(bytes: &[u8], at: usize) -> (u64, usize) {
-    let (mut value, mut i) = (0u64, 0);
-    loop {
-        let byte = bytes[at + i];
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        i += 1;
-        if byte & 0x80 == 0 {
-            return (value, i);
-        }
-    }
+    larch_varint::decode(&bytes[at..]).expect("a LEB128 integer")
 }
