@@ -1,4 +1,4 @@
-//! Proof benchmark (docs/benchmarks.md, "Merkle proofs"): for 1, 10 and 100 random keys of a
+//! Proof benchmark (docs/benchmarks.md at c117370, "Merkle proofs"): for 1, 10 and 100 random keys of a
 //! store's head, the size of the proof of their `find`s (V1, V2, JSON) against the raw values, and
 //! the time to produce and to verify it (minimum of several runs, after one warm-up).
 //!

@@ -7,7 +7,7 @@
 //! and the kernel zeroes it. A replay frees and reallocates decoded nodes and copied directories
 //! all the time, so pages went back and forth: `clear_page_erms` and page faults were ~3% of the
 //! replay thread. A delay of 10 s (with the pipelined replay's cache at 96 MiB) made the default
-//! replay 1.02–1.10× faster in 4 alternated pairs (docs/benchmarks.md, "Issue 11, ninth round"),
+//! replay 1.02–1.10× faster in 4 alternated pairs (docs/benchmarks.md at c117370, "Issue 11, ninth round"),
 //! but still took 2,418 page faults (huge pages zeroed) where never purging takes 379; a delay
 //! of 60 s runs as never purging does, which ran 0.94–1.10× (1.02–1.10× in 7 of 8 pairs) the
 //! speed of 10 s, peak RSS +0–10 MiB ("Issue 11, tenth round"). Memory idle for longer than a
@@ -19,7 +19,7 @@
 //! couple of seconds has been handed back to the host (virtio-balloon free page reporting), and
 //! touching it again costs 0.9–2.3 ms per MiB (`scripts/page_refault_cost.py`), against ~0.37 ms
 //! per MiB for 4 KiB pages: the first large burst of a replay, which grows the heap by 10–20 MiB,
-//! took up to ~40 ms of CPU in such faults. With huge pages off (docs/benchmarks.md, "Issue 11,
+//! took up to ~40 ms of CPU in such faults. With huge pages off (docs/benchmarks.md at c117370, "Issue 11,
 //! sixteenth round"; 16 alternated pairs of default replays): peak RSS 208–220 MiB against
 //! 229–253, speed 1.02× (median), no run with a block over 100 ms against 3 of 16. They are
 //! switched off for the whole process (`prctl(PR_SET_THP_DISABLE)`, what mimalloc itself does for

@@ -39,7 +39,7 @@ pub struct ReplayArgs {
     seed: u64,
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 96M
     /// with the pipeline (its commit thread's heap and the trees carried in memory take the
-    /// rest of the memory budget; docs/benchmarks.md). Sizes: `256M` and `256MiB` are binary
+    /// rest of the memory budget). Sizes: `256M` and `256MiB` are binary
     /// (K = 1024), `256MB` is decimal (K = 1000).
     #[arg(long, value_parser = parse_size)]
     cache_size: Option<u64>,
@@ -128,7 +128,7 @@ impl From<WhenBusyArg> for GcWhenBusy {
 /// to the resident set. 96 MiB (was 128): budgets from 64 to 384 MiB ran the default trace at the
 /// same rate within the machine's noise (misses 1.68M at 64 MiB, 1.29M at 128, 0.90M at 384, but
 /// a larger heap costs as much as the misses it saves), and 96 MiB holds the peak RSS near 250
-/// MiB with the allocator's longer purge delay (docs/benchmarks.md, "Issue 11, ninth round").
+/// MiB with the allocator's longer purge delay (docs/benchmarks.md at c117370, "Issue 11, ninth round").
 const PIPELINE_CACHE_BYTES: u64 = 96 << 20;
 
 /// Where the replay goes.

@@ -4,7 +4,7 @@
 //! (the hints of `larch-core/src/tree/prefetch.rs`).
 //!
 //! Run: `cargo bench -p larch-core --bench tree_walk -- --warm-up-time 1 --measurement-time 3`.
-//! Results are in `docs/benchmarks.md` ("Issue 11, fifteenth round").
+//! Results are in `docs/benchmarks.md` at c117370 ("Issue 11, fifteenth round").
 
 #![allow(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]

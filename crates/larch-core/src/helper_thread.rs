@@ -3,7 +3,7 @@
 //! A replay's reading thread is busy all the time, and its helpers (the trace reader, the cache's
 //! dropping thread) sleep until it hands them work. A helper woken by it was placed on its core and,
 //! as an ordinary thread, took that core at once: the reading thread then waited, ~0.6 s of a 13 s
-//! replay (docs/benchmarks.md, "Issue 11, nineteenth round"). A helper marked here waits instead for
+//! replay (docs/benchmarks.md at c117370, "Issue 11, nineteenth round"). A helper marked here waits instead for
 //! the running thread's time slice to end, or runs on the other core if that one is free.
 
 /// Marks the calling thread as a helper that does not preempt a running thread when it wakes: the

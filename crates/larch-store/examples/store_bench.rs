@@ -1,4 +1,4 @@
-//! Benchmarks of the pack store on a Tezos-shaped workload (docs/benchmarks.md, "larch-store").
+//! Benchmarks of the pack store on a Tezos-shaped workload (docs/benchmarks.md at c117370, "larch-store").
 //!
 //! ```text
 //! cargo run --release -p larch-store --example store_bench -- workload [BLOCKS] [DIR]

@@ -14,7 +14,7 @@ pub const DEFAULT_CACHE_BYTES: u64 = 152 << 20;
 /// referred to by key, each was read from the pack again (a patch and its base, decoded and
 /// cached) soon after it was written. 1 MiB (a dozen regular blocks' records): the default replay
 /// 1.10–1.16× faster than with none (one build, alternated runs), peak RSS +20 MiB; 2 and 4 MiB
-/// were no faster and held 12–35 MiB more (docs/benchmarks.md, "Issue 11, eighth round").
+/// were no faster and held 12–35 MiB more (docs/benchmarks.md at c117370, "Issue 11, eighth round").
 pub const RECENT_IN_MEMORY: u64 = 1 << 20;
 
 /// Under a [`crate::PipelinedRepo`], the inode trees (the roots and inner inodes of directories
@@ -24,7 +24,7 @@ pub const RECENT_IN_MEMORY: u64 = 1 << 20;
 /// (~3.5 MiB of pack; 16 MiB covers nearly every gap, 4 MiB two thirds of them), and were 613k of
 /// its 1.63M cache misses (the pipelined writer primes the cache with few of the records it
 /// writes). 16 MiB: flat keys 1.09× (median of 7 pairs; misses 1.63M → 0.88M, peak RSS +25–35
-/// MiB), the default replay at the same CPU time, its misses 3.5% fewer (docs/benchmarks.md,
+/// MiB), the default replay at the same CPU time, its misses 3.5% fewer (docs/benchmarks.md at c117370,
 /// "Issue 11, twentieth round").
 pub const RECENT_INODES_IN_MEMORY: u64 = 16 << 20;
 

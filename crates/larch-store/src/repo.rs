@@ -33,7 +33,7 @@ pub(crate) const PRIME_FRACTION: u64 = 128;
 /// (128 KiB of the replay's 128 MiB). Its commit thread shares the second core with the trace
 /// reader and the cache's dropping thread and had become the busier core: priming less moves work
 /// to the replay thread (misses 1.73M → 2.48M) and made the default replay 3-5% faster
-/// (docs/benchmarks.md, "Issue 11, sixth round").
+/// (docs/benchmarks.md at c117370, "Issue 11, sixth round").
 pub(crate) const PIPELINED_PRIME_FRACTION: u64 = 1024;
 
 /// The branch commits move by default.

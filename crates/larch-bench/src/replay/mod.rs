@@ -70,7 +70,7 @@ pub enum GcWhenBusy {
     /// Start it after the first block that ends with the running GC finished, on the commit it
     /// was due on (a later due GC replaces a deferred one, which then counts as never started):
     /// the replay never waits, but when GCs take longer than their interval they fall behind and
-    /// the store grows meanwhile (docs/benchmarks.md, "Sixth round").
+    /// the store grows meanwhile (docs/benchmarks.md at c117370, "Sixth round").
     Defer,
     /// Do not start it (irmin-bench's behaviour: Irmin's `Gc.start_exn` starts no GC while one
     /// runs, and the replay logs "GC skipped").

@@ -41,7 +41,7 @@ pub(crate) fn node_mut<'a>(
         // A directory or an inode leaf loaded for a change is remembered (the store's base lookup
         // missed some of them: 2 MiB more store on the default replay without); an inode `Tree`
         // is not: no smaller store for it, and the loaded versions it kept alive made the
-        // flat-key benchmark 12% slower (docs/benchmarks.md, "Issue 11, seventh round").
+        // flat-key benchmark 12% slower (docs/benchmarks.md at c117370, "Issue 11, seventh round").
         let remember = origins && !matches!(loaded.body(), NodeBody::Tree(_));
         let copy = if remember { loaded.copy_for_change() } else { Node::clone(&loaded) };
         *node = NodeRef::Mem(Arc::new(copy));

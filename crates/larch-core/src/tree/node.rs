@@ -150,7 +150,7 @@ impl Ord for Name {
 /// `a.cmp(b)` (bytewise, a prefix first), eight bytes at a time and inline. Names are short (a
 /// few to a few dozen bytes) and compared in every directory search: a call to the C library's
 /// `memcmp` per probe cost more than the comparison itself (8.6% of the replay thread; this made
-/// the default replay 1.05–1.07× faster, docs/benchmarks.md, "Issue 11, ninth round").
+/// the default replay 1.05–1.07× faster, docs/benchmarks.md at c117370, "Issue 11, ninth round").
 #[inline]
 pub(crate) fn compare_name_bytes(mut a: &[u8], mut b: &[u8]) -> std::cmp::Ordering {
     while let (Some((x, rest_a)), Some((y, rest_b))) =
@@ -458,7 +458,7 @@ impl InodeTree {
     /// binary search by bucket gives it. A bucket whose position is its own index (every bucket of
     /// a full inode, as those of a large directory's upper levels are) is found by reading that one
     /// child: a binary search read five cold lines of the children one after the other (3% of a
-    /// replay's reading thread, docs/benchmarks.md, "Issue 11, nineteenth round").
+    /// replay's reading thread, docs/benchmarks.md at c117370, "Issue 11, nineteenth round").
     #[inline]
     pub fn find_bucket(&self, bucket: u8) -> Result<usize, usize> {
         // Buckets are sorted and unique: one at its own index has every lower bucket before it.

@@ -1,5 +1,5 @@
 //! Hints that start loading memory lines before they are needed, so that the lines a loop will
-//! touch one after the other arrive together instead of each in turn (docs/benchmarks.md, "Issue
+//! touch one after the other arrive together instead of each in turn (docs/benchmarks.md at c117370, "Issue
 //! 11, fifteenth round"). A hint changes no value: on targets without one, these do nothing.
 
 use super::node::{ContentsRef, Entry, Name, Node, NodeBody, NodeRef};
@@ -123,7 +123,7 @@ pub(crate) fn copy_targets(body: &NodeBody, detaches: bool) {
 
 /// Hints the hash and key caches of each in-memory child of `body`, which a store's writer reads
 /// child after child to find those it has written: the children's lines then arrive together
-/// (docs/benchmarks.md, "Issue 11, nineteenth round").
+/// (docs/benchmarks.md at c117370, "Issue 11, nineteenth round").
 pub fn hint_child_caches(body: &NodeBody) {
     body.for_each_child(|child| {
         if let NodeRef::Mem(node) = child {

@@ -43,7 +43,7 @@ pub struct GcPolicy {
     /// The GC worker thread's nice value on Linux (default 10: it yields the CPU to the writer and
     /// readers). On a machine whose cores the writer and readers fill, 0 makes each GC about 2.5×
     /// shorter (less disk appended meanwhile: a lower disk peak) at the price of the writer's tail
-    /// latency while it runs (docs/benchmarks.md, "Fourth round"). Values below the process's
+    /// latency while it runs (docs/benchmarks.md at c117370, "Fourth round"). Values below the process's
     /// own need privileges (`RLIMIT_NICE`); a refused value leaves the priority as it is.
     pub worker_nice: i32,
     /// The first GC of a store keeps its first chunk in place (read as a segment from then on)

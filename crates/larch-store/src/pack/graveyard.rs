@@ -30,7 +30,7 @@ impl<T: Send + 'static> Graveyard<T> {
             .name("larch-drop".into())
             .spawn(move || {
                 // Woken by the thread whose cache evicts, on its core: it must not take that
-                // core from it (docs/benchmarks.md, "Issue 11, nineteenth round").
+                // core from it (docs/benchmarks.md at c117370, "Issue 11, nineteenth round").
                 larch_core::mark_helper_thread();
                 for batch in receiver {
                     drop(batch);

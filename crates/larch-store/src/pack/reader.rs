@@ -184,7 +184,7 @@ fn parse_head(head: &[u8], offset: u64) -> Result<(RecordKind, u64, usize)> {
 /// (0.97) leaves 3% to the new ones: a node the flat-key benchmark reads then rewrites 32 commits
 /// later was evicted before its second read. At one half, the flat-key benchmark misses 12% less
 /// (1.87M → 1.63M at 1M keys) and the default replay is unchanged (1.40M misses either way;
-/// docs/benchmarks.md, "Issue 11, tenth round").
+/// docs/benchmarks.md at c117370, "Issue 11, tenth round").
 const CACHE_HOT_SHARE: f64 = 0.5;
 
 /// A cache of `cache_bytes` expected to hold about `items` items, with [`CACHE_HOT_SHARE`].

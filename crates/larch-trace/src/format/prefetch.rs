@@ -17,7 +17,7 @@ const BATCHES_AHEAD: usize = 4;
 const BATCH_BYTES: usize = 4 << 20;
 
 /// Hints the memory of `op`'s paths and value, which the reading thread wrote on another core:
-/// the caller touches them one operation later, when they have arrived (docs/benchmarks.md,
+/// the caller touches them one operation later, when they have arrived (docs/benchmarks.md at c117370,
 /// "Issue 11, eighteenth round").
 fn hint_op(op: &Op) {
     for path in op.paths() {
@@ -99,7 +99,7 @@ pub fn prefetch(source: BoxedSource) -> Result<PrefetchSource, TraceError> {
 /// trace ends or the caller hangs up.
 fn read_ahead(mut source: BoxedSource, sender: &SyncSender<Batch>, recycled: &Receiver<Vec<Item>>) {
     // Woken each time the caller takes a batch, on the caller's core: it must not take that core
-    // from it (docs/benchmarks.md, "Issue 11, nineteenth round").
+    // from it (docs/benchmarks.md at c117370, "Issue 11, nineteenth round").
     larch_core::mark_helper_thread();
     loop {
         let mut items = match recycled.try_recv() {
