@@ -1,5 +1,5 @@
 //! larch-bench: the replay benchmark harness. The Tezos-like trace generator ([`Generator`],
-//! `docs/workload.md`), the [`replay`]er that applies a trace to any [`larch_core::ContextRepo`]
+//! `docs/workload.md`), the [`replay`](mod@replay)er that applies a trace to any [`larch_core::ContextRepo`]
 //! with every read and hash checked and every block measured, per-block statistics (the stat file,
 //! `docs/stats-format.md`), run summaries, comparisons of runs and SVG charts.
 //!

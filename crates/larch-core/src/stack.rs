@@ -11,7 +11,7 @@ const RED_ZONE: usize = 256 * 1024;
 /// Size of each new stack segment.
 const SEGMENT: usize = 4 * 1024 * 1024;
 
-/// Runs `f`, on a new stack segment if less than [`RED_ZONE`] bytes of stack are left. Costs a
+/// Runs `f`, on a new stack segment if less than `RED_ZONE` bytes of stack are left. Costs a
 /// thread-local read and a comparison when there is room.
 #[inline]
 pub fn guarded<R>(f: impl FnOnce() -> R) -> R {

@@ -2,8 +2,8 @@
 //! RPCs (`raw/bytes` with `depth`, `list` with `offset`/`length`, hashes, commits), that serves
 //! new commits as soon as a writer in another process publishes them.
 //!
-//! The server opens the store with [`Repo::open_read_only_options`]: it never takes the writer
-//! lock and never writes to the store directory. A background task [`Repo::reload`]s the handle
+//! The server opens the store with [`larch_store::Repo::open_read_only_options`]: it never takes the writer
+//! lock and never writes to the store directory. A background task [`larch_store::Repo::reload`]s the handle
 //! every [`ServerConfig::reload_interval`] (and a request naming an unknown commit reloads it once
 //! more, at most every few milliseconds), so `/commits/head` follows the writer.
 //!

@@ -6,7 +6,7 @@
 //! traces (`docs/trace-format.md`) and snapshots (`docs/snapshot-format.md`) all use it, and the
 //! last three require the shortest form.
 //!
-//! - [`encode`] appends to a `Vec`, [`write`] fills a stack buffer, [`encoded_len`] counts.
+//! - [`encode`] appends to a `Vec`, [`write()`] fills a stack buffer, [`encoded_len`] counts.
 //! - [`decode`] reads one integer at the start of a slice, in its shortest form only, and returns
 //!   it with the bytes it took; the [`Decoder`] does the same a byte at a time, for streams.
 //! - [`decode_relaxed`] also accepts longer forms (trailing zero groups), for formats that do not

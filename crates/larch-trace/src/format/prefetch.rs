@@ -47,8 +47,8 @@ struct Batch {
     end: Option<Option<u64>>,
 }
 
-/// A reader running on a thread of its own, [`BATCH`] operations at a time (fewer once they hold
-/// [`BATCH_BYTES`] of paths and values), at most [`BATCHES_AHEAD`] batches ahead of its caller.
+/// A reader running on a thread of its own, `BATCH` operations at a time (fewer once they hold
+/// `BATCH_BYTES` of paths and values), at most `BATCHES_AHEAD` batches ahead of its caller.
 /// It yields exactly the items of the reader it wraps, in order, and reports the same [`ops_read`](OpSource::ops_read) and
 /// [`offset`](OpSource::offset) as that reader after the same items (not the reading thread's,
 /// which is ahead). Dropping it stops the thread.
