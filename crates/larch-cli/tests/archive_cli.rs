@@ -39,7 +39,9 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
         .map(|name| std::fs::metadata(lower.join(name)).unwrap().len())
         .sum();
     assert_eq!(report["bytes_moved"].as_u64().unwrap(), bytes, "{report}");
-    assert_eq!(report["lower_bytes_after"].as_u64().unwrap(), bytes, "{report}");
+    // The lower directory also holds its marker, naming the store it serves.
+    let marker = std::fs::metadata(lower.join("larch-lower")).unwrap().len();
+    assert_eq!(report["lower_bytes_after"].as_u64().unwrap(), bytes + marker, "{report}");
     assert!(report["upper_bytes_after"].as_u64().unwrap() < report["upper_bytes_before"].as_u64().unwrap());
 
     // Without the lower directory, the store says how to open it.
@@ -91,4 +93,47 @@ fn archive_moves_sealed_chunks_and_the_store_reads_with_its_lower_directory() {
     let out = larch(&["archive", path_str(&store), "--lower", path_str(&lower), "--keep-blocks", "0"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("moved 0 chunk files"), "{}", text(&out.stdout));
+}
+
+/// Issue 39 item 1: `larch gc B --lower A` (A another store's directory) is refused and leaves A
+/// intact: every chunk file byte for byte, fsck clean. A lower directory serving A is refused for B.
+#[test]
+fn another_stores_directory_given_as_lower_is_refused_and_left_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, _) = small_trace(dir.path(), 12, 7);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let out = larch(&["replay", path_str(&trace), "--store", path_str(&a), "--chunk-size", "4K"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = larch(&["replay", path_str(&trace), "--store", path_str(&b)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let chunks = file_names(&a, "chunk.");
+    assert!(chunks.len() >= 2, "{chunks:?}");
+    let read = |names: &[String]| -> Vec<Vec<u8>> {
+        names.iter().map(|name| std::fs::read(a.join(name)).unwrap()).collect()
+    };
+    let before = read(&chunks);
+    for args in [
+        vec!["gc", path_str(&b), "--lower", path_str(&a), "--keep-blocks", "1"],
+        vec!["archive", path_str(&b), "--lower", path_str(&a), "--keep-blocks", "1"],
+        vec!["fsck", path_str(&b), "--lower", path_str(&a)],
+    ] {
+        let out = larch(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("lower directory") && stderr.contains("refused"), "{args:?}: {stderr}");
+    }
+    assert_eq!(file_names(&a, "chunk."), chunks, "store A lost chunk files");
+    assert_eq!(read(&chunks), before, "store A's chunk files changed");
+    let out = larch(&["fsck", path_str(&a)]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+
+    // A's own lower directory, then B naming it: refused, A reads on.
+    let lower = dir.path().join("lower");
+    let out = larch(&["archive", path_str(&a), "--lower", path_str(&lower), "--keep-blocks", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = larch(&["gc", path_str(&b), "--lower", path_str(&lower), "--keep-blocks", "1"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("serves the store"), "{}", text(&out.stderr));
+    let out = larch(&["fsck", path_str(&a), "--lower", path_str(&lower)]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
 }

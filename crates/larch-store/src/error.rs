@@ -262,6 +262,22 @@ pub enum StoreError {
     /// (no lower directory, the lower directory is the store directory, ...).
     #[error("archive refused: {0}")]
     ArchiveRefused(String),
+    /// The lower directory given at open does not serve this store: its `larch-lower` marker names
+    /// another store, or it has none and holds files that are not chunk files (another store's
+    /// directory). Nothing in it was touched (`docs/format.md` §3.1).
+    #[error(
+        "the lower directory {} is refused for the store {}: {reason}; nothing in it was touched",
+        lower.display(),
+        store.display()
+    )]
+    ForeignLower {
+        /// The store directory.
+        store: PathBuf,
+        /// The lower directory given.
+        lower: PathBuf,
+        /// What identifies it as another store's.
+        reason: String,
+    },
 }
 
 impl StoreError {

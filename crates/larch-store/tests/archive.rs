@@ -28,12 +28,14 @@ fn reader(dir: &Path, lower: Option<&Path>) -> larch_store::Result<Repo> {
     Repo::open_read_only_options(dir, options(lower))
 }
 
-/// The file names of `dir`, sorted.
+/// The file names of `dir`, sorted, without the identity files of archive mode (`larch-id` in the
+/// store directory, `larch-lower` in the lower one: `tests/archive_identity.rs`).
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            entries.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect()
-        }
+        Ok(entries) => entries
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "larch-id" && name != "larch-lower")
+            .collect(),
         Err(_) => Vec::new(),
     };
     names.sort();
@@ -122,6 +124,10 @@ fn sealed_chunks_move_to_the_lower_directory_and_every_commit_reads_back() {
     expected_upper.sort();
     assert_eq!(names(dir), expected_upper);
     assert_eq!(names(low), (0..commit_chunk).map(chunk).collect::<Vec<_>>());
+    // The identities: the store's, and the lower directory's marker naming it.
+    let id = std::fs::read_to_string(dir.join("larch-id")).unwrap();
+    let marker = std::fs::read_to_string(low.join("larch-lower")).unwrap();
+    assert_eq!(id.strip_prefix("larch store "), marker.strip_prefix("larch lower "), "{id} {marker}");
     let lower_bytes: u64 =
         names(low).iter().map(|name| std::fs::metadata(low.join(name)).unwrap().len()).sum();
     assert_eq!(lower_bytes, sizes);

@@ -29,10 +29,6 @@ pub const TMP_SUFFIX: &str = ".tmp";
 /// Bytes copied per read and write when a chunk moves.
 const COPY_BUFFER: u64 = 1 << 20;
 
-/// Bytes compared at the start of both copies of a chunk (its header) to tell a complete lower
-/// copy (with the same length).
-const HEADER_BYTES: u64 = crate::format::names::CHUNK_HEADER_LEN;
-
 /// Whether `name` is a file of the pack that may move: a chunk file or a format-2 `pack`.
 pub(crate) fn is_pack_file(name: &str) -> bool {
     name == LEGACY_PACK || parse_chunk_name(name).is_some()
@@ -63,8 +59,12 @@ pub(crate) fn pack_io(name: &str, op: &'static str, e: io::Error) -> StoreError 
     StoreError::io(FileKind::Pack, 0, op, io::Error::new(e.kind(), format!("{name}: {e}")))
 }
 
-/// Whether `name` in `lower` is a complete copy of `name` in `upper`: same length, same header.
-fn same_copy(upper: &dyn Directory, lower: &dyn Directory, name: &str) -> Result<bool> {
+/// Whether `name` in `lower` is a complete copy of `name` in `upper`: the same length and the same
+/// bytes, compared in full (a header is the same for the same chunk of any store, and a copy torn
+/// or damaged after it must not count). The comparison needs no record of the move, so it holds
+/// after a crash at any step: the upper copy is unlinked only when both copies exist and agree.
+/// Only asked at a writer's open after a move was cut short (a completed move leaves one copy).
+pub(crate) fn same_copy(upper: &dyn Directory, lower: &dyn Directory, name: &str) -> Result<bool> {
     let open = |dir: &dyn Directory| match dir.open(name, false) {
         Ok(file) => Ok(Some(file)),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
@@ -75,11 +75,20 @@ fn same_copy(upper: &dyn Directory, lower: &dyn Directory, name: &str) -> Result
     if low.len().map_err(|e| pack_io(name, "stat", e))? != len {
         return Ok(false);
     }
-    let take = usize::try_from(len.min(HEADER_BYTES)).unwrap_or(0);
-    let (mut a, mut b) = (vec![0u8; take], vec![0u8; take]);
-    up.read_at(0, &mut a).map_err(|e| pack_io(name, "read", e))?;
-    low.read_at(0, &mut b).map_err(|e| pack_io(name, "read", e))?;
-    Ok(a == b)
+    let size = usize::try_from(len.min(COPY_BUFFER)).unwrap_or(0);
+    let (mut a, mut b) = (vec![0u8; size], vec![0u8; size]);
+    let mut at = 0u64;
+    while at < len {
+        let take = usize::try_from((len - at).min(COPY_BUFFER)).unwrap_or(0);
+        let (a, b) = (a.get_mut(..take).unwrap_or_default(), b.get_mut(..take).unwrap_or_default());
+        up.read_at(at, a).map_err(|e| pack_io(name, "read", e))?;
+        low.read_at(at, b).map_err(|e| pack_io(name, "read", e))?;
+        if a != b {
+            return Ok(false);
+        }
+        at += take as u64;
+    }
+    Ok(true)
 }
 
 /// Moves the pack file `name` from `upper` to `lower`: copy to `name.tmp`, sync it, rename it,
@@ -107,9 +116,11 @@ pub(crate) fn move_file(upper: &dyn Directory, lower: &dyn Directory, name: &str
 }
 
 /// The writer's open in archive mode (no-op on a plain directory): removes the `.tmp` copies of
-/// the lower directory and, when the store's flags say it is archived, the upper copies of sealed
-/// chunks (below `head`) whose lower copy is complete (same length and header). Returns the
-/// sequence numbers of the chunks whose upper copy it removed (the caller reopens them).
+/// the lower directory (whose marker names this store: checked at open) and, when the store's
+/// flags say it is archived, the upper copies of sealed chunks (below `head`) whose lower copy is
+/// complete ([`same_copy`]: same bytes), after syncing that lower copy and the lower directory (a
+/// crash may have cut the move before they were durable). Returns the sequence numbers of the
+/// chunks whose upper copy it removed (the caller reopens them).
 pub(crate) fn clean_up(dir: &dyn Directory, flags: u32, head: u32) -> Result<Vec<u32>> {
     let Some((upper, lower)) = dir.layers() else { return Ok(Vec::new()) };
     let lower_names =
@@ -134,6 +145,9 @@ pub(crate) fn clean_up(dir: &dyn Directory, flags: u32, head: u32) -> Result<Vec
         if seq >= head || !same_copy(&**upper, &**lower, name)? {
             continue;
         }
+        let copy = lower.open(name, false).map_err(|e| pack_io(name, "open the lower copy", e))?;
+        copy.sync().map_err(|e| pack_io(name, "sync the lower copy", e))?;
+        lower.sync().map_err(|e| pack_io("lower directory", "sync", e))?;
         upper.remove(name).map_err(|e| pack_io(name, "unlink the upper copy", e))?;
         removed.push(seq);
     }

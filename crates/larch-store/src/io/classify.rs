@@ -49,6 +49,7 @@ pub(crate) fn classify(path: &Path) -> Result<DirKind> {
     let ours = [FileKind::Pack.file_name(), FileKind::Index.file_name(), FileKind::Lock.file_name()];
     let is_ours = |name: &String| {
         ours.contains(&name.as_str())
+            || name == crate::io::dirs::STORE_ID_FILE
             || names::parse_chunk_name(name).is_some()
             || names::parse_segment_name(name).is_some()
     };

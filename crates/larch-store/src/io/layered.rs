@@ -79,11 +79,21 @@ impl Directory for LayeredDirectory {
         Ok(names)
     }
 
+    /// Falls through to the lower directory: only for the files a GC of this store retires (names
+    /// derived from its published state, in a lower directory whose marker names this store).
     fn remove(&self, name: &str) -> io::Result<()> {
         match self.upper.remove(name) {
             Err(e) if e.kind() == ErrorKind::NotFound => self.lower.remove(name),
             other => other,
         }
+    }
+
+    fn list_upper(&self) -> io::Result<Vec<String>> {
+        self.upper.list()
+    }
+
+    fn remove_upper(&self, name: &str) -> io::Result<()> {
+        self.upper.remove(name)
     }
 
     fn sync(&self) -> io::Result<()> {
@@ -101,7 +111,8 @@ impl Directory for LayeredDirectory {
 
 /// The store files of a store opened at `path` with the lower directory `lower` on disk. A writer
 /// creates the lower directory when absent (and syncs its parent). The lower directory may not be
-/// the store directory.
+/// the store directory, and must serve this store ([`crate::io::dirs::check_lower`]: its marker
+/// names the store, or a writer adopts a new one); otherwise [`StoreError::ForeignLower`].
 pub(crate) fn with_lower(
     mut files: StoreFiles,
     path: &Path,
@@ -111,12 +122,7 @@ pub(crate) fn with_lower(
 ) -> Result<StoreFiles> {
     let dir_error = |op, source| StoreError::Directory { path: lower.into(), op, source };
     if writable && !lower.exists() {
-        std::fs::create_dir_all(lower).map_err(|e| dir_error("create", e))?;
-        if let Some(parent) = lower.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-            std::fs::File::open(parent)
-                .and_then(|dir| dir.sync_all())
-                .map_err(|e| dir_error("sync parent", e))?;
-        }
+        crate::io::dirs::create_dir_durably(lower).map_err(|e| dir_error("create", e))?;
     }
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(path), std::fs::canonicalize(lower))
         && a == b
@@ -126,6 +132,7 @@ pub(crate) fn with_lower(
             lower.display()
         )));
     }
+    crate::io::dirs::check_lower(path, lower, writable)?;
     files.dir = Arc::new(LayeredDirectory::new(
         files.dir,
         Arc::new(DiskDirectory::new(lower, mmap)),

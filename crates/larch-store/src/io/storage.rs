@@ -271,8 +271,21 @@ pub trait Directory: Send + Sync + Debug {
     fn open(&self, name: &str, writable: bool) -> io::Result<Arc<dyn Storage>>;
     /// The names of the files the directory holds.
     fn list(&self) -> io::Result<Vec<String>>;
-    /// Removes the file `name` (`NotFound` when absent).
+    /// Removes the file `name` (`NotFound` when absent). On a layered directory it falls through
+    /// to the lower directory: only for names the store's own published state retires (a GC's
+    /// retired chunks); anything else uses [`Directory::remove_upper`].
     fn remove(&self, name: &str) -> io::Result<()>;
+    /// The names of the files of the store directory itself: on a layered directory, the upper
+    /// directory only (what [`Directory::remove_upper`] may remove); elsewhere [`Directory::list`].
+    fn list_upper(&self) -> io::Result<Vec<String>> {
+        self.list()
+    }
+    /// Removes the file `name` from the store directory itself, never from a lower directory
+    /// (orphans above the head, unnamed files, an abandoned GC's segment); elsewhere
+    /// [`Directory::remove`].
+    fn remove_upper(&self, name: &str) -> io::Result<()> {
+        self.remove(name)
+    }
     /// Makes every creation and removal so far durable (`fsync` of the directory).
     fn sync(&self) -> io::Result<()>;
     /// Renames the file `from` to `to`, atomically replacing any file `to` (durable after

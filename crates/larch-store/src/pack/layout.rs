@@ -534,14 +534,15 @@ impl Layout {
     }
 
     /// For a writer at open: removes chunk files above the head (created by a roll that was never
-    /// published) and syncs the directory if it removed any. Returns their names.
+    /// published) and syncs the directory if it removed any. Returns their names. Only the store
+    /// directory itself is looked at: never a lower directory (a roll creates chunks upper).
     pub fn remove_orphans(&self) -> Result<Vec<String>> {
         let (head, _) = self.head();
-        let names = self.dir.list().map_err(|e| io_error(0, "list", e))?;
+        let names = self.dir.list_upper().map_err(|e| io_error(0, "list", e))?;
         let orphans: Vec<String> =
             names.into_iter().filter(|name| parse_chunk_name(name).is_some_and(|seq| seq > head)).collect();
         for name in &orphans {
-            self.dir.remove(name).map_err(|e| io_error(0, "remove orphan chunk", e))?;
+            self.dir.remove_upper(name).map_err(|e| io_error(0, "remove orphan chunk", e))?;
         }
         if !orphans.is_empty() {
             self.dir.sync().map_err(|e| io_error(0, "sync directory", e))?;

@@ -131,7 +131,8 @@ impl Repo {
             if !options.create {
                 return Err(not_a_store("no such directory"));
             }
-            std::fs::create_dir_all(path).map_err(|source| StoreError::Directory {
+            // The new directory's entry is synced in its parent (and any ancestor created with it).
+            crate::io::dirs::create_dir_durably(path).map_err(|source| StoreError::Directory {
                 path: path.into(),
                 op: "create",
                 source,

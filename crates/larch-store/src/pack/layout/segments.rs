@@ -256,13 +256,14 @@ impl Layout {
     /// For a writer at open (after a crash): removes the files of the store directory the
     /// published state does not name: chunks below the first live chunk (retired by a GC whose
     /// deletion did not happen) and segments of other generations (written by a GC that never
-    /// switched, or merged away). Syncs the directory if it removed any. Returns their names.
+    /// switched, or merged away). Syncs the directory if it removed any. Returns their names. Only
+    /// the store directory itself is looked at, never a lower directory (issue 39 item 1).
     pub fn remove_unnamed(&self) -> Result<Vec<String>> {
         let first = self.first_seq();
         let named: Vec<u64> = self.segments().iter().map(|segment| segment.reference.generation).collect();
         let kept: Vec<u32> =
             self.segments().iter().filter_map(|segment| segment.reference.kept_chunk()).collect();
-        let names = self.dir.list().map_err(|e| io_error(0, "list", e))?;
+        let names = self.dir.list_upper().map_err(|e| io_error(0, "list", e))?;
         let unnamed: Vec<String> = names
             .into_iter()
             .filter(|name| {
@@ -273,7 +274,7 @@ impl Layout {
             .collect();
         for name in &unnamed {
             // Already gone: a previous handle's background unlink of retired files got there first.
-            match self.dir.remove(name) {
+            match self.dir.remove_upper(name) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(io_error(0, "remove unnamed file", e));
                 }

@@ -16,9 +16,10 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 impl Repo {
-    /// Gives up a switch that cannot be published (the store stays as it is).
+    /// Gives up a switch that cannot be published (the store stays as it is). Its segment was
+    /// written in the store directory: it is removed from there only, never from a lower one.
     pub(crate) fn gc_abandon(&mut self, switch: &Switch, reason: &str) {
-        let _ = switch.run.dir.remove(&segment_name(switch.run.generation));
+        let _ = switch.run.dir.remove_upper(&segment_name(switch.run.generation));
         self.gc_after.failed = Some(StoreError::GcAbandoned(reason.to_string()));
     }
 
@@ -37,7 +38,7 @@ impl Repo {
             None => Err(StoreError::GcAbandoned("the GC thread is gone".into())),
         };
         let abandon = |this: &mut Repo, run: &GcRun, e: StoreError| {
-            let _ = run.dir.remove(&segment_name(run.generation));
+            let _ = run.dir.remove_upper(&segment_name(run.generation));
             this.gc_after.failed = Some(match e {
                 e @ StoreError::GcAbandoned(_) => e,
                 other => StoreError::GcAbandoned(other.to_string()),
