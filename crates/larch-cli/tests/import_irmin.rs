@@ -129,3 +129,36 @@ fn a_corrupted_store_fails_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(2));
     only(tmp.path(), &["exists", "irmin"]);
 }
+
+/// The id of a process that has exited.
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Imports killed midway left their build directories (issue 44; `NAME.importing-PID` as earlier
+/// versions named them, `.NAME.importing-PID` now): the next import into the same target removes
+/// both, says so, and leaves only the new store.
+#[test]
+fn an_import_removes_the_build_directories_of_imports_that_died() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("imported");
+    let stale = [
+        tmp.path().join(format!(".imported.importing-{}", dead_pid())),
+        tmp.path().join(format!("imported.importing-{}", dead_pid())),
+    ];
+    for dir in &stale {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join("commits"), b"partial").unwrap();
+    }
+    let out = import(&fixtures().join("plain"), &out_dir, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for dir in &stale {
+        assert!(text.contains(&format!("removed {}", dir.display())), "{text}");
+    }
+    only(tmp.path(), &["imported"]);
+    fsck_clean(&out_dir);
+}
