@@ -50,6 +50,8 @@ pub(crate) struct GcRun {
     /// The chunk holding `K`: the first live chunk after the switch.
     pub(crate) first_chunk: u32,
     pub(crate) handle: Option<JoinHandle<Result<WorkerOutput>>>,
+    /// The worker's result once joined ([`GcRun::join`]) before the switch took it.
+    pub(crate) joined: Option<Result<WorkerOutput>>,
     pub(crate) counters: Arc<Counters>,
     /// Targets below `K` of the pointers the writer wrote to existing records since the start
     /// (late roots), not yet checked: the worker drains and checks them once its mark is done;
@@ -79,7 +81,23 @@ impl GcRun {
     }
 
     pub(crate) fn is_finished(&self) -> bool {
-        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+        self.joined.is_some() || self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Waits for the worker thread to end (blocking in `join`, not polling) and keeps its result.
+    pub(crate) fn join(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            self.joined = Some(join_worker(handle));
+        }
+    }
+
+    /// The worker's result: kept by [`GcRun::join`], or joined now.
+    pub(crate) fn take_result(&mut self) -> Result<WorkerOutput> {
+        match (self.joined.take(), self.handle.take()) {
+            (Some(result), _) => result,
+            (None, Some(handle)) => join_worker(handle),
+            (None, None) => Err(StoreError::GcAbandoned("the GC thread is gone".into())),
+        }
     }
 }
 
@@ -127,4 +145,9 @@ impl GcAfter {
     pub(crate) fn with_oldest_kept(oldest_kept: Option<Hash>) -> GcAfter {
         GcAfter { oldest_kept, ..GcAfter::default() }
     }
+}
+
+/// Joins the GC worker thread: its result, or an abandoned GC if it panicked.
+fn join_worker(handle: JoinHandle<Result<WorkerOutput>>) -> Result<WorkerOutput> {
+    handle.join().unwrap_or_else(|_| Err(StoreError::GcAbandoned("the GC thread panicked".into())))
 }

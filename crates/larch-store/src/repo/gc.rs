@@ -15,7 +15,7 @@ use crate::repo::Repo;
 use larch_core::Hash;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 impl Repo {
     /// Collects garbage: keeps `commit` and every commit written after it, with everything they
@@ -181,6 +181,7 @@ impl Repo {
             deep,
             first_chunk,
             handle: Some(handle),
+            joined: None,
             counters,
             late_roots,
             started: Instant::now(),
@@ -286,12 +287,8 @@ impl Repo {
 
     /// Waits for the running GC's worker (if any) without switching.
     pub(crate) fn gc_join(&mut self) {
-        if let Some(run) = self.gc.as_mut()
-            && let Some(handle) = run.handle.as_ref()
-        {
-            while !handle.is_finished() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+        if let Some(run) = self.gc.as_mut() {
+            run.join();
         }
     }
 

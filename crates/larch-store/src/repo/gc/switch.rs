@@ -12,7 +12,6 @@ use crate::gc::worker::lock_roots;
 use crate::pack::layout::SegmentExtent;
 use crate::repo::Repo;
 use larch_core::Hash;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 impl Repo {
@@ -32,11 +31,7 @@ impl Repo {
         let mut run = *self.gc.take()?;
         let checked = Instant::now();
         self.source.reader.set_cache_weight(self.source.reader.cache_capacity());
-        let joined = match run.handle.take().map(JoinHandle::join) {
-            Some(Ok(result)) => result,
-            Some(Err(_)) => Err(StoreError::GcAbandoned("the GC thread panicked".into())),
-            None => Err(StoreError::GcAbandoned("the GC thread is gone".into())),
-        };
+        let joined = run.take_result();
         let abandon = |this: &mut Repo, run: &GcRun, e: StoreError| {
             let _ = run.dir.remove_upper(&segment_name(run.generation));
             this.gc_after.failed = Some(match e {
