@@ -17,8 +17,10 @@ impl Repo {
     /// record, a confirmed state no slot holds). Never stops at the first problem.
     pub fn fsck(&self) -> FsckReport {
         let mut report = fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index);
-        // A reader beside a live writer may read a slot while it is being written.
-        let live = !self.writable && self.path.as_deref().is_none_or(|path| !super::open::no_writer(path));
+        // A reader beside a live writer, or a writer whose publisher thread may be writing a slot
+        // now (pipelined), may read a slot while it is being written.
+        let live = self.publisher.is_some()
+            || (!self.writable && self.path.as_deref().is_none_or(|path| !super::open::no_writer(path)));
         let control = crate::check::control::control_problems(&*self.files.control, live);
         report.problems.splice(0..0, control);
         report
