@@ -189,3 +189,27 @@ fn every_single_bit_flip_of_control_is_reported_or_refused() {
     let reader = Repo::open_read_only(dir.path()).unwrap();
     assert!(reader.fsck().is_clean(), "{}", reader.fsck());
 }
+
+/// Item 10, a spare slot damaged under a running writer: the writer's fsck reports it (nothing
+/// lost), and its next publish writes into that slot (the one its state is not in), repairing it.
+#[test]
+fn the_next_publish_rewrites_a_spare_slot_damaged_under_a_running_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let hashes = store_with(dir.path(), 3);
+    let mut writer = Repo::open(dir.path()).unwrap();
+    let (_, newest) = control_of(dir.path());
+    flip(dir.path(), (1 - newest) * PAGE as usize + 2000, 0x80);
+    let report = writer.fsck();
+    assert_eq!(report.problems.len(), 1, "{report}");
+    assert!(report.problems[0].what.contains("spare slot, nothing published was lost"), "{report}");
+    assert_eq!(report.problems[0].offset, (1 - newest) as u64 * PAGE);
+    let mut tree = writer.checkout(hashes.last().unwrap()).unwrap();
+    tree.add(&["k", "next"], b"y".to_vec()).unwrap();
+    let next = writer.commit(&tree, &[*hashes.last().unwrap()], info(10)).unwrap();
+    assert!(writer.fsck().is_clean(), "{}", writer.fsck());
+    let decoded = ControlFileState::decode(&std::fs::read(dir.path().join("control")).unwrap()).unwrap();
+    assert_eq!(decoded.newest(), Some(1 - newest), "the publish wrote the damaged slot");
+    assert!(decoded.state(newest).is_some());
+    writer.close().unwrap();
+    assert_eq!(Repo::open_read_only(dir.path()).unwrap().head(), Some(next));
+}
