@@ -142,7 +142,14 @@ fn check_state(repo: &Repo, all: &[(Hash, Model)], floor: usize, ceiling: usize,
         assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values, "{what}");
     }
     let report = repo.fsck();
-    assert!(report.is_clean(), "{what}: {report}");
+    // A reader may find a slot or the confirmation torn by the crash: reported as damage that lost
+    // nothing (the writer's open rewrites it). Anything else is a problem.
+    let torn_control = |problem: &larch_store::Problem| {
+        !repo.is_writable()
+            && problem.file == larch_store::FileKind::Control
+            && problem.what.contains("nothing published was lost")
+    };
+    assert!(report.problems.iter().all(torn_control), "{what}: {report}");
     count
 }
 

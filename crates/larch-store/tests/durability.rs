@@ -104,6 +104,19 @@ fn a_torn_newest_slot_opens_at_the_commit_before() {
     };
     let newest = if generation(&bytes, 0) > generation(&bytes, 1) { 0 } else { 1 };
     bytes[newest * 4096 + 30] ^= 0x40; // inside pack_end: the checksum fails
+    // The confirmation covers the damaged slot: a durable state was lost, never silently replaced
+    // by the older slot (issue 39, item 3).
+    std::fs::write(&control, &bytes).unwrap();
+    for result in [Repo::open_read_only(dir.path()), Repo::open(dir.path())] {
+        let error = result.err().unwrap();
+        assert!(matches!(&error, StoreError::NeedsRecovery { reason, .. } if reason.contains("was lost")));
+    }
+    // A torn write of a slot never confirmed (the confirmation still names the older one): the
+    // store opens at the commit before; a reader's fsck reports the damaged spare slot, which the
+    // writer's open rewrites.
+    use larch_store::testing::control::encode_confirm;
+    let older = generation(&bytes, 1 - newest);
+    bytes[8192..].copy_from_slice(&encode_confirm(older));
     std::fs::write(&control, &bytes).unwrap();
     for writable in [false, true] {
         let repo = if writable {
@@ -113,8 +126,12 @@ fn a_torn_newest_slot_opens_at_the_commit_before() {
         };
         assert_eq!(repo.head(), Some(hashes[2]), "writable {writable}");
         check_level(&repo, &hashes[2], 2);
-        assert!(repo.fsck().is_clean());
+        let report = repo.fsck();
+        assert!(report.is_clean() || !writable, "{report}");
+        assert!(report.problems.iter().all(|p| p.what.contains("nothing published was lost")), "{report}");
     }
+    let decoded = larch_store::testing::control::ControlFileState::decode(&std::fs::read(&control).unwrap());
+    assert!(decoded.unwrap().slots.iter().all(|slot| slot.state().is_some()), "the spare was rewritten");
     // Both slots damaged: the typed error naming the remedy, then `recover --apply` finds the
     // newest complete commit (the last one, whose records are all in the pack).
     let mut bytes = std::fs::read(&control).unwrap();

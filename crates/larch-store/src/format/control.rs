@@ -202,31 +202,49 @@ impl ControlFileState {
         self.slots.get(i).and_then(Slot::state)
     }
 
+    /// The generation the confirmation record covers when no valid slot holds it or a newer one:
+    /// proof that a durable published state was lost (a slot the writer synced and confirmed was
+    /// damaged since), `None` otherwise. A torn write of a slot never confirmed is not such a loss:
+    /// the confirmation is written only after the slot's `fdatasync` (docs/store.md).
+    pub fn lost_generation(&self) -> Option<u64> {
+        let confirmed = self.confirmed?;
+        let newest = self.slots.iter().filter_map(|slot| slot.state().map(|state| state.generation)).max();
+        newest.is_none_or(|newest| newest < confirmed).then_some(confirmed)
+    }
+
     /// Decodes the bytes of a control file. Fails only when a slot carries the larch magic with
-    /// another format version (checked before anything else of the layout).
+    /// another format version *and* its own length and checksum check out (a store of another
+    /// format); a slot failing its checksum is damaged whatever its version field says.
     pub fn decode(bytes: &[u8]) -> Result<ControlFileState> {
-        for at in [0, PAGE as usize] {
-            if bytes.get(at..at + 8) == Some(CONTROL_MAGIC.as_slice())
-                && let Some(version) = bytes.get(at + 8..at + 12).and_then(|v| v.try_into().ok())
-            {
-                let version = u32::from_le_bytes(version);
-                if version != SLOT_VERSION && version != SLOT_VERSION_2 {
-                    return Err(StoreError::UnknownVersion {
-                        file: FileKind::Control,
-                        found: version,
-                        supported: SLOT_VERSION,
-                    });
-                }
-            }
-        }
         let page =
             |i: u64| bytes.get((i * PAGE) as usize..).map(|rest| &rest[..rest.len().min(PAGE as usize)]);
-        let slots =
-            [decode_slot(page(0).unwrap_or_default(), 0), decode_slot(page(1).unwrap_or_default(), PAGE)];
+        let mut slots = [Slot::Empty, Slot::Empty];
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let base = i as u64 * PAGE;
+            *slot = decode_slot(page(i as u64).unwrap_or_default(), base)?;
+        }
         let confirmed =
             bytes.get(CONFIRM_AT as usize..CONFIRM_AT as usize + CONFIRM_LEN).and_then(decode_confirm);
         Ok(ControlFileState { slots, confirmed })
     }
+}
+
+/// Whether the confirmation bytes (at most [`CONFIRM_LEN`]) are neither all zero (never written)
+/// nor a valid record: damaged.
+pub fn confirm_damaged(bytes: &[u8]) -> bool {
+    bytes.iter().any(|byte| *byte != 0) && decode_confirm(bytes).is_none()
+}
+
+/// Whether `page` holds a record framed like a slot of any format: a length field at 12 within
+/// the page and a CRC-32 of the bytes before the record's last four matching them.
+fn framed(page: &[u8]) -> bool {
+    let word = |at: usize| page.get(at..at + 4).and_then(|w| w.try_into().ok()).map(u32::from_le_bytes);
+    let Some(total) = word(12).map(|total| total as usize) else { return false };
+    if total < 20 || total > page.len() {
+        return false;
+    }
+    let (Some(body), Some(crc)) = (page.get(..total - 4), word(total - 4)) else { return false };
+    crc32fast::hash(body) == crc
 }
 
 /// The bytes of the confirmation record of `generation`.
@@ -248,13 +266,24 @@ fn decode_confirm(bytes: &[u8]) -> Option<u64> {
     (crc32fast::hash(bytes.get(..16)?) == crc).then_some(generation)
 }
 
-fn decode_slot(page: &[u8], base: u64) -> Slot {
+/// Decodes one slot's page: [`StoreError::UnknownVersion`] only for a record whose framing (length
+/// and checksum) is intact and whose version this build does not read.
+fn decode_slot(page: &[u8], base: u64) -> Result<Slot> {
     if page.iter().all(|byte| *byte == 0) {
-        return Slot::Empty;
+        return Ok(Slot::Empty);
+    }
+    let version = page.get(8..12).and_then(|v| v.try_into().ok()).map(u32::from_le_bytes);
+    if let Some(found) = version
+        && page.get(..8) == Some(CONTROL_MAGIC.as_slice())
+        && found != SLOT_VERSION
+        && found != SLOT_VERSION_2
+        && framed(page)
+    {
+        return Err(StoreError::UnknownVersion { file: FileKind::Control, found, supported: SLOT_VERSION });
     }
     match ControlState::decode(page, base) {
-        Ok(state) => Slot::Valid(state),
-        Err(e) => Slot::Damaged(e.to_string()),
+        Ok(state) => Ok(Slot::Valid(state)),
+        Err(e) => Ok(Slot::Damaged(e.to_string())),
     }
 }
 
@@ -311,8 +340,9 @@ impl ControlState {
         Ok(out)
     }
 
-    /// Decodes a slot's page (`base`: its offset in the file, for error messages). The version must
-    /// have been checked by the caller.
+    /// Decodes a slot's page (`base`: its offset in the file, for error messages). The version is
+    /// checked after the length and checksum: a slot failing those is damaged, whatever its version
+    /// field says.
     pub fn decode(page: &[u8], base: u64) -> Result<ControlState> {
         let corrupt = |offset: usize, reason: &str| {
             StoreError::corrupt(FileKind::Control, base + offset as u64, reason)
@@ -336,9 +366,6 @@ impl ControlState {
         if crc32fast::hash(body) != u32_at(total - 4)? {
             return Err(corrupt(total - 4, "checksum mismatch"));
         }
-        if page.get(total..).is_some_and(|rest| rest.iter().any(|byte| *byte != 0)) {
-            return Err(corrupt(total, "bytes after the slot record are not zero"));
-        }
         let version = u32_at(8)?;
         if version != SLOT_VERSION && version != SLOT_VERSION_2 {
             return Err(StoreError::UnknownVersion {
@@ -346,6 +373,9 @@ impl ControlState {
                 found: version,
                 supported: SLOT_VERSION,
             });
+        }
+        if page.get(total..).is_some_and(|rest| rest.iter().any(|byte| *byte != 0)) {
+            return Err(corrupt(total, "bytes after the slot record are not zero"));
         }
         let mut state = ControlState {
             generation: u64_at(16)?,
@@ -512,8 +542,18 @@ mod tests {
         let decoded = ControlFileState::decode(&file).unwrap();
         assert!(matches!(decoded.slots[1], Slot::Damaged(_)));
         assert_eq!((decoded.newest(), decoded.visible()), (Some(0), Some(0)));
-        // Another version is refused before anything else is looked at.
-        file[at + 8] = 9;
+        // Another version is refused when the slot's checksum holds (a store of another format);
+        // a flipped version bit fails the checksum: the slot is damaged, not of another version.
+        let mut flipped = file.clone();
+        flipped[8] ^= 1 << 3;
+        let decoded = ControlFileState::decode(&flipped).unwrap();
+        assert!(matches!(decoded.slots[0], Slot::Damaged(_)));
+        let mut other = newer.clone().encode().unwrap();
+        other[8] = 9;
+        let len = other.len();
+        let crc = crc32fast::hash(&other[..len - 4]);
+        other[len - 4..].copy_from_slice(&crc.to_le_bytes());
+        file[at..at + len].copy_from_slice(&other);
         assert!(matches!(
             ControlFileState::decode(&file),
             Err(StoreError::UnknownVersion { file: FileKind::Control, found: 9, .. })

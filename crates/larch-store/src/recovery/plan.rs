@@ -4,7 +4,7 @@
 
 use crate::error::{FileKind, Result, StoreError};
 use crate::format::codec::{self, PACK_HEADER_LEN, RecordKind};
-use crate::format::control::{ControlFileState, ControlState, FLAG_ARCHIVE, PAGE};
+use crate::format::control::{ControlFileState, ControlState, FLAG_ARCHIVE, PAGE, Slot};
 use crate::format::index;
 use crate::io::classify::{DirKind, classify};
 use crate::io::storage::{Directory, DiskDirectory, FileStorage, MemStorage, Storage, StoreFiles};
@@ -248,7 +248,7 @@ pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
 }
 
 fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<RecoveryPlan> {
-    let control_state: ControlFileState = control_file::read_control(&*files.control)?;
+    let control_state = readable_control(&*files.control)?;
     let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
     if let Some(state) = &published {
         // Archive mode: chunk files may be only in the lower directory.
@@ -278,6 +278,20 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
         }
     }
     first_plan.ok_or_else(|| StoreError::Unrecoverable { path, reason: failures.join("; ") })
+}
+
+/// The control file as far as it can be read: recovery never depends on it. Unreadable (an I/O
+/// error): both slots taken as damaged, the layouts rebuilt from the files. Only a slot of another
+/// format (its checksum intact) is refused: this build would overwrite a store it cannot read.
+fn readable_control(control: &dyn Storage) -> Result<ControlFileState> {
+    match control_file::read_control(control) {
+        Ok(state) => Ok(state),
+        Err(e @ StoreError::UnknownVersion { .. }) => Err(e),
+        Err(e) => {
+            let damaged = Slot::Damaged(format!("unreadable control file: {e}"));
+            Ok(ControlFileState { slots: [damaged.clone(), damaged], confirmed: None })
+        }
+    }
 }
 
 /// Plans the recovery of the store on the layout `candidate` names (the published state's, or

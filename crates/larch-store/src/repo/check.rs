@@ -13,9 +13,17 @@ pub fn fsck(path: impl AsRef<Path>) -> Result<FsckReport> {
 
 impl Repo {
     /// Checks the whole store (as of this handle's published state): every commit, every reachable
-    /// object, every hash and offset. Never stops at the first problem.
+    /// object, every hash and offset, and the control file (a damaged spare slot or confirmation
+    /// record, a confirmed state no slot holds). Never stops at the first problem.
     pub fn fsck(&self) -> FsckReport {
-        fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index)
+        let mut report = fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index);
+        // A reader beside a live writer, or a writer whose publisher thread may be writing a slot
+        // now (pipelined), may read a slot while it is being written.
+        let live = self.publisher.is_some()
+            || (!self.writable && self.path.as_deref().is_none_or(|path| !super::open::no_writer(path)));
+        let control = crate::check::control::control_problems(&*self.files.control, live);
+        report.problems.splice(0..0, control);
+        report
     }
 
     /// Counts the records of the published pack by kind, with their bytes and patch chain lengths,

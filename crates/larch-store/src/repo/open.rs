@@ -71,7 +71,7 @@ fn lock_directory(path: &Path) -> Result<File> {
 /// Whether no writer holds the store at `path` (a shared lock on the directory is free). Asked
 /// only when the newest control slot is not confirmed: then either a writer is between writing and
 /// confirming it (not yet durable), or the writer died (what survives is all there is).
-fn no_writer(path: &Path) -> bool {
+pub(crate) fn no_writer(path: &Path) -> bool {
     let Ok(dir) = File::open(path) else { return false };
     let free = matches!(fs4::fs_std::FileExt::try_lock_shared(&dir), Ok(true));
     if free {
@@ -90,6 +90,16 @@ fn reader_slot(control: &ControlFileState, path: Option<&Path>, storage: &dyn St
         return control.newest();
     }
     visible
+}
+
+/// What each slot of `control` holds, for messages: its generation, "empty", or why it is damaged.
+fn slots_summary(control: &ControlFileState) -> String {
+    let what = |slot: &Slot| match slot {
+        Slot::Valid(state) => format!("generation {}", state.generation),
+        Slot::Empty => "empty".to_string(),
+        Slot::Damaged(why) => format!("damaged: {why}"),
+    };
+    format!("slot 0: {}; slot 1: {}", what(&control.slots[0]), what(&control.slots[1]))
 }
 
 /// Whether `e` says a file of the layout is missing (unlinked by a GC after `control` was read).
@@ -260,20 +270,32 @@ impl Repo {
                     reason: "no published state".into(),
                 });
             } else {
-                let why = |slot: &Slot| match slot {
-                    Slot::Valid(_) => "valid".to_string(),
-                    Slot::Empty => "empty".to_string(),
-                    Slot::Damaged(why) => why.clone(),
-                };
+                return Err(StoreError::NeedsRecovery {
+                    path: display_path,
+                    reason: format!("the control file has no valid slot ({})", slots_summary(&control)),
+                });
+            }
+        }
+        // A confirmation covering a generation no valid slot holds: a state the writer made durable
+        // was damaged since, and standing on the older slot would silently drop its commits (and
+        // let a writer overwrite them). A reader beside a live writer reads again first: a read
+        // racing a publish can see the new confirmation beside the slot page as it was before.
+        let mut rereads = 0;
+        while let Some(lost) = control.lost_generation() {
+            let live_writer = path.is_none_or(|path| !no_writer(path));
+            if writable || !live_writer || rereads == 3 {
                 return Err(StoreError::NeedsRecovery {
                     path: display_path,
                     reason: format!(
-                        "the control file has no valid slot (slot 0: {}; slot 1: {})",
-                        why(&control.slots[0]),
-                        why(&control.slots[1])
+                        "the confirmation record says generation {lost} was made durable, but no valid \
+                         control slot holds it ({}): a published state was lost",
+                        slots_summary(&control)
                     ),
                 });
             }
+            rereads += 1;
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            control = control_file::read_control(&*files.control)?;
         }
         // A writer stands on the newest valid slot; a reader on the newest confirmed durable one.
         // Either falls back to the other slot when its state is not fully present.
@@ -376,6 +398,9 @@ impl Repo {
         let last_commit = loaded.entries.last().map(|(_, offset)| *offset);
         let commits: HashMap<_, _> = loaded.entries.into_iter().collect();
         let confirmed = control.confirmed == Some(state.generation);
+        // A damaged spare slot (bit rot, or a torn write of a publish never confirmed): the writer
+        // republishes into it now rather than at its next publish.
+        let spare_damaged = matches!(control.slots.get(1 - slot), Some(Slot::Damaged(_)));
         let mut max_generation = control.max_generation();
         if writable {
             // Chunks created by a roll that was never published; files a GC retired, or wrote
@@ -394,7 +419,7 @@ impl Repo {
                     .write_at(*at, bytes)
                     .map_err(|e| StoreError::io(FileKind::Index, *at, "write", e))?;
             }
-            if state.index_synced < state.index_end || !confirmed {
+            if state.index_synced < state.index_end || !confirmed || spare_damaged {
                 files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                 state.index_synced = state.index_end;
                 max_generation += 1;
