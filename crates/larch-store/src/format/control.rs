@@ -400,8 +400,14 @@ impl ControlState {
                 [low, high] => usize::from(u16::from_le_bytes([*low, *high])),
                 _ => return Err(corrupt(at, "truncated branch")),
             };
+            if !(1..=255).contains(&len) {
+                return Err(corrupt(at, &format!("a branch name of {len} bytes (1 to 255)")));
+            }
             let name = body.get(at + 2..at + 2 + len).ok_or_else(|| corrupt(at, "truncated branch"))?;
             let name = String::from_utf8(name.to_vec()).map_err(|_| corrupt(at, "branch name not UTF-8"))?;
+            if state.branches.last_key_value().is_some_and(|(last, _)| *last >= name) {
+                return Err(corrupt(at, "branches not sorted by name, or one twice"));
+            }
             let hash_at = at + 2 + len;
             let hash = body.get(hash_at..hash_at + 32).ok_or_else(|| corrupt(hash_at, "truncated branch"))?;
             let hash = Hash::from_slice(hash).map_err(|_| corrupt(hash_at, "bad hash"))?;
@@ -507,6 +513,20 @@ mod tests {
         };
         state.branches.insert("main".into(), (Hash([3; 32]), 99));
         state
+    }
+
+    #[test]
+    fn branch_names_outside_1_to_255_bytes_are_refused() {
+        for len in [0usize, 256, 300] {
+            let mut state = state();
+            state.branches.insert("x".repeat(len), (Hash([5; 32]), 100));
+            let bytes = state.encode().unwrap();
+            let error = ControlState::decode(&bytes, 0).unwrap_err();
+            assert!(error.to_string().contains(&format!("a branch name of {len} bytes")), "{error}");
+        }
+        let mut state = state();
+        state.branches.insert("x".repeat(255), (Hash([5; 32]), 100));
+        assert_eq!(ControlState::decode(&state.encode().unwrap(), 0).unwrap(), state);
     }
 
     #[test]
