@@ -2,9 +2,9 @@
 //! how long they took, the writer's pauses, the store's size on disk, and the block times of the
 //! blocks that overlapped a GC against the others.
 
+use crate::stats::distribution::{Distribution, FIRST_REGULAR_BLOCK};
 use crate::stats::fmt;
 use crate::stats::record::BlockStats;
-use crate::stats::summary::{Distribution, FIRST_REGULAR_BLOCK};
 use serde::{Deserialize, Serialize};
 use std::fmt as sfmt;
 

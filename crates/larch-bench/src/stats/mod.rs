@@ -3,6 +3,7 @@
 //! `docs/stats-format.md`.
 
 pub mod compare;
+pub mod distribution;
 pub mod fmt;
 pub mod gc;
 pub mod plot;

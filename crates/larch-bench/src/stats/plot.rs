@@ -3,9 +3,9 @@
 //! browser. Long runs are reduced to at most [`MAX_POINTS`] points per series by averaging
 //! consecutive blocks.
 
+use crate::stats::distribution::FIRST_REGULAR_BLOCK;
 use crate::stats::fmt;
 use crate::stats::record::{BlockStats, StatFile, StatsError, read_stat_path};
-use crate::stats::summary::FIRST_REGULAR_BLOCK;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
