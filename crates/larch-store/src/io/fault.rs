@@ -77,6 +77,11 @@ pub enum Survival {
     /// durable but not the data: every lost page reads as zeros, and files keep their written
     /// length.
     PagesZeroed(u64),
+    /// A process crash that keeps the page cache *as a page cache*: the next run sees every
+    /// written byte and directory operation, but only what was synced is durable, so a power loss
+    /// during the next run (a cut, then [`FaultController::restart`] with another survival) can
+    /// still lose the rest. [`Survival::Written`] instead makes everything written durable.
+    ProcessCrash,
 }
 
 /// Controls the faults of the files of one simulated store: `control`, `commits` and the chunk
@@ -170,6 +175,12 @@ impl FaultController {
     /// A new controller holding what survives a crash now, without faults (the "reboot").
     pub fn restart(&self, survival: Survival) -> Arc<FaultController> {
         let state = self.state();
+        if survival == Survival::ProcessCrash {
+            let files = state.files.clone();
+            return Arc::new(FaultController {
+                state: Mutex::new(FaultState { files, ..FaultState::default() }),
+            });
+        }
         let mut files = BTreeMap::new();
         for (name, image) in &state.files {
             let name_seed =

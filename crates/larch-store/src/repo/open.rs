@@ -113,6 +113,14 @@ fn is_missing_file(e: &StoreError) -> bool {
     }
 }
 
+/// Whether `other` (the slot a writer's open does not stand on) may name a file that the clean-up
+/// of `chosen` removes: a chunk below its first or above its head, or a segment it does not name.
+fn names_files_beyond(other: &ControlState, chosen: &ControlState) -> bool {
+    other.first_chunk != chosen.first_chunk
+        || other.head_chunk > chosen.head_chunk
+        || other.segments != chosen.segments
+}
+
 fn sync_directory(path: &Path) -> Result<()> {
     File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
         path: path.into(),
@@ -403,13 +411,11 @@ impl Repo {
         let spare_damaged = matches!(control.slots.get(1 - slot), Some(Slot::Damaged(_)));
         let mut max_generation = control.max_generation();
         if writable {
-            // Chunks created by a roll that was never published; files a GC retired, or wrote
-            // without switching.
-            layout.remove_orphans()?;
-            layout.remove_unnamed()?;
+            // The order matters (docs/store.md, *A writer's open*): the chosen state is made
+            // durable and published into both slots first; files are deleted only then.
             let io = |op, e| StoreError::io(FileKind::Control, 0, op, e);
-            // The state may have been written but not synced by a writer that died: make it durable
-            // before the next publish overwrites the other slot.
+            // 1. The state may have been written but not synced by a writer that died: make it
+            // durable before anything is deleted or the other slot is overwritten.
             if !confirmed {
                 files.control.sync().map_err(|e| io("sync", e))?;
             }
@@ -419,27 +425,40 @@ impl Repo {
                     .write_at(*at, bytes)
                     .map_err(|e| StoreError::io(FileKind::Index, *at, "write", e))?;
             }
-            if state.index_synced < state.index_end || !confirmed || spare_damaged {
+            // 2. Republish into the other slot when it lags, is damaged, or names files this
+            // state does not (after a GC: the retired chunks), so that after the deletions below
+            // no valid slot names a missing file, whichever of the two a power loss leaves.
+            let other_names_more =
+                control.state(1 - slot).is_some_and(|other| names_files_beyond(other, &state));
+            let mut target = slot;
+            if state.index_synced < state.index_end || !confirmed || spare_damaged || other_names_more {
                 files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                 state.index_synced = state.index_end;
                 max_generation += 1;
                 state.generation = max_generation;
-                let target = 1 - slot;
+                target = 1 - slot;
                 control_file::write_slot(&*files.control, target, &state.encode()?)?;
                 files.control.sync().map_err(|e| io("sync", e))?;
                 control_file::write_confirm(&*files.control, state.generation)?;
-                return Ok(Self::assemble(
-                    files,
-                    layout,
-                    writable,
-                    options,
-                    path,
-                    state,
-                    (commits, last_commit, oldest_kept),
-                    target,
-                    max_generation,
-                ));
             }
+            // 3. Chunks created by a roll that was never published; files a GC retired, or wrote
+            // without switching. Never when standing on an older slot because the newest failed
+            // to load: its files are not ours to judge (they stay until a later open).
+            if control.newest() == Some(slot) {
+                layout.remove_orphans()?;
+                layout.remove_unnamed()?;
+            }
+            return Ok(Self::assemble(
+                files,
+                layout,
+                writable,
+                options,
+                path,
+                state,
+                (commits, last_commit, oldest_kept),
+                target,
+                max_generation,
+            ));
         }
         Ok(Self::assemble(
             files,
