@@ -69,6 +69,19 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// A file the published state names is not there (`what`: "chunk" or "segment"): damage, or,
+    /// for a reader, a GC's deletion between its reading `control` and opening the file.
+    #[error("{name}: missing {what} file ({detail})")]
+    MissingFile {
+        /// The kind of the file.
+        file: FileKind,
+        /// "chunk" or "segment".
+        what: &'static str,
+        /// The file's name.
+        name: String,
+        /// Where it was looked for.
+        detail: String,
+    },
     /// The directory holds no store.
     #[error("{} is not a larch store: {reason}", path.display())]
     NotAStore {
@@ -169,6 +182,9 @@ pub enum StoreError {
         path: PathBuf,
         /// What is wrong.
         reason: String,
+        /// Whether the cause is a missing file the published state names
+        /// ([`StoreError::MissingFile`]): a reader opening beside a GC reads `control` again.
+        missing_file: bool,
     },
     /// `larch recover` found no layout of the store's files to recover from (no valid control
     /// slot, and the chunk and segment files present do not form one): the reason says what is

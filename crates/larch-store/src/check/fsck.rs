@@ -211,6 +211,7 @@ struct Checker<'a> {
 fn problem_of(error: StoreError, hash: Option<Hash>, parent: Option<u64>, fallback: u64) -> Problem {
     let (file, offset) = match &error {
         StoreError::Corrupt { file, offset, .. } | StoreError::Io { file, offset, .. } => (*file, *offset),
+        StoreError::MissingFile { file, .. } => (*file, 0),
         _ => (FileKind::Pack, fallback),
     };
     Problem { file, offset, hash, parent, what: error.to_string() }

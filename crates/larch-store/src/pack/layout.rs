@@ -107,8 +107,11 @@ pub struct Layout {
 fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExtent> {
     let name = chunk_name(seq);
     // The directory's message names where it looked (both layers in archive mode).
-    let missing = |name: &str, e: &io::Error| {
-        StoreError::corrupt(FileKind::Pack, 0, format!("{name}: missing chunk file ({e})"))
+    let missing = |name: &str, e: &io::Error| StoreError::MissingFile {
+        file: FileKind::Pack,
+        what: "chunk",
+        name: name.to_string(),
+        detail: e.to_string(),
     };
     let opened = match dir.open(&name, writable) {
         Err(e) if e.kind() == ErrorKind::NotFound && seq == 0 => match dir.open(LEGACY_PACK, false) {

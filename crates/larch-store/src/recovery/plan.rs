@@ -96,6 +96,7 @@ impl RecoveryPlan {
             return Err(StoreError::NeedsRecovery {
                 path: self.path.clone(),
                 reason: "no complete commit was found in the pack; nothing to publish".into(),
+                missing_file: false,
             });
         }
         let path = &self.path;
@@ -138,6 +139,7 @@ impl RecoveryPlan {
             return Err(StoreError::NeedsRecovery {
                 path: self.path.clone(),
                 reason: "no complete commit was found in the pack; nothing to publish".into(),
+                missing_file: false,
             });
         };
         let mut bytes = index::header().to_vec();

@@ -31,6 +31,7 @@ fn refusal(path: &Path, kind: DirKind) -> StoreError {
         DirKind::NoControl(pack) => StoreError::NeedsRecovery {
             path: path.into(),
             reason: format!("no control file beside a pack of {pack} bytes"),
+            missing_file: false,
         },
         DirKind::Foreign(reason) => not_a_store(&reason),
         DirKind::Store => not_a_store("a store (not refused)"),
@@ -105,9 +106,7 @@ fn slots_summary(control: &ControlFileState) -> String {
 /// Whether `e` says a file of the layout is missing (unlinked by a GC after `control` was read).
 fn is_missing_file(e: &StoreError) -> bool {
     match e {
-        StoreError::Corrupt { reason, .. } => {
-            reason.contains("missing chunk file") || reason.contains("missing segment file")
-        }
+        StoreError::MissingFile { .. } => true,
         StoreError::Io { source, .. } => source.kind() == ErrorKind::NotFound,
         _ => false,
     }
@@ -209,11 +208,7 @@ impl Repo {
             match Repo::open_files(files, false, options.clone(), Some(path)) {
                 // A GC's deletion unlinked a file between our reading `control` and opening it:
                 // `control` names newer files now.
-                Err(StoreError::NeedsRecovery { reason, .. })
-                    if attempt < 8
-                        && (reason.contains("missing chunk file")
-                            || reason.contains("missing segment file")) =>
-                {
+                Err(StoreError::NeedsRecovery { missing_file: true, .. }) if attempt < 8 => {
                     std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
                     attempt += 1;
                 }
@@ -281,6 +276,7 @@ impl Repo {
                 return Err(StoreError::NeedsRecovery {
                     path: display_path,
                     reason: format!("the control file has no valid slot ({})", slots_summary(&control)),
+                    missing_file: false,
                 });
             }
         }
@@ -299,6 +295,7 @@ impl Repo {
                          control slot holds it ({}): a published state was lost",
                         slots_summary(&control)
                     ),
+                    missing_file: false,
                 });
             }
             rereads += 1;
@@ -338,6 +335,7 @@ impl Repo {
                     return Err(StoreError::NeedsRecovery {
                         path: display_path,
                         reason: format!("the newest durable published state is not fully present ({e})"),
+                        missing_file: matches!(e, StoreError::MissingFile { .. }),
                     });
                 }
                 Err(e) => {
@@ -345,12 +343,14 @@ impl Repo {
                 }
             }
         }
+        let missing_file = matches!(first_error, Some(StoreError::MissingFile { .. }));
         Err(StoreError::NeedsRecovery {
             path: display_path,
             reason: match first_error {
                 Some(e) => format!("the published state is not fully present ({e})"),
                 None => "no usable control slot".into(),
             },
+            missing_file,
         })
     }
 
@@ -560,6 +560,7 @@ impl Repo {
             return Err(StoreError::NeedsRecovery {
                 path: self.path.clone().unwrap_or_default(),
                 reason: "the control file has no valid slot".into(),
+                missing_file: false,
             });
         };
         // An older generation is a transient view (a slot read while being written): keep ours.

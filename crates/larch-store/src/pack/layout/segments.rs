@@ -71,7 +71,14 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
         }
         let file = match dir.open(&name, false) {
             Ok(file) => file,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(corrupt("missing segment file".into())),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(StoreError::MissingFile {
+                    file: FileKind::Segment,
+                    what: "segment",
+                    name: name.clone(),
+                    detail: e.to_string(),
+                });
+            }
             Err(e) => return Err(StoreError::io(FileKind::Segment, 0, "open", e)),
         };
         let segment = Segment::open(file)?;
