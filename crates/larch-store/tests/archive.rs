@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{contents_of, info, random_op};
+use common::{commit_blocks, contents_of, info};
 use larch_core::Hash;
 use larch_store::{Repo, RepoOptions, StoreError};
 use larch_testkit::{Model, seeded_rng};
@@ -44,32 +44,6 @@ fn names(dir: &Path) -> Vec<String> {
 
 fn chunk(seq: u32) -> String {
     format!("chunk.{seq:06}")
-}
-
-/// Commits `blocks` random blocks on top of `from` (with its model); returns every commit with
-/// its model.
-fn commit_blocks(
-    repo: &mut Repo,
-    blocks: u64,
-    name: &str,
-    from: Option<(Hash, Model)>,
-) -> Vec<(Hash, Model)> {
-    let (mut rng, seed) = seeded_rng(name, 17);
-    eprintln!("{name}: seed {seed} (replay with LARCH_SEED={seed})");
-    let (mut tree, mut model, mut parent) = match from {
-        Some((hash, model)) => (repo.checkout(&hash).unwrap(), model, Some(hash)),
-        None => (repo.empty_tree(), Model::new(), None),
-    };
-    let mut out = Vec::new();
-    for block in 0..blocks {
-        for _ in 0..40 {
-            random_op(&mut rng, &mut tree, &mut model);
-        }
-        let hash = repo.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), info(block)).unwrap();
-        parent = Some(hash);
-        out.push((hash, model.clone()));
-    }
-    out
 }
 
 /// Every commit of `commits` reads back through `repo` equal to its model.

@@ -9,10 +9,10 @@
 
 mod common;
 
-use common::{contents_of, info, random_op};
+use common::{commit_blocks, contents_of};
 use larch_core::Hash;
 use larch_store::{Repo, RepoOptions, StoreError};
-use larch_testkit::{Model, seeded_rng};
+use larch_testkit::Model;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -43,18 +43,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 /// A new store at `dir` with `blocks` random blocks; returns every commit with its model.
 fn store(dir: &Path, lower: Option<&Path>, blocks: u64, name: &str) -> Vec<(Hash, Model)> {
     let mut repo = Repo::open_with(dir, options(lower)).unwrap();
-    let (mut rng, seed) = seeded_rng(name, 17);
-    eprintln!("{name}: seed {seed} (replay with LARCH_SEED={seed})");
-    let (mut tree, mut model, mut parent) = (repo.empty_tree(), Model::new(), None);
-    let mut out = Vec::new();
-    for block in 0..blocks {
-        for _ in 0..40 {
-            random_op(&mut rng, &mut tree, &mut model);
-        }
-        let hash = repo.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), info(block)).unwrap();
-        parent = Some(hash);
-        out.push((hash, model.clone()));
-    }
+    let out = commit_blocks(&mut repo, blocks, name, None);
     repo.close().unwrap();
     out
 }

@@ -129,6 +129,20 @@ fn flipped_bits_in_the_pack_are_detected() {
 /// An image that opens must stand on one of the published commits and read back exactly (never
 /// wrong data); fsck must be clean.
 fn check_consistent(repo: &Repo, images: &Images, what: &str) {
+    check_reads(repo, images, what);
+    let report = repo.fsck();
+    assert!(report.is_clean(), "{what}: {report}");
+}
+
+/// [`check_consistent`] without fsck's report of the control file (checked by the caller).
+fn check_consistent_but_control(repo: &Repo, images: &Images, what: &str) {
+    check_reads(repo, images, what);
+    let report = repo.fsck();
+    assert!(report.problems.iter().all(|problem| problem.file == FileKind::Control), "{what}: {report}");
+}
+
+/// The head is one of the published commits, and it and every commit before it read back exactly.
+fn check_reads(repo: &Repo, images: &Images, what: &str) {
     let head = repo.head().unwrap_or_else(|| panic!("{what}: no head"));
     let position = images.commits.iter().position(|(hash, _)| *hash == head);
     let position = position.unwrap_or_else(|| panic!("{what}: head {head} is not a published commit"));
@@ -136,8 +150,6 @@ fn check_consistent(repo: &Repo, images: &Images, what: &str) {
     for (hash, model) in &images.commits[..=position] {
         assert_eq!(try_contents(&repo.checkout(hash).unwrap()).unwrap(), model.values, "{what}");
     }
-    let report = repo.fsck();
-    assert!(report.is_clean(), "{what}: {report}");
 }
 
 #[test]
@@ -190,19 +202,6 @@ fn flipped_bits_in_the_control_file_fall_back_to_the_other_slot() {
     }
     assert!(fallbacks > 0, "no damaged confirmation made a reader stand on the older slot");
     assert!(refused > 0, "no flip of the confirmed newest slot was refused");
-}
-
-/// [`check_consistent`] without fsck's report of the control file (checked by the caller).
-fn check_consistent_but_control(repo: &Repo, images: &Images, what: &str) {
-    let head = repo.head().unwrap_or_else(|| panic!("{what}: no head"));
-    let position = images.commits.iter().position(|(hash, _)| *hash == head);
-    let position = position.unwrap_or_else(|| panic!("{what}: head {head} is not a published commit"));
-    assert_eq!(repo.commit_count(), position + 1, "{what}");
-    for (hash, model) in &images.commits[..=position] {
-        assert_eq!(try_contents(&repo.checkout(hash).unwrap()).unwrap(), model.values, "{what}");
-    }
-    let report = repo.fsck();
-    assert!(report.problems.iter().all(|problem| problem.file == FileKind::Control), "{what}: {report}");
 }
 
 #[test]

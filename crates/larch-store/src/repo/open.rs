@@ -410,6 +410,8 @@ impl Repo {
         // republishes into it now rather than at its next publish.
         let spare_damaged = matches!(control.slots.get(1 - slot), Some(Slot::Damaged(_)));
         let mut max_generation = control.max_generation();
+        // The slot the handle stands on: the chosen one, or the other after a republish.
+        let mut target = slot;
         if writable {
             // The order matters (docs/store.md, *A writer's open*): the chosen state is made
             // durable and published into both slots first; files are deleted only then.
@@ -430,7 +432,6 @@ impl Repo {
             // no valid slot names a missing file, whichever of the two a power loss leaves.
             let other_names_more =
                 control.state(1 - slot).is_some_and(|other| names_files_beyond(other, &state));
-            let mut target = slot;
             if state.index_synced < state.index_end || !confirmed || spare_damaged || other_names_more {
                 files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                 state.index_synced = state.index_end;
@@ -448,17 +449,6 @@ impl Repo {
                 layout.remove_orphans()?;
                 layout.remove_unnamed()?;
             }
-            return Ok(Self::assemble(
-                files,
-                layout,
-                writable,
-                options,
-                path,
-                state,
-                (commits, last_commit, oldest_kept),
-                target,
-                max_generation,
-            ));
         }
         Ok(Self::assemble(
             files,
@@ -468,7 +458,7 @@ impl Repo {
             path,
             state,
             (commits, last_commit, oldest_kept),
-            slot,
+            target,
             max_generation,
         ))
     }

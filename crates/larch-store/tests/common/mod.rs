@@ -135,3 +135,29 @@ pub fn reached_offsets(tree: &Tree, out: &mut BTreeSet<u64>) {
 pub fn leb(bytes: &[u8], at: usize) -> (u64, usize) {
     larch_varint::decode(&bytes[at..]).expect("a LEB128 integer")
 }
+
+/// Commits `blocks` random blocks on top of `from` (with its model); returns every commit with
+/// its model.
+pub fn commit_blocks(
+    repo: &mut larch_store::Repo,
+    blocks: u64,
+    name: &str,
+    from: Option<(larch_core::Hash, Model)>,
+) -> Vec<(larch_core::Hash, Model)> {
+    let (mut rng, seed) = larch_testkit::seeded_rng(name, 17);
+    eprintln!("{name}: seed {seed} (replay with LARCH_SEED={seed})");
+    let (mut tree, mut model, mut parent) = match from {
+        Some((hash, model)) => (repo.checkout(&hash).unwrap(), model, Some(hash)),
+        None => (repo.empty_tree(), Model::new(), None),
+    };
+    let mut out = Vec::new();
+    for block in 0..blocks {
+        for _ in 0..40 {
+            random_op(&mut rng, &mut tree, &mut model);
+        }
+        let hash = repo.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), info(block)).unwrap();
+        parent = Some(hash);
+        out.push((hash, model.clone()));
+    }
+    out
+}
