@@ -5,6 +5,7 @@ mod allocator;
 mod cmd_archive;
 mod cmd_cat;
 mod cmd_diff;
+mod cmd_export;
 mod cmd_fsck;
 mod cmd_gc;
 mod cmd_import;
@@ -52,6 +53,10 @@ enum Command {
     /// Import commits from another store format into a new larch store.
     #[command(subcommand)]
     Import(cmd_import::ImportCommand),
+    /// Export a commit to another store format: a one-commit irmin-pack store (an Octez
+    /// snapshot's context).
+    #[command(subcommand)]
+    Export(cmd_export::ExportCommand),
     /// Collect garbage: keep a commit, every later commit and what they reach; reclaim the rest
     /// and give its disk space back.
     Gc(cmd_gc::GcArgs),
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Command::Trace(command) => cmd_trace::run(command),
         Command::Fsck(args) => cmd_fsck::run(args),
         Command::Import(command) => cmd_import::run(command),
+        Command::Export(command) => cmd_export::run(command),
         Command::Gc(args) => cmd_gc::run(args),
         Command::Recover(args) => cmd_recover::run(args),
         Command::Report(command) => cmd_report::run(command),

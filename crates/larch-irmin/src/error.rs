@@ -121,6 +121,14 @@ pub enum IrminError {
         /// The sink's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The larch tree being exported could not be read.
+    #[error("reading the object {hash} of the tree being exported: {source}")]
+    Source {
+        /// The object's hash.
+        hash: Hash,
+        /// The source's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Directories nested deeper than the reader accepts (a guard against crafted stores).
     #[error("directories nested deeper than {limit} levels below pack offset {offset}")]
     TooDeep {

@@ -21,6 +21,7 @@ pub mod control;
 mod dict;
 pub mod entry;
 pub mod error;
+pub mod export;
 pub mod import;
 pub mod index;
 mod layout;
@@ -30,6 +31,7 @@ pub mod stream;
 
 pub use control::{Control, Status};
 pub use error::{IrminError, Result};
+pub use export::{ExportCommit, ExportParent, ExportStats, write_one_commit};
 pub use import::{BuildStats, MAX_NESTING, build_tree};
 pub use index::IndexEntry;
 pub use source::IrminSource;
