@@ -114,14 +114,12 @@ fn export_commit(repo: &Repo, hash: &larch_core::Hash) -> anyhow::Result<ExportC
     let details = repo.commit_details(hash)?;
     let mut parents = Vec::with_capacity(details.parents.len());
     for parent in &details.parents {
-        let known = if details.absent_parents.contains(parent) { None } else { repo.commit_details(parent).ok() };
+        let known =
+            if details.absent_parents.contains(parent) { None } else { repo.commit_details(parent).ok() };
         parents.push(match known {
-            Some(p) => ExportParent::Known {
-                hash: p.hash,
-                tree_hash: p.tree_hash,
-                parents: p.parents,
-                info: p.info,
-            },
+            Some(p) => {
+                ExportParent::Known { hash: p.hash, tree_hash: p.tree_hash, parents: p.parents, info: p.info }
+            }
             None => ExportParent::HashOnly(*parent),
         });
     }

@@ -21,6 +21,9 @@ use std::time::Instant;
 pub enum ImportCommand {
     /// Import commits of an irmin-pack store (Irmin 3.x, Tezos schema) into a new larch store.
     Irmin(IrminArgs),
+    /// Import the context of an Octez snapshot archive (snapshot version 9) into a new larch
+    /// store, checking its commit against the context hash the snapshot's block data records.
+    OctezSnapshot(crate::cmd_octez::OctezSnapshotArgs),
 }
 
 /// Arguments of `larch import irmin`.
@@ -45,6 +48,7 @@ pub struct IrminArgs {
 pub fn run(command: ImportCommand) -> anyhow::Result<ExitCode> {
     match command {
         ImportCommand::Irmin(args) => import_irmin(args),
+        ImportCommand::OctezSnapshot(args) => crate::cmd_octez::import_snapshot(&args),
     }
 }
 
@@ -76,32 +80,8 @@ fn import_irmin(args: IrminArgs) -> anyhow::Result<ExitCode> {
     if commits.is_empty() {
         bail!("no readable commit in {}", args.irmin_store.display());
     }
-    if args.new_store.exists() {
-        bail!("{} already exists: the import creates a new store", args.new_store.display());
-    }
-    // Builds of this target killed midway (their process gone, no writer in them) are removed.
-    for stale in larch_store::remove_stale_builds(&args.new_store)? {
-        emit_line(format_args!("removed {}: the build directory of an import that died", stale.display()))?;
-    }
-    let staging = larch_store::build_dir(&args.new_store);
-    if staging.exists() {
-        bail!("{} already exists", staging.display());
-    }
     let started = Instant::now();
-    let outcome = convert(&store, &commits, &staging);
-    let summary = match outcome {
-        Ok(summary) => summary,
-        Err(error) => {
-            // Leave nothing that looks like a store.
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(error);
-        }
-    };
-    if let Err(error) = std::fs::rename(&staging, &args.new_store) {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(error)
-            .with_context(|| format!("renaming {} to {}", staging.display(), args.new_store.display()));
-    }
+    let summary = import_staged(&store, &commits, &args.new_store)?;
     let seconds = started.elapsed().as_secs_f64().max(1e-9);
     let read = store.stats();
     let mb = |bytes: u64| bytes as f64 / 1e6;
@@ -130,11 +110,47 @@ fn import_irmin(args: IrminArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-struct Summary {
-    head: Hash,
-    built: BuildStats,
-    objects_written: u64,
-    bytes_written: u64,
+/// Imports `commits` of `store` into the new larch store `new_store`, built in a staging
+/// directory beside it and renamed into place only when every commit was imported and checked;
+/// on any error the staging directory is removed.
+pub(crate) fn import_staged(
+    store: &IrminStore,
+    commits: &[IrminCommit],
+    new_store: &Path,
+) -> anyhow::Result<Summary> {
+    if new_store.exists() {
+        bail!("{} already exists: the import creates a new store", new_store.display());
+    }
+    // Builds of this target killed midway (their process gone, no writer in them) are removed.
+    for stale in larch_store::remove_stale_builds(new_store)? {
+        emit_line(format_args!("removed {}: the build directory of an import that died", stale.display()))?;
+    }
+    let staging = larch_store::build_dir(new_store);
+    if staging.exists() {
+        bail!("{} already exists", staging.display());
+    }
+    let summary = match convert(store, commits, &staging) {
+        Ok(summary) => summary,
+        Err(error) => {
+            // Leave nothing that looks like a store.
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(error);
+        }
+    };
+    if let Err(error) = std::fs::rename(&staging, new_store) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(error)
+            .with_context(|| format!("renaming {} to {}", staging.display(), new_store.display()));
+    }
+    Ok(summary)
+}
+
+/// What an import did.
+pub(crate) struct Summary {
+    pub(crate) head: Hash,
+    pub(crate) built: BuildStats,
+    pub(crate) objects_written: u64,
+    pub(crate) bytes_written: u64,
 }
 
 fn bar(total: u64) -> ProgressBar {

@@ -11,6 +11,7 @@ mod cmd_gc;
 mod cmd_import;
 mod cmd_log;
 mod cmd_ls;
+mod cmd_octez;
 mod cmd_proof;
 mod cmd_recover;
 mod cmd_replay;

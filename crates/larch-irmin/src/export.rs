@@ -139,9 +139,9 @@ struct Writer {
 fn load(source: &dyn ObjectSource, node: &NodeRef) -> Result<Arc<Node>> {
     match node {
         NodeRef::Mem(node) => Ok(node.clone()),
-        NodeRef::Stored { hash, key } => source
-            .load_node(*key, hash)
-            .map_err(|e| IrminError::Source { hash: *hash, source: Box::new(e) }),
+        NodeRef::Stored { hash, key } => {
+            source.load_node(*key, hash).map_err(|e| IrminError::Source { hash: *hash, source: Box::new(e) })
+        }
     }
 }
 
@@ -241,7 +241,14 @@ impl Writer {
     }
 
     /// A `Tree` inode over `pointers` (bucket, child offset), ascending buckets.
-    fn tree(&mut self, depth: u8, length: u64, pointers: &[(u8, u64)], hash: &Hash, root: bool) -> Result<u64> {
+    fn tree(
+        &mut self,
+        depth: u8,
+        length: u64,
+        pointers: &[(u8, u64)],
+        hash: &Hash,
+        root: bool,
+    ) -> Result<u64> {
         self.entry.push(1);
         write_leb128(&mut self.entry, u64::from(depth));
         write_leb128(&mut self.entry, length);
@@ -266,7 +273,12 @@ impl Writer {
     /// Irmin's inode shape of a directory of at most 256 entries, which larch keeps flat: a
     /// `Values` leaf up to 32 entries, else a `Tree` whose buckets split the names by
     /// [`inode_index`] at each depth. The root carries the directory's (flat) hash.
-    fn small_dir(&mut self, children: Vec<Child>, depth: u8, root_hash: Option<&Hash>) -> Result<(u64, Hash)> {
+    fn small_dir(
+        &mut self,
+        children: Vec<Child>,
+        depth: u8,
+        root_hash: Option<&Hash>,
+    ) -> Result<(u64, Hash)> {
         if children.len() <= INODE_VALUES_MAX {
             let hash = match root_hash {
                 Some(hash) => *hash,
@@ -452,9 +464,7 @@ fn write_small(path: PathBuf, bytes: &[u8]) -> Result<()> {
 
 /// Syncs a directory (its entries).
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|file| file.sync_all())
-        .map_err(|source| io(dir, 0, "sync directory", source))
+    File::open(dir).and_then(|file| file.sync_all()).map_err(|source| io(dir, 0, "sync directory", source))
 }
 
 /// Writes the one-commit irmin-pack store of `commit`, whose tree is `root` (read through
