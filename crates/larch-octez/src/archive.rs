@@ -81,6 +81,19 @@ fn context_path(name: &str) -> Option<Result<PathBuf>> {
     Some(Ok(out))
 }
 
+/// A member whose data ends before its size: the archive was cut inside it.
+fn cut_short(member: &str, data_at: u64, read: u64, size: u64) -> OctezError {
+    OctezError::Archive {
+        member: member.to_string(),
+        offset: data_at + read,
+        what: "reading",
+        source: std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("the member ends after {read} of its {size} bytes"),
+        ),
+    }
+}
+
 fn write_error<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> OctezError + 'a {
     move |source| OctezError::Write { path: path.to_path_buf(), op, source }
 }
@@ -144,6 +157,9 @@ pub fn read_archive<R: Read>(input: R, context_dir: &Path) -> Result<Snapshot> {
                 "reading",
                 data_at + bytes.len() as u64,
             ))?;
+            if bytes.len() as u64 != size {
+                return Err(cut_short(&name, data_at, bytes.len() as u64, size));
+            }
             if bare == VERSION_MEMBER {
                 let found = metadata::version(&bytes, &name)?;
                 if found != SUPPORTED_VERSION {
@@ -186,10 +202,7 @@ pub fn read_archive<R: Read>(input: R, context_dir: &Path) -> Result<Snapshot> {
                     done += n as u64;
                 }
                 if done != size {
-                    return Err(archive_error(&name, "reading", data_at + done)(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        format!("the member ends after {done} of its {size} bytes"),
-                    )));
+                    return Err(cut_short(&name, data_at, done, size));
                 }
                 out.flush().map_err(write_error(&target, "write"))?;
                 context_files += 1;
@@ -204,11 +217,15 @@ pub fn read_archive<R: Read>(input: R, context_dir: &Path) -> Result<Snapshot> {
             }
         }
     }
-    drop(archive);
     let end = pos.get();
     if eof.get() {
         return Err(OctezError::Truncated { end });
     }
+    // The rest: the second end-of-archive block and the record's padding (read, so that a pipe
+    // is drained and the size reported is the archive's).
+    let mut rest = archive.into_inner();
+    std::io::copy(&mut rest, &mut std::io::sink()).map_err(archive_error("(end)", "reading", end))?;
+    let end = pos.get();
     let version = version.ok_or(OctezError::Missing { member: VERSION_MEMBER, end })?;
     let version = metadata::version(&version, VERSION_MEMBER)?;
     let metadata_bytes = metadata_bytes.ok_or(OctezError::Missing { member: METADATA_MEMBER, end })?;
