@@ -90,6 +90,25 @@ pub struct ExportStats {
     pub commit_length: u64,
 }
 
+/// A hasher for keys that are BLAKE2b hashes: their first 8 bytes are already uniform.
+#[derive(Default, Clone, Copy)]
+struct PrefixHasher(u64);
+
+impl std::hash::Hasher for PrefixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for (i, byte) in bytes.iter().take(8).enumerate() {
+            self.0 ^= u64::from(*byte) << (8 * i);
+        }
+    }
+    fn write_usize(&mut self, _: usize) {}
+}
+
+/// Object hash → global offset.
+type Memo = HashMap<Hash, u64, std::hash::BuildHasherDefault<PrefixHasher>>;
+
 /// A child as a directory entry refers to it: name, kind, offset and hash.
 type Child = (Vec<u8>, Kind, u64, Hash);
 
@@ -129,9 +148,9 @@ struct Writer {
     prefix: Out,
     dict_out: Out,
     dict: HashMap<Vec<u8>, u64>,
-    roots: HashMap<Hash, u64>,
-    inodes: HashMap<Hash, u64>,
-    contents: HashMap<Hash, u64>,
+    roots: Memo,
+    inodes: Memo,
+    contents: Memo,
     entry: Vec<u8>,
     stats: ExportStats,
 }
@@ -165,7 +184,7 @@ impl Writer {
         Ok(offset)
     }
 
-    fn remember(map: &mut HashMap<Hash, u64>, hash: Hash, offset: u64) {
+    fn remember(map: &mut Memo, hash: Hash, offset: u64) {
         if map.len() >= MEMO_MAX {
             map.clear();
         }
@@ -454,7 +473,7 @@ pub fn index_log_bytes(commit: &Hash, offset: u64, length: u32) -> Vec<u8> {
 }
 
 /// An empty branch store: no valid bytes, version `00000001`.
-pub const EMPTY_BRANCHES: &[u8; 16] = b"\0\0\0\0\0\0\0\000000001";
+pub const EMPTY_BRANCHES: &[u8; 16] = b"\x00\x00\x00\x00\x00\x00\x00\x0000000001";
 
 fn write_small(path: PathBuf, bytes: &[u8]) -> Result<()> {
     let mut out = Out::create(path)?;
@@ -497,9 +516,9 @@ pub fn write_one_commit(
         prefix: Out::create(prefix_path)?,
         dict_out: Out::create(dir.join("store.dict"))?,
         dict: HashMap::new(),
-        roots: HashMap::new(),
-        inodes: HashMap::new(),
-        contents: HashMap::new(),
+        roots: Memo::default(),
+        inodes: Memo::default(),
+        contents: Memo::default(),
         entry: Vec::with_capacity(4096),
         stats: ExportStats::default(),
     };

@@ -11,12 +11,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Mapping files hold little-endian (global offset, file offset, length) triples.
 const MAPPING_ENTRY: usize = 24;
 
+/// Small reads are served from cached blocks of this size (one `pread` per block, not per entry:
+/// an import reads an entry's header and body, and each child's header, close together).
+const BLOCK: u64 = 64 << 10;
+/// Blocks cached per file (direct-mapped by block number): 1 MiB.
+const BLOCK_SLOTS: usize = 16;
+/// Reads up to this size go through the block cache.
+const CACHED_READ_MAX: usize = 4096;
+
 /// An open file of the store with its size at open time.
 #[derive(Debug)]
 pub(crate) struct DataFile {
     pub(crate) path: PathBuf,
     file: File,
     pub(crate) len: u64,
+    blocks: std::sync::Mutex<Vec<Option<(u64, Vec<u8>)>>>,
 }
 
 impl DataFile {
@@ -31,7 +40,7 @@ impl DataFile {
             .metadata()
             .map_err(|source| IrminError::Io { file: path.clone(), offset: 0, op: "metadata", source })?
             .len();
-        Ok(DataFile { path, file, len })
+        Ok(DataFile { path, file, len, blocks: std::sync::Mutex::new(vec![None; BLOCK_SLOTS]) })
     }
 
     /// Reads exactly `len` bytes at `offset`, which the caller checked lie inside the file.
@@ -43,6 +52,10 @@ impl DataFile {
                 format!("read of {len} bytes past the end ({})", self.len),
             ));
         }
+        let within = offset % BLOCK;
+        if len <= CACHED_READ_MAX && within + len as u64 <= BLOCK {
+            return self.read_cached(offset / BLOCK, within as usize, len);
+        }
         let mut buf = vec![0u8; len];
         self.file.read_exact_at(&mut buf, offset).map_err(|source| IrminError::Io {
             file: self.path.clone(),
@@ -51,6 +64,30 @@ impl DataFile {
             source,
         })?;
         Ok(buf)
+    }
+
+    /// `len` bytes at `within` of block `block`, read whole into its slot on a miss.
+    fn read_cached(&self, block: u64, within: usize, len: usize) -> Result<Vec<u8>> {
+        let mut slots = self.blocks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = slots.get_mut((block % BLOCK_SLOTS as u64) as usize);
+        let Some(slot) = slot else { return Err(IrminError::corrupt(&self.path, block * BLOCK, "block slot")) };
+        if slot.as_ref().is_none_or(|(held, _)| *held != block) {
+            let start = block * BLOCK;
+            let size = (self.len - start).min(BLOCK) as usize;
+            let mut data = slot.take().map(|(_, data)| data).unwrap_or_default();
+            data.resize(size, 0);
+            self.file.read_exact_at(&mut data, start).map_err(|source| IrminError::Io {
+                file: self.path.clone(),
+                offset: start,
+                op: "read",
+                source,
+            })?;
+            *slot = Some((block, data));
+        }
+        match slot.as_ref().and_then(|(_, data)| data.get(within..within + len)) {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => Err(IrminError::corrupt(&self.path, block * BLOCK + within as u64, "read past a block")),
+        }
     }
 
     /// Reads the whole file (callers bound its size first).

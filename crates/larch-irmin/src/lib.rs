@@ -1,7 +1,8 @@
 //! larch-irmin: reads stores written by Irmin 3.x's irmin-pack with the Tezos schema (the context
 //! directory of an Octez node) and turns their commits into larch trees, verifying every hash.
 //!
-//! The store is only read, never written. Supported: `store.control` versions 3 to 5, chunked
+//! A store is only read, never written; [`write_one_commit`] writes a new one-commit store (the
+//! context directory of an Octez snapshot) from a larch tree (`docs/octez.md`). Supported: `store.control` versions 3 to 5, chunked
 //! suffix files, the prefix and mapping left by Irmin's GC, the lower layer's volumes,
 //! `store.dict`, and the commit index (`index/`, mirage/index). The byte formats are described in
 //! `docs/irmin-import.md`. Every read is bounded by the file it reads and checked: a corrupted
