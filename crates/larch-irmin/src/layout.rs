@@ -19,13 +19,16 @@ const BLOCK_SLOTS: usize = 16;
 /// Reads up to this size go through the block cache.
 const CACHED_READ_MAX: usize = 4096;
 
+/// A cached block: its number and bytes.
+type CachedBlock = (u64, Vec<u8>);
+
 /// An open file of the store with its size at open time.
 #[derive(Debug)]
 pub(crate) struct DataFile {
     pub(crate) path: PathBuf,
     file: File,
     pub(crate) len: u64,
-    blocks: std::sync::Mutex<Vec<Option<(u64, Vec<u8>)>>>,
+    blocks: std::sync::Mutex<Vec<Option<CachedBlock>>>,
 }
 
 impl DataFile {
@@ -70,7 +73,9 @@ impl DataFile {
     fn read_cached(&self, block: u64, within: usize, len: usize) -> Result<Vec<u8>> {
         let mut slots = self.blocks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let slot = slots.get_mut((block % BLOCK_SLOTS as u64) as usize);
-        let Some(slot) = slot else { return Err(IrminError::corrupt(&self.path, block * BLOCK, "block slot")) };
+        let Some(slot) = slot else {
+            return Err(IrminError::corrupt(&self.path, block * BLOCK, "block slot"));
+        };
         if slot.as_ref().is_none_or(|(held, _)| *held != block) {
             let start = block * BLOCK;
             let size = (self.len - start).min(BLOCK) as usize;
