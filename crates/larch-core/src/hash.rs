@@ -13,6 +13,26 @@ pub const CONTEXT_HASH_PREFIX: [u8; 2] = [0x4f, 0xc7];
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Hash(pub [u8; HASH_LEN]);
 
+/// A hasher for maps keyed by [`Hash`](struct@Hash) (or by any BLAKE2b digest): the key's first
+/// 8 bytes, already uniform, are its hash.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct PrefixHasher(u64);
+
+impl std::hash::Hasher for PrefixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for (i, byte) in bytes.iter().take(8).enumerate() {
+            self.0 ^= u64::from(*byte) << (8 * i);
+        }
+    }
+    fn write_usize(&mut self, _: usize) {}
+}
+
+/// The `HashMap` hasher builder of [`PrefixHasher`].
+pub type BuildPrefixHasher = std::hash::BuildHasherDefault<PrefixHasher>;
+
 /// Why a string or byte slice is not a valid [`Hash`](struct@Hash).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

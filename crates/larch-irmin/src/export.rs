@@ -90,24 +90,8 @@ pub struct ExportStats {
     pub commit_length: u64,
 }
 
-/// A hasher for keys that are BLAKE2b hashes: their first 8 bytes are already uniform.
-#[derive(Default, Clone, Copy)]
-struct PrefixHasher(u64);
-
-impl std::hash::Hasher for PrefixHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for (i, byte) in bytes.iter().take(8).enumerate() {
-            self.0 ^= u64::from(*byte) << (8 * i);
-        }
-    }
-    fn write_usize(&mut self, _: usize) {}
-}
-
 /// Object hash → global offset.
-type Memo = HashMap<Hash, u64, std::hash::BuildHasherDefault<PrefixHasher>>;
+type Memo = HashMap<Hash, u64, larch_core::hash::BuildPrefixHasher>;
 
 /// A child as a directory entry refers to it: name, kind, offset and hash.
 type Child = (Vec<u8>, Kind, u64, Hash);

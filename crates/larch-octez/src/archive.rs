@@ -151,7 +151,8 @@ pub fn read_archive<R: Read>(input: R, context_dir: &Path) -> Result<Snapshot> {
                 return Err(OctezError::Duplicate { member: name, offset: header_at });
             }
             small(limit)?;
-            let mut bytes = Vec::with_capacity(size as usize);
+            // Grown as the bytes arrive: a header may claim more than the archive holds.
+            let mut bytes = Vec::with_capacity(size.min(1 << 16) as usize);
             entry.read_to_end(&mut bytes).map_err(archive_error(
                 &name,
                 "reading",

@@ -115,26 +115,10 @@ pub struct ExportSummary {
     pub frames: u64,
 }
 
-/// A hasher for keys that are BLAKE2b hashes: their first 8 bytes are already uniform.
-#[derive(Default, Clone, Copy)]
-struct PrefixHasher(u64);
-
-impl std::hash::Hasher for PrefixHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for (i, byte) in bytes.iter().take(8).enumerate() {
-            self.0 ^= u64::from(*byte) << (8 * i);
-        }
-    }
-    fn write_usize(&mut self, _: usize) {}
-}
-
 /// The objects numbered in the last `window` records: hash → number, oldest first for eviction.
 struct Window {
     size: u64,
-    map: HashMap<Hash, u64, std::hash::BuildHasherDefault<PrefixHasher>>,
+    map: HashMap<Hash, u64, larch_core::hash::BuildPrefixHasher>,
     order: VecDeque<Hash>,
     /// Objects numbered so far.
     count: u64,
