@@ -88,6 +88,20 @@ fn a_snapshot_reads_from_standard_input() {
 }
 
 #[test]
+fn a_snapshot_directory_imports_in_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let raw = tmp.path().join("raw");
+    octez::write_directory(&octez::members(&data().join("one-commit/plain-head"), hash(HEAD)), &raw);
+    let out = import(tmp.path(), &raw);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("chain TEZOS_MAINNET"));
+    assert_eq!(Repo::open_read_only(tmp.path().join("new")).unwrap().head().unwrap().to_base58(), HEAD);
+    // Read in place: the snapshot directory is left as it was.
+    assert_eq!(names(&raw.join("context")), names(&data().join("one-commit/plain-head")));
+    assert_eq!(names(tmp.path()), ["new", "raw"]);
+}
+
+#[test]
 fn larch_exports_make_snapshots_octez_contexts_import_from() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("larch");

@@ -239,3 +239,71 @@ pub fn read_archive<R: Read>(input: R, context_dir: &Path) -> Result<Snapshot> {
     metadata::check_against(&metadata, &block)?;
     Ok(Snapshot { version, metadata, block, context_files, context_bytes, archive_bytes: end })
 }
+
+/// Reads a snapshot exported as a directory (`octez-node snapshot export --export-format raw`):
+/// the same members as files of `dir`, checked as [`read_archive`] checks them; the context is
+/// `dir/context`, read in place (nothing is written). `archive_bytes` is 0.
+pub fn read_directory(dir: &Path) -> Result<Snapshot> {
+    let read = |member: &'static str, limit: u64| -> Result<Vec<u8>> {
+        let path = dir.join(member);
+        let size = match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => meta.len(),
+            Ok(_) => {
+                return Err(OctezError::Corrupt {
+                    member: member.into(),
+                    offset: 0,
+                    what: "not a file".into(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(OctezError::Missing { member, end: 0 });
+            }
+            Err(source) => return Err(OctezError::Write { path, op: "metadata", source }),
+        };
+        if size > limit {
+            return Err(OctezError::Corrupt {
+                member: member.into(),
+                offset: 0,
+                what: format!("{size} bytes, more than the {limit} accepted"),
+            });
+        }
+        std::fs::read(&path).map_err(|source| OctezError::Write { path, op: "read", source })
+    };
+    let version = metadata::version(&read(VERSION_MEMBER, VERSION_MAX)?, VERSION_MEMBER)?;
+    if version != SUPPORTED_VERSION {
+        return Err(OctezError::UnsupportedVersion { found: version, supported: SUPPORTED_VERSION });
+    }
+    let metadata = metadata::decode(&read(METADATA_MEMBER, METADATA_MAX)?)?;
+    let block = block_data::decode(&read(BLOCK_DATA_MEMBER, BLOCK_DATA_MAX)?)?;
+    metadata::check_against(&metadata, &block)?;
+    let (mut context_files, mut context_bytes) = (0u64, 0u64);
+    let mut pending = vec![dir.join(CONTEXT_DIR)];
+    while let Some(next) = pending.pop() {
+        let entries = match std::fs::read_dir(&next) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(OctezError::Missing { member: CONTEXT_DIR, end: 0 });
+            }
+            Err(source) => return Err(OctezError::Write { path: next, op: "list", source }),
+        };
+        for entry in entries {
+            let entry =
+                entry.map_err(|source| OctezError::Write { path: next.clone(), op: "list", source })?;
+            let meta = entry.metadata().map_err(|source| OctezError::Write {
+                path: entry.path(),
+                op: "metadata",
+                source,
+            })?;
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else {
+                context_files += 1;
+                context_bytes += meta.len();
+            }
+        }
+    }
+    if context_files == 0 {
+        return Err(OctezError::Missing { member: CONTEXT_DIR, end: 0 });
+    }
+    Ok(Snapshot { version, metadata, block, context_files, context_bytes, archive_bytes: 0 })
+}

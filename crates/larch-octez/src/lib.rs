@@ -17,7 +17,7 @@ pub mod block_data;
 pub mod error;
 pub mod metadata;
 
-pub use archive::{SUPPORTED_VERSION, Snapshot, read_archive};
+pub use archive::{SUPPORTED_VERSION, Snapshot, read_archive, read_directory};
 pub use block_data::BlockData;
 pub use error::{OctezError, Result};
 pub use metadata::Metadata;

@@ -6,7 +6,7 @@
 mod common;
 
 use larch_core::Hash;
-use larch_octez::{OctezError, Snapshot, read_archive};
+use larch_octez::{OctezError, Snapshot, read_archive, read_directory};
 use larch_testkit::seed::seeded_rng;
 use rand::Rng;
 use std::path::{Path, PathBuf};
@@ -313,4 +313,31 @@ fn seeded_random_corruptions_never_panic() {
     }
     eprintln!("seed {seed}: {errors} corruptions detected, {survived} in bytes the reader does not check");
     assert!(errors > 100, "seed {seed}: {errors}");
+}
+
+#[test]
+fn a_snapshot_directory_reads_in_place_with_the_same_checks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let members = common::members(&fixture(), head());
+    let dir = tmp.path().join("raw");
+    common::write_directory(&members, &dir);
+    let snapshot = read_directory(&dir).unwrap();
+    let (from_archive, _) = read(&archive());
+    let from_archive = from_archive.unwrap();
+    assert_eq!(
+        (snapshot.version, &snapshot.metadata, &snapshot.block),
+        (9, &from_archive.metadata, &from_archive.block)
+    );
+    assert_eq!(
+        (snapshot.context_files, snapshot.context_bytes),
+        (from_archive.context_files, from_archive.context_bytes)
+    );
+    std::fs::write(dir.join("snapshot_version.json"), b"{\"version\": 7}").unwrap();
+    assert!(matches!(read_directory(&dir), Err(OctezError::UnsupportedVersion { found: 7, .. })));
+    std::fs::write(dir.join("snapshot_version.json"), b"{\"version\": 9}").unwrap();
+    std::fs::remove_file(dir.join("block_data")).unwrap();
+    assert!(matches!(read_directory(&dir), Err(OctezError::Missing { member: "block_data", .. })));
+    common::write_directory(&members, &dir);
+    std::fs::remove_dir_all(dir.join("context")).unwrap();
+    assert!(matches!(read_directory(&dir), Err(OctezError::Missing { member: "context", .. })));
 }

@@ -157,3 +157,15 @@ pub fn layout(archive: &[u8]) -> Vec<(String, u64, u64, u64)> {
         })
         .collect()
 }
+
+/// Writes `members` as a snapshot directory (Octez's `raw` export format) at `dir`.
+pub fn write_directory(members: &[Member], dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, bytes) in members {
+        let path = dir.join(name);
+        match bytes {
+            Some(bytes) => std::fs::write(path, bytes).unwrap(),
+            None => std::fs::create_dir_all(path).unwrap(),
+        }
+    }
+}
