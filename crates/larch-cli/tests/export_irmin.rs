@@ -165,6 +165,15 @@ fn python_check(dir: &Path) -> (u64, u64, u64) {
         .expect("python3 is required by the export tests (CI has it)");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    // The control file's Adler-32, recomputed by the decoder, and nothing after its payload.
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            (words.first() == Some(&name)).then(|| words.get(1).map(|w| w.to_string())).flatten()
+        })
+    };
+    assert_eq!(field("checksum_ok").as_deref(), Some("True"), "{}", dir.display());
+    assert_eq!(field("trailing_bytes").as_deref(), Some("0"), "{}", dir.display());
     let line = text.lines().find(|l| l.trim_start().starts_with("=>")).expect("a summary line");
     let n: Vec<u64> = line
         .split(|c: char| !c.is_ascii_digit())
