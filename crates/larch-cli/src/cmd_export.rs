@@ -14,8 +14,8 @@ use std::time::Instant;
 /// What to export to.
 #[derive(Subcommand, Debug)]
 pub enum ExportCommand {
-    /// Write one commit as a one-commit irmin-pack store (Irmin 3.x, Tezos schema): the context
-    /// directory of an Octez snapshot, which Octez's Irmin and Brassaia backends open.
+    /// Write one commit as a one-commit irmin-pack store (Irmin 3.x, Tezos schema), in the layout
+    /// of the context directory of an Octez snapshot (docs/octez.md).
     Irmin(IrminExportArgs),
 }
 
