@@ -139,19 +139,9 @@ fn a_context_that_is_not_the_block_data_s_is_refused() {
 fn a_corrupted_context_is_refused_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let context = tmp.path().join("ctx");
-    std::fs::create_dir_all(context.join("index")).unwrap();
-    let fixture = data().join("one-commit/plain-head");
-    for name in [
-        "index/log",
-        "store.1.mapping",
-        "store.1.prefix",
-        "store.1.suffix",
-        "store.branches",
-        "store.control",
-        "store.dict",
-    ] {
-        std::fs::copy(fixture.join(name), context.join(name)).unwrap();
-    }
+    // A writable copy of the fixture: its members as the archive would hold them.
+    octez::write_directory(&octez::members(&data().join("one-commit/plain-head"), hash(HEAD)), &context);
+    let context = context.join("context");
     // The last byte of the prefix's first entry: the value of `test_chain` (35 bytes, the
     // mapping's first record), which the commit's root directory holds.
     let prefix = context.join("store.1.prefix");
