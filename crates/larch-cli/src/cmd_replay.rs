@@ -526,9 +526,9 @@ fn run_replay<R: ContextRepo>(
                 }
                 let due = match kind {
                     BlockKind::Genesis => false,
-                    BlockKind::SetupPart => block.block % 10 == 0,
+                    BlockKind::SetupPart => block.block.is_multiple_of(10),
                     BlockKind::SetupEnd => true,
-                    BlockKind::Regular => block.block % 100 == 0,
+                    BlockKind::Regular => block.block.is_multiple_of(100),
                 };
                 if plain && due {
                     eprintln!(

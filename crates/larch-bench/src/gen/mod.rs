@@ -199,7 +199,7 @@ impl Generator {
     pub fn run_streamed<E>(
         self,
         sink: &mut dyn FnMut(Op) -> Result<(), E>,
-        reload: &mut dyn FnMut(&Hash, BlockKind) -> Result<Option<Tree>, E>,
+        reload: &mut ReloadFn<'_, E>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GenReport, GenError>
     where
@@ -225,6 +225,9 @@ impl Generator {
         Ok((ops, report))
     }
 }
+
+/// The callback of [`Generator::run_streamed`] that gives the tree of a commit just made.
+pub type ReloadFn<'a, E> = dyn FnMut(&Hash, BlockKind) -> Result<Option<Tree>, E> + 'a;
 
 /// The state of one run.
 struct Run<'p> {

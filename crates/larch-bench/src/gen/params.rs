@@ -178,7 +178,7 @@ impl GenParams {
 
     /// Setup blocks the generator commits, roughly: 1 without parts.
     pub fn setup_parts_estimate(&self) -> u64 {
-        if self.setup_part_ops == 0 { 1 } else { self.setup_ops_estimate() / self.setup_part_ops + 1 }
+        self.setup_ops_estimate().checked_div(self.setup_part_ops).map_or(1, |parts| parts + 1)
     }
 
     /// Accounts whose balance the large burst of every fifth cycle rewrites (two writes each).
