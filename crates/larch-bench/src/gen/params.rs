@@ -190,6 +190,10 @@ impl GenParams {
 /// Every `DELEGATE_STRIDE`-th implicit account is a delegate.
 pub(crate) const DELEGATE_STRIDE: u64 = 50;
 
+/// Delegates of the rungs above 1x: about as many as mainnet has (2% of their accounts would make
+/// every cycle boundary, which rewrites each delegate's stake, a burst of 6 operations per delegate).
+const MAINNET_DELEGATES: u64 = 3_000;
+
 /// A rung of the scale ladder (`--scale`): the context the setup builds, from today's default to
 /// a mainnet-sized one. Regular blocks have the same shape and operation mix on every rung
 /// (2,000 context operations on average, the same bursts); only the context they run on grows.
@@ -199,7 +203,8 @@ pub enum Rung {
     /// setup in one block.
     X1,
     /// Ten times the default: 200,000 accounts and big maps ten times larger (about 3.7 M values,
-    /// 1.6 M directories), the setup streamed in parts of [`Rung::SETUP_PART_OPS`] operations.
+    /// 1.6 M directories), 3,000 delegates as the mainnet rung, the setup streamed in parts of
+    /// [`Rung::SETUP_PART_OPS`] operations.
     X10,
     /// Mainnet-sized: 10 M accounts, 500,000 originated contracts, 200,000 big maps whose largest
     /// holds 2.4 M entries (18.5 M entries in all), 3,000 delegates as on mainnet (about 83 M
@@ -231,13 +236,14 @@ impl Rung {
             Rung::X10 => GenParams {
                 accounts: 200_000,
                 largest_map: Some(220_000),
+                delegates: Some(MAINNET_DELEGATES),
                 setup_part_ops: Rung::SETUP_PART_OPS,
                 ..base
             },
             Rung::Mainnet => GenParams {
                 accounts: 10_000_000,
                 largest_map: Some(2_400_000),
-                delegates: Some(3_000),
+                delegates: Some(MAINNET_DELEGATES),
                 setup_part_ops: Rung::SETUP_PART_OPS,
                 ..base
             },
