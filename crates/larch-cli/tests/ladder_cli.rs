@@ -3,20 +3,8 @@
 //! bad ladder arguments are clear errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn larch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_larch")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+mod common;
+use common::{larch, path_str, text};
 
 #[test]
 fn a_streamed_replay_ends_on_the_generators_commit_and_plots_its_cost_curve() {
