@@ -51,7 +51,7 @@ pub enum TraceCommand {
 /// rung of the scale ladder named by `--scale`).
 #[derive(Args, Debug, Clone)]
 pub struct GenArgs {
-    /// The rung of the scale ladder: `1x` (the default context), `10x`, or `mainnet` (about 83 M
+    /// The rung of the scale ladder: `1x` (the default context), `10x`, or `mainnet` (about 82 M
     /// values and 30 M directories after the setup, docs/workload.md). The options below change
     /// the rung's parameters.
     #[arg(long, default_value = "1x")]

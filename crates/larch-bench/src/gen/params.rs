@@ -199,7 +199,7 @@ const MAINNET_DELEGATES: u64 = 3_000;
 /// (2,000 context operations on average, the same bursts); only the context they run on grows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rung {
-    /// The default context: 20,000 accounts, about 0.4 M values and 0.19 M directories, the
+    /// The default context: 20,000 accounts, about 0.32 M values and 0.14 M directories, the
     /// setup in one block.
     X1,
     /// Ten times the default: 200,000 accounts and big maps ten times larger (about 3.7 M values,
@@ -207,7 +207,7 @@ pub enum Rung {
     /// [`Rung::SETUP_PART_OPS`] operations.
     X10,
     /// Mainnet-sized: 10 M accounts, 500,000 originated contracts, 200,000 big maps whose largest
-    /// holds 2.4 M entries (18.5 M entries in all), 3,000 delegates as on mainnet (about 83 M
+    /// holds 2.4 M entries (18.4 M entries in all), 3,000 delegates as on mainnet (about 82 M
     /// values and 30 M directories), streamed in parts.
     Mainnet,
 }
