@@ -28,5 +28,5 @@ echo "store_bytes $(du -sb "$out/store" | cut -f1)" >>"$out/monitor.txt"
 start=$(date +%s.%N)
 "$larch" log "$out/store" -n 1 >/dev/null
 end=$(date +%s.%N)
-echo "open_and_log_s $(echo "$end - $start" | bc)" >"$out/open.txt"
+awk -v s="$start" -v e="$end" 'BEGIN { printf "open_and_log_s %.3f\n", e - s }' >"$out/open.txt"
 [ "${KEEP_STORE:-0}" = 1 ] || rm -rf "$out/store"
