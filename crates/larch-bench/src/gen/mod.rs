@@ -6,7 +6,10 @@
 //! The generator runs its own operations on an in-memory [`larch_core::Tree`] to record real read
 //! results and commit hashes. It keeps only the current context, and the tree of the previous
 //! commit only while a coming reorganisation needs it, so its memory is the live state, not the
-//! history (about 230 MB for the default trace).
+//! history (about 230 MB for the default trace). [`Generator::run_streamed`] goes on from a
+//! store's lazily loaded tree after each commit instead: with the setup in parts
+//! ([`GenParams::setup_part_ops`]) its memory is a part and the store's cache, whatever the
+//! context's size (the scale ladder's large rungs, [`Rung`]).
 //!
 //! The trace, block by block (files of this module by concern):
 //! - block 0, `setup.rs`: the mainnet genesis operations, exactly; context 0 is the empty tree.
