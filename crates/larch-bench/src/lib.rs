@@ -10,6 +10,9 @@ pub mod r#gen;
 pub mod replay;
 pub mod stats;
 
-pub use r#gen::{GenError, GenParams, GenReport, Generator};
-pub use replay::{GcSchedule, GcWhenBusy, ReplayError, ReplayOptions, Replayer, RunMeta, replay};
+pub use r#gen::{BlockKind, GenError, GenParams, GenReport, Generator, ParamError, Rung};
+pub use replay::{
+    GcSchedule, GcWhenBusy, GeneratedRun, ReplayError, ReplayOptions, Replayer, RunMeta, replay,
+    replay_generated,
+};
 pub use stats::{Comparison, RunSummary, compare};

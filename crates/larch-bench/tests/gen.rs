@@ -36,6 +36,7 @@ fn small(seed: u64) -> GenParams {
         cycle_length: 6,
         abandon_rate: 0.1,
         reorg_rate: 0.06,
+        ..GenParams::default()
     }
 }
 

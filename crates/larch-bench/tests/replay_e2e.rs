@@ -37,6 +37,7 @@ fn generated(blocks: u64, seed: u64) -> Vec<Op> {
         cycle_length: 8,
         abandon_rate: 0.1,
         reorg_rate: 0.1,
+        ..GenParams::default()
     };
     let mut ops = Vec::new();
     Generator::new(params)

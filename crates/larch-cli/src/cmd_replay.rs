@@ -8,13 +8,16 @@ use crate::size::parse_size;
 use anyhow::{Context, bail};
 use clap::Args;
 use larch_bench::stats::plot_stat_files;
-use larch_bench::{GcSchedule, GcWhenBusy, GenParams, ReplayOptions, RunMeta, RunSummary};
+use larch_bench::{
+    BlockKind, GcSchedule, GcWhenBusy, GenParams, GenReport, Generator, ReplayOptions, RunMeta, RunSummary,
+    Rung,
+};
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
 use larch_store::{PipelinedRepo, Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
 use larch_trace::open_trace;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -37,6 +40,19 @@ pub struct ReplayArgs {
     /// Seed of the generated trace (without a trace only).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Without a trace: the rung of the scale ladder to generate, `1x` (the default context),
+    /// `10x` or `mainnet` (docs/workload.md). The rungs above 1x are streamed (`--generate`).
+    #[arg(long, conflicts_with = "trace")]
+    scale: Option<Rung>,
+    /// Without a trace: stream the generator's operations into the store as they are drawn,
+    /// with no trace file, the generator going on from the store's (lazily loaded) trees; the
+    /// setup and the regular blocks are measured apart (`--stats` gets the regular blocks).
+    #[arg(long, conflicts_with = "trace")]
+    generate: bool,
+    /// With a generated trace: commit the setup in parts of about N operations (0: in one
+    /// block; default: the rung's, 0 at 1x and 262,144 above).
+    #[arg(long, value_name = "N", conflicts_with = "trace")]
+    setup_part_ops: Option<u64>,
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 96M
     /// with the pipeline (its commit thread's heap and the trees carried in memory take the
     /// rest of the memory budget). Sizes: `256M` and `256MiB` are binary
@@ -141,8 +157,27 @@ enum Target {
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     // The generated trace lives in a temporary directory that must outlive the replay.
     let mut _trace_dir = None;
-    let (trace_path, blocks_limit, expected_blocks) = match &args.trace {
-        Some(path) => (path.clone(), args.blocks, args.blocks),
+    let rung = args.scale.unwrap_or(Rung::X1);
+    let open = |path: &Path| -> anyhow::Result<Job> {
+        // Read and decoded on a thread of its own: the replay thread only applies operations.
+        Ok(Job::Trace(Box::new(larch_trace::format::prefetch(open_trace(path)?)?)))
+    };
+    let (job, trace_name, blocks_limit, expected_blocks) = match &args.trace {
+        Some(path) => (open(path)?, path.display().to_string(), args.blocks, args.blocks),
+        None if args.generate || rung != Rung::X1 => {
+            let mut params = rung.params(args.seed, args.blocks.unwrap_or(3000));
+            params.setup_part_ops = args.setup_part_ops.unwrap_or(params.setup_part_ops);
+            params.validate()?;
+            eprintln!(
+                "streaming the {rung} Tezos-like trace (seed {}, setup in about {} block(s), then {} regular blocks) into the store",
+                params.seed,
+                params.setup_parts_estimate(),
+                params.blocks
+            );
+            let expected = params.blocks + 1 + params.setup_parts_estimate();
+            let name = format!("generated tezos-like/v1 {rung}, seed {}", params.seed);
+            (Job::Generate(params), name, None, Some(expected))
+        }
         None => {
             let dir = tempfile::Builder::new().prefix("larch-trace-").tempdir().context("temporary dir")?;
             let path = dir.path().join("tezos-like.trace");
@@ -156,18 +191,17 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             );
             crate::interrupt::remove_on_interrupt(dir.path());
             let blocks = generate_in_child(&params, &path)?;
+            let job = open(&path)?;
             _trace_dir = Some(dir);
-            (path, None, Some(blocks))
+            (job, path.display().to_string(), None, Some(blocks))
         }
     };
-    // Read and decoded on a thread of its own: the replay thread only applies operations.
-    let source: BoxedSource = Box::new(larch_trace::format::prefetch(open_trace(&trace_path)?)?);
     let target = prepare_target(&args)?;
     if let Target::Store { path, created: true, .. } = &target {
         crate::interrupt::remove_on_interrupt(path);
     }
     let meta = RunMeta {
-        trace: trace_path.display().to_string(),
+        trace: trace_name,
         store: match &target {
             Target::Memory => "memory".to_string(),
             Target::Store { path, .. } => format!(
@@ -195,8 +229,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let outcome = match &target {
         Target::Memory => {
             let mut repo = MemoryRepo::new();
-            run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks)
-                .map(|(summary, last)| (summary, last, None))
+            run_replay(&mut repo, job, &options, &meta, stats_path.as_deref(), expected_blocks)
+                .map(|replayed| (replayed, None))
         }
         Target::Store { path, .. } => {
             let store_options = RepoOptions {
@@ -220,14 +254,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             let (outcome, repo) = if !args.no_pipeline {
                 let mut pipelined = PipelinedRepo::with_depth(repo, usize::from(args.pipeline_depth))
                     .with_context(|| format!("starting the commit thread of {}", path.display()))?;
-                let outcome = run_replay(
-                    &mut pipelined,
-                    source,
-                    &options,
-                    &meta,
-                    stats_path.as_deref(),
-                    expected_blocks,
-                );
+                let outcome =
+                    run_replay(&mut pipelined, job, &options, &meta, stats_path.as_deref(), expected_blocks);
                 // The replay's own error (e.g. the commit thread's, returned by the next call) comes
                 // first; the commit thread's last word only if the replay had none.
                 match pipelined.into_inner() {
@@ -239,20 +267,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 }
             } else {
                 let outcome =
-                    run_replay(&mut repo, source, &options, &meta, stats_path.as_deref(), expected_blocks);
+                    run_replay(&mut repo, job, &options, &meta, stats_path.as_deref(), expected_blocks);
                 (outcome, Some(repo))
             };
             match repo {
                 Some(repo) => {
-                    let outcome = outcome.map(|(summary, last)| (summary, last, repo.head()));
+                    let outcome = outcome.map(|replayed| (replayed, repo.head()));
                     let closed = repo.close().with_context(|| format!("closing store {}", path.display()));
                     outcome.and_then(|summary| closed.map(|()| summary))
                 }
-                None => outcome.map(|(summary, last)| (summary, last, None)),
+                None => outcome.map(|replayed| (replayed, None)),
             }
         }
     };
-    let (summary, last_commit, store_head) = match outcome {
+    let (Replayed { summary, setup, last: last_commit }, store_head) = match outcome {
         Ok(outcome) => {
             if let Target::Store { path, _temp: None, .. } = &target {
                 crate::interrupt::keep(path);
@@ -273,11 +301,21 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut value = serde_json::to_value(&summary)?;
         if let Some(object) = value.as_object_mut() {
+            if let Some((setup, report)) = &setup {
+                object.insert("setup".into(), serde_json::to_value(setup)?);
+                object.insert("setup_blocks".into(), report.setup_blocks.into());
+                object.insert("setup_values".into(), report.setup_values.into());
+                object.insert("setup_dirs".into(), report.setup_dirs.into());
+            }
             object.insert("last_commit".into(), last_commit.map(|hash| hash.to_string()).into());
             object.insert("store_head".into(), store_head.map(|hash| hash.to_string()).into());
         }
         emit_line(serde_json::to_string_pretty(&value)?)?;
     } else {
+        if let Some((setup, report)) = &setup {
+            emit_line(setup_line(setup, report))?;
+            emit_line("The regular blocks, measured from the end of the setup:")?;
+        }
         emit(&summary)?;
         match &target {
             Target::Store { path, _temp: None, .. } => emit_line(format_args!(
@@ -402,16 +440,52 @@ impl<R: ContextRepo> ContextRepo for LastCommit<'_, R> {
     }
 }
 
-/// Replays `source` into `repo`, with a progress bar and an optional stat file; returns the
-/// summary and the last commit made.
+/// What to replay.
+enum Job {
+    /// A trace file, read on a thread of its own.
+    Trace(BoxedSource),
+    /// A trace generated and streamed into the store as it is drawn.
+    Generate(GenParams),
+}
+
+/// What a replay produced.
+struct Replayed {
+    /// The summary (of the regular blocks, for a streamed trace).
+    summary: RunSummary,
+    /// For a streamed trace: the setup's summary and the generator's report.
+    setup: Option<(RunSummary, GenReport)>,
+    /// The last commit made.
+    last: Option<Hash>,
+}
+
+/// One line on a streamed setup: its size, time, memory and store.
+fn setup_line(setup: &RunSummary, report: &GenReport) -> String {
+    let mib = |bytes: Option<u64>| {
+        bytes.map_or_else(|| "?".to_string(), |b| format!("{:.0} MiB", b as f64 / 1048576.0))
+    };
+    format!(
+        "Setup: genesis and {} setup block(s), {} context ops; {} values and {} directories after it; \
+         {:.1} s wall, {} CPU; peak RSS {}; store {}",
+        report.setup_blocks,
+        setup.context_ops,
+        report.setup_values,
+        report.setup_dirs,
+        setup.wall_s,
+        setup.cpu_s.map_or_else(|| "?".to_string(), |cpu| format!("{cpu:.1} s")),
+        mib(setup.max_rss_bytes),
+        mib(setup.store_size_bytes),
+    )
+}
+
+/// Replays `job` into `repo`, with a progress bar and an optional stat file.
 fn run_replay<R: ContextRepo>(
     repo: &mut R,
-    mut source: BoxedSource,
+    job: Job,
     options: &ReplayOptions,
     meta: &RunMeta,
     stats_path: Option<&Path>,
     expected_blocks: Option<u64>,
-) -> anyhow::Result<(RunSummary, Option<Hash>)> {
+) -> anyhow::Result<Replayed> {
     let mut stats_file = match stats_path {
         Some(path) => {
             Some(BufWriter::new(File::create(path).with_context(|| format!("creating {}", path.display()))?))
@@ -420,22 +494,64 @@ fn run_replay<R: ContextRepo>(
     };
     let bar = blocks_bar("replay", expected_blocks);
     let mut repo = LastCommit { inner: repo, last: None };
-    let summary = larch_bench::replay(
-        &mut repo,
-        &mut source,
-        options,
-        meta,
-        stats_file.as_mut().map(|file| file as &mut dyn Write),
-        &mut |_| bar.inc(1),
-    );
-    bar.finish_and_clear();
-    let summary = summary.with_context(|| format!("replaying {}", meta.trace))?;
-    if let Some(offset) = source.truncated_tail() {
-        eprintln!(
-            "note: the trace ends inside a frame at offset {offset}; that frame was ignored, as Irmin does"
-        );
+    match job {
+        Job::Trace(mut source) => {
+            let summary = larch_bench::replay(
+                &mut repo,
+                &mut source,
+                options,
+                meta,
+                stats_file.as_mut().map(|file| file as &mut dyn Write),
+                &mut |_| bar.inc(1),
+            );
+            bar.finish_and_clear();
+            let summary = summary.with_context(|| format!("replaying {}", meta.trace))?;
+            if let Some(offset) = source.truncated_tail() {
+                eprintln!(
+                    "note: the trace ends inside a frame at offset {offset}; that frame was ignored, as Irmin does"
+                );
+            }
+            Ok(Replayed { summary, setup: None, last: repo.last })
+        }
+        Job::Generate(params) => {
+            let generator = Generator::new(params)?;
+            // Without a terminal (a log), a line now and then instead of the bar.
+            let plain = !std::io::stderr().is_terminal();
+            let started = std::time::Instant::now();
+            let mut progress = |kind: BlockKind, block: &larch_bench::stats::BlockStats| {
+                bar.inc(1);
+                if kind == BlockKind::SetupEnd {
+                    // Before the regular blocks' measurements start (their peak RSS included).
+                    crate::allocator::release_free_memory();
+                }
+                let due = match kind {
+                    BlockKind::Genesis => false,
+                    BlockKind::SetupPart => block.block.is_multiple_of(10),
+                    BlockKind::SetupEnd => true,
+                    BlockKind::Regular => block.block.is_multiple_of(100),
+                };
+                if plain && due {
+                    eprintln!(
+                        "{:>8.1} s  block {} ({kind:?}), RSS {} MiB",
+                        started.elapsed().as_secs_f64(),
+                        block.block,
+                        block.rss_bytes.unwrap_or(0) >> 20
+                    );
+                }
+            };
+            let run = larch_bench::replay_generated(
+                &mut repo,
+                generator,
+                options,
+                meta,
+                stats_file.as_mut().map(|file| file as &mut dyn Write),
+                &mut progress,
+            );
+            bar.finish_and_clear();
+            let run = run.with_context(|| format!("replaying {}", meta.trace))?;
+            Ok(Replayed { summary: run.regular, setup: Some((run.setup, run.report)), last: repo.last })
+        }
     }
-    Ok((summary, repo.last))
 }
 
 /// Writes `summary.txt`, `summary.json` and the charts into `dir`.

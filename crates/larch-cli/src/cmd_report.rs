@@ -1,8 +1,11 @@
-//! `larch report compare|plot`: runs side by side, and charts of runs.
+//! `larch report compare|plot|curve`: runs side by side, charts of runs, and the scale ladder's
+//! cost curve.
 
 use crate::output::{emit, emit_line};
 use anyhow::Context;
 use clap::Subcommand;
+use larch_bench::RunSummary;
+use larch_bench::stats::{CurvePoint, CurveTable, cost_curve_chart, render_svg};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -25,6 +28,19 @@ pub enum ReportCommand {
         #[arg(required = true, num_args = 1..)]
         runs: Vec<String>,
         /// Directory to write the charts into (created if absent).
+        #[arg(long, short, default_value = "larch-report")]
+        out: PathBuf,
+    },
+    /// The scale ladder's cost curve: print a Markdown table of the runs (ops/s, p99, largest
+    /// block, peak RSS, store bytes, read syscalls per block against the context's size) and
+    /// write `cost_curve.svg` (each figure as a ratio to the first run's). The runs are the
+    /// `--json` summaries of streamed replays (`larch replay --scale RUNG --json`), smallest
+    /// first; label one with `LABEL=FILE`.
+    Curve {
+        /// Summaries, the smallest rung first.
+        #[arg(required = true, num_args = 1..)]
+        runs: Vec<String>,
+        /// Directory to write the chart into (created if absent).
         #[arg(long, short, default_value = "larch-report")]
         out: PathBuf,
     },
@@ -61,6 +77,41 @@ pub fn run(command: ReportCommand) -> anyhow::Result<ExitCode> {
                 emit_line(path.display())?;
             }
         }
+        ReportCommand::Curve { runs, out } => {
+            let mut points = Vec::with_capacity(runs.len());
+            for arg in &runs {
+                let (label, path) = labelled(arg);
+                points.push(curve_point(label, &path)?);
+            }
+            emit_line(CurveTable(&points))?;
+            if let Some(chart) = cost_curve_chart(&points) {
+                std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+                let path = out.join("cost_curve.svg");
+                std::fs::write(&path, render_svg(&chart))
+                    .with_context(|| format!("writing {}", path.display()))?;
+                emit_line(path.display())?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One run of the cost curve: a `larch replay --json` summary of a streamed replay.
+fn curve_point(label: Option<String>, path: &Path) -> anyhow::Result<CurvePoint> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let count = |key: &str| {
+        value.get(key).and_then(serde_json::Value::as_u64).with_context(|| {
+            format!(
+                "{} has no {key}: not the summary of a streamed replay (larch replay --scale RUNG --json)",
+                path.display()
+            )
+        })
+    };
+    let (context_values, context_dirs) = (count("setup_values")?, count("setup_dirs")?);
+    let summary: RunSummary = serde_json::from_value(value)
+        .with_context(|| format!("reading the summary in {}", path.display()))?;
+    let label = label.unwrap_or_else(|| path.display().to_string());
+    Ok(CurvePoint { label, context_values, context_dirs, summary })
 }

@@ -4,7 +4,7 @@ use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use larch_bench::{GenParams, GenReport, Generator};
+use larch_bench::{GenParams, GenReport, Generator, Rung};
 use larch_trace::format::create_trace;
 use larch_trace::info::{InfoOptions, trace_info_with};
 use larch_trace::{TraceFormat, convert_file, open_trace};
@@ -47,43 +47,53 @@ pub enum TraceCommand {
     },
 }
 
-/// The generator's parameters on the command line (defaults of `docs/workload.md` §7).
+/// The generator's parameters on the command line (defaults of `docs/workload.md` §7, or of the
+/// rung of the scale ladder named by `--scale`).
 #[derive(Args, Debug, Clone)]
 pub struct GenArgs {
-    /// Regular blocks after genesis and the setup block.
+    /// The rung of the scale ladder: `1x` (the default context), `10x`, or `mainnet` (about 82 M
+    /// values and 30 M directories after the setup, docs/workload.md). The options below change
+    /// the rung's parameters.
+    #[arg(long, default_value = "1x")]
+    pub scale: Rung,
+    /// Regular blocks after genesis and the setup.
     #[arg(long, default_value_t = GenParams::default().blocks)]
     pub blocks: u64,
     /// Seed of every random choice.
     #[arg(long, default_value_t = GenParams::default().seed)]
     pub seed: u64,
-    /// Implicit accounts created by the setup block.
-    #[arg(long, default_value_t = GenParams::default().accounts)]
-    pub accounts: u64,
-    /// Mean context operations per regular block.
-    #[arg(long, default_value_t = GenParams::default().ops_per_block)]
-    pub ops_per_block: u64,
-    /// Blocks per cycle.
-    #[arg(long, default_value_t = GenParams::default().cycle_length)]
-    pub cycle_length: u64,
+    /// Implicit accounts created by the setup (default: the rung's; 20,000 at 1x).
+    #[arg(long)]
+    pub accounts: Option<u64>,
+    /// Mean context operations per regular block (default 2,000).
+    #[arg(long)]
+    pub ops_per_block: Option<u64>,
+    /// Blocks per cycle (default 256).
+    #[arg(long)]
+    pub cycle_length: Option<u64>,
+    /// Commit the setup in parts of about N operations (0: in one block, the 1x default; the
+    /// larger rungs' default is 262,144).
+    #[arg(long, value_name = "N")]
+    pub setup_part_ops: Option<u64>,
 }
 
 impl GenArgs {
     /// The generator parameters these arguments describe.
     pub fn params(&self) -> GenParams {
+        let rung = self.scale.params(self.seed, self.blocks);
         GenParams {
-            blocks: self.blocks,
-            seed: self.seed,
-            accounts: self.accounts,
-            ops_per_block: self.ops_per_block,
-            cycle_length: self.cycle_length,
-            ..GenParams::default()
+            accounts: self.accounts.unwrap_or(rung.accounts),
+            ops_per_block: self.ops_per_block.unwrap_or(rung.ops_per_block),
+            cycle_length: self.cycle_length.unwrap_or(rung.cycle_length),
+            setup_part_ops: self.setup_part_ops.unwrap_or(rung.setup_part_ops),
+            ..rung
         }
     }
 }
 
 /// Generates the trace of `params` into `path`, with a progress bar; returns the report.
 pub fn generate(params: GenParams, path: &Path, format: TraceFormat) -> anyhow::Result<GenReport> {
-    let metadata = vec![
+    let mut metadata = vec![
         ("generator".to_string(), "larch tezos-like".to_string()),
         ("seed".to_string(), params.seed.to_string()),
         ("blocks".to_string(), params.blocks.to_string()),
@@ -91,6 +101,17 @@ pub fn generate(params: GenParams, path: &Path, format: TraceFormat) -> anyhow::
         ("ops_per_block".to_string(), params.ops_per_block.to_string()),
         ("cycle_length".to_string(), params.cycle_length.to_string()),
     ];
+    // The ladder's parameters, when they differ from the defaults (1x traces stay as they were).
+    let extra = [
+        ("setup_part_ops", (params.setup_part_ops != 0).then_some(params.setup_part_ops)),
+        ("largest_map", params.largest_map),
+        ("delegates", params.delegates),
+    ];
+    for (key, value) in extra {
+        if let Some(value) = value {
+            metadata.push((key.to_string(), value.to_string()));
+        }
+    }
     let mut sink =
         create_trace(path, format, &metadata).with_context(|| format!("creating {}", path.display()))?;
     let generator = Generator::new(params)?;

@@ -25,16 +25,34 @@ pub(crate) struct Counts {
     pub(crate) max_block_ops: u64,
 }
 
-fn kind_index(kind: OpKind) -> usize {
+pub(crate) fn kind_index(kind: OpKind) -> usize {
     OpKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
 /// The sink the emitter writes to.
 pub(crate) type Sink<'a> = &'a mut dyn FnMut(Op) -> Result<(), GenError>;
 
+/// Gives the tree of a commit the sink has just made, when the sink has one that is cheaper to
+/// hold than the generator's own (a store's, loaded lazily): `None` keeps the generator's.
+pub(crate) type Reload<'a> = &'a mut dyn FnMut(&Hash, BlockKind) -> Result<Option<Tree>, GenError>;
+
+/// What a commit of the generator is (told to a streamed run's sink with the commit's hash).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Block 0.
+    Genesis,
+    /// A part of the setup that more parts follow.
+    SetupPart,
+    /// The last (or only) block of the setup: regular blocks follow.
+    SetupEnd,
+    /// A regular block.
+    Regular,
+}
+
 /// Runs and records operations on the current context.
 pub(crate) struct Emitter<'a> {
     sink: Sink<'a>,
+    reload: Option<Reload<'a>>,
     /// The tree of the current context.
     pub(crate) tree: Tree,
     ctx: ContextId,
@@ -48,9 +66,10 @@ pub(crate) struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     /// Starts at context 0, the empty tree (the genesis context of Irmin's replay).
-    pub(crate) fn new(sink: Sink<'a>) -> Emitter<'a> {
+    pub(crate) fn new(sink: Sink<'a>, reload: Option<Reload<'a>>) -> Emitter<'a> {
         Emitter {
             sink,
+            reload,
             tree: Tree::empty(),
             ctx: 0,
             next_ctx: 1,
@@ -191,5 +210,15 @@ impl<'a> Emitter<'a> {
         self.counts.max_block_ops = self.counts.max_block_ops.max(self.context_ops);
         let input = Scoped::Forget(self.ctx);
         (self.sink)(Op::Commit { hash, date, message, parents, input })
+    }
+
+    /// The tree of commit `hash`, just committed from the current context: the sink's (a store's)
+    /// when it gives one, else the current tree itself. The current tree is left empty.
+    pub(crate) fn committed_tree(&mut self, hash: &Hash, kind: BlockKind) -> Result<Tree, GenError> {
+        let own = std::mem::take(&mut self.tree);
+        match self.reload.as_mut() {
+            Some(reload) => Ok(reload(hash, kind)?.unwrap_or(own)),
+            None => Ok(own),
+        }
     }
 }

@@ -139,10 +139,15 @@ impl Model {
 
     /// `data/big_maps/index/<m>/contents/<64 hex>` for entry `i` of map `m`.
     pub(crate) fn entry_path(&self, m: u64, i: u64) -> Path {
+        data(&[b"big_maps", b"index", &dec(m), b"contents", &self.entry_key(m, i)])
+    }
+
+    /// The 64-hex key of entry `i` of map `m` (the last step of [`Model::entry_path`]).
+    pub(crate) fn entry_key(&self, m: u64, i: u64) -> Vec<u8> {
         let family = self.maps.get(m as usize).map_or(m, |info| info.family);
         let mut key = Vec::with_capacity(64);
         push_hex(&mut key, self.seed, MAP_ENTRY.wrapping_add(family << 8), i, 32);
-        data(&[b"big_maps", b"index", &dec(m), b"contents", &key])
+        key
     }
 
     /// `data/cycle/<c>`.

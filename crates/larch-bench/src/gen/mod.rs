@@ -6,7 +6,10 @@
 //! The generator runs its own operations on an in-memory [`larch_core::Tree`] to record real read
 //! results and commit hashes. It keeps only the current context, and the tree of the previous
 //! commit only while a coming reorganisation needs it, so its memory is the live state, not the
-//! history (about 230 MB for the default trace).
+//! history (about 230 MB for the default trace). [`Generator::run_streamed`] goes on from a
+//! store's lazily loaded tree after each commit instead: with the setup in parts
+//! ([`GenParams::setup_part_ops`]) its memory is a part and the store's cache, whatever the
+//! context's size (the scale ladder's large rungs, [`Rung`]).
 //!
 //! The trace, block by block (files of this module by concern):
 //! - block 0, `setup.rs`: the mainnet genesis operations, exactly; context 0 is the empty tree.
@@ -57,7 +60,8 @@ mod report;
 mod setup;
 
 pub use dist::{SIZE_BUCKETS, size_bucket};
-pub use params::GenParams;
+pub use emit::BlockKind;
+pub use params::{GenParams, MIN_SETUP_PART_OPS, ParamError, Rung};
 pub use report::GenReport;
 pub use setup::{GENESIS_DATE, GENESIS_PROTOCOL};
 
@@ -75,7 +79,7 @@ use larch_trace::op::{Op, Scoped};
 pub enum GenError {
     /// The parameters are out of range.
     #[error("invalid generator parameters: {0}")]
-    Params(String),
+    Params(#[from] ParamError),
     /// A tree operation failed (cannot happen on the in-memory tree, but is not hidden).
     #[error(transparent)]
     Tree(#[from] TreeError),
@@ -113,6 +117,44 @@ enum Plan {
     Reorg,
 }
 
+/// The setup's parts: commits a part once it holds `part_ops` operations.
+struct SetupParts {
+    /// Operations per part (0: no parts).
+    part_ops: u64,
+    /// Level of the last commit (genesis, then each part).
+    level: u64,
+    /// Its hash: the next part's parent.
+    parent: Hash,
+}
+
+impl SetupParts {
+    /// Commits the current context as the next setup part when it holds `part_ops` operations,
+    /// and checks the part out again (from the sink's store, if it gives its tree).
+    fn split(
+        &mut self,
+        out: &mut Emitter<'_>,
+        blocks: &mut u64,
+        progress: &mut dyn FnMut(u64, u64),
+        total: u64,
+    ) -> Result<(), GenError> {
+        if self.part_ops == 0 || out.context_ops < self.part_ops {
+            return Ok(());
+        }
+        let level = self.level + 1;
+        let info = CommitInfo::tezos(date(level), format!("lvl {level}, {} ops", out.context_ops));
+        let hash = commit_hash(&out.tree.hash(), &[self.parent], &info);
+        // The part is checked out next; its parent is never used again.
+        out.commit(Scoped::Keep(hash), info.date, info.message, vec![Scoped::Forget(self.parent)])?;
+        *blocks += 1;
+        progress(*blocks, total.max(*blocks + 1));
+        let tree = out.committed_tree(&hash, BlockKind::SetupPart)?;
+        out.checkout(Scoped::Keep(hash), tree)?;
+        self.level = level;
+        self.parent = hash;
+        Ok(())
+    }
+}
+
 /// Counters of the run, for the report.
 #[derive(Default)]
 struct Tally {
@@ -146,7 +188,29 @@ impl Generator {
         E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     {
         let mut wrapped = |op: Op| sink(op).map_err(|e| GenError::Sink(e.into()));
-        let mut out = Emitter::new(&mut wrapped);
+        let mut out = Emitter::new(&mut wrapped, None);
+        Run::new(&self.params).go(&mut out, progress)
+    }
+
+    /// As [`Generator::run`], into a sink that commits into a store: after each commit passed to
+    /// `sink`, `reload(hash, kind)` (`kind` tells a setup part, the end of the setup and regular
+    /// blocks apart) may give the tree of that commit as the store holds it (loaded
+    /// lazily), which the generator then goes on from instead of its own in-memory tree. With a
+    /// store's lazy trees and [`GenParams::setup_part_ops`], the generator's memory is bounded by
+    /// a setup part and the store's cache, not by the context's size; the operations and hashes
+    /// are the same as [`Generator::run`]'s (each tree has the same contents).
+    pub fn run_streamed<E>(
+        self,
+        sink: &mut dyn FnMut(Op) -> Result<(), E>,
+        reload: &mut ReloadFn<'_, E>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<GenReport, GenError>
+    where
+        E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    {
+        let mut wrapped = |op: Op| sink(op).map_err(|e| GenError::Sink(e.into()));
+        let mut reloaded = |hash: &Hash, kind| reload(hash, kind).map_err(|e| GenError::Sink(e.into()));
+        let mut out = Emitter::new(&mut wrapped, Some(&mut reloaded));
         Run::new(&self.params).go(&mut out, progress)
     }
 
@@ -164,6 +228,9 @@ impl Generator {
         Ok((ops, report))
     }
 }
+
+/// The callback of [`Generator::run_streamed`] that gives the tree of a commit just made.
+pub type ReloadFn<'a, E> = dyn FnMut(&Hash, BlockKind) -> Result<Option<Tree>, E> + 'a;
 
 /// The state of one run.
 struct Run<'p> {
@@ -187,7 +254,7 @@ impl<'p> Run<'p> {
     }
 
     fn total_blocks(&self) -> u64 {
-        self.params.blocks + 2
+        self.params.blocks + 1 + self.params.setup_parts_estimate()
     }
 
     /// Commits the current context of `out` at `level` with `parent`; the next block's plan decides
@@ -238,18 +305,29 @@ impl<'p> Run<'p> {
         let genesis = self.commit(out, 0, "Genesis".to_string(), None, Some(Plan::Normal))?;
         progress(self.tally.blocks, total);
 
-        let genesis_tree = std::mem::take(&mut out.tree);
+        let genesis_tree = out.committed_tree(&genesis, BlockKind::Genesis)?;
         out.checkout(Scoped::Keep(genesis), genesis_tree)?;
         let mut model = Model::new(self.params.seed);
-        setup::setup(out, &mut self.rng, &mut model, self.params)?;
+        let setup_dirs;
+        let mut parts = SetupParts { part_ops: self.params.setup_part_ops, level: 0, parent: genesis };
+        {
+            let tally = &mut self.tally;
+            let mut checkpoint =
+                |out: &mut Emitter<'_>| parts.split(out, &mut tally.blocks, &mut *progress, total);
+            setup_dirs = setup::setup(out, &mut self.rng, &mut model, self.params, &mut checkpoint)?;
+        }
+        // Every add of genesis and setup makes a new value but the setup's `data/version`.
+        let setup_values = out.counts.ops[emit::kind_index(larch_trace::op::OpKind::Add)].saturating_sub(1);
         // Plans are drawn two blocks ahead: a block's commit scopes its hash by the next plan, and a
         // block keeps its base only when the next block is a reorganisation that needs it again.
         let mut plan = self.draw_plan(0);
         let mut next = self.draw_plan(1);
-        let message = format!("lvl 1, {} ops", out.context_ops);
-        let hash = self.commit(out, 1, message, Some(genesis), plan)?;
+        let level = parts.level + 1;
+        let message = format!("lvl {level}, {} ops", out.context_ops);
+        let hash = self.commit(out, level, message, Some(parts.parent), plan)?;
         progress(self.tally.blocks, total);
-        let mut head = Committed { hash, level: 1, tree: std::mem::take(&mut out.tree), model };
+        let mut head =
+            Committed { hash, level, tree: out.committed_tree(&hash, BlockKind::SetupEnd)?, model };
         let mut parent: Option<Committed> = None;
 
         for index in 0..self.params.blocks {
@@ -286,11 +364,14 @@ impl<'p> Run<'p> {
             let message = format!("lvl {level}, {} ops", out.context_ops);
             let hash = self.commit(out, level, message, Some(base_hash), next)?;
             progress(self.tally.blocks, total);
-            head = Committed { hash, level, tree: std::mem::take(&mut out.tree), model };
+            head = Committed { hash, level, tree: out.committed_tree(&hash, BlockKind::Regular)?, model };
             plan = next;
             next = self.draw_plan(index + 2);
         }
         let parts = report::ReportParts {
+            setup_blocks: parts.level + 1,
+            setup_values,
+            setup_dirs,
             blocks: self.tally.blocks,
             final_level: head.level,
             abandoned: self.tally.abandoned,

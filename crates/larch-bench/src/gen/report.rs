@@ -16,6 +16,13 @@ pub struct GenReport {
     pub params: GenParams,
     /// Committed blocks, genesis and setup included.
     pub blocks: u64,
+    /// Blocks of the setup: 1, or its parts ([`GenParams::setup_part_ops`]); regular blocks start
+    /// at level `setup_blocks + 1`.
+    pub setup_blocks: u64,
+    /// Values (contents) of the context after the setup.
+    pub setup_values: u64,
+    /// Directories of the context after the setup.
+    pub setup_dirs: u64,
     /// Level of the last commit (lower than `blocks - 1` after reorganisations).
     pub final_level: u64,
     /// Extra contexts built and abandoned without a commit.
@@ -70,6 +77,9 @@ fn percent(part: u64, total: u64) -> f64 {
 /// Assembles the report.
 pub(crate) struct ReportParts {
     pub(crate) blocks: u64,
+    pub(crate) setup_blocks: u64,
+    pub(crate) setup_values: u64,
+    pub(crate) setup_dirs: u64,
     pub(crate) final_level: u64,
     pub(crate) abandoned: u64,
     pub(crate) reorgs: u64,
@@ -95,6 +105,9 @@ pub(crate) fn build(
     Ok(GenReport {
         params: params.clone(),
         blocks: parts.blocks,
+        setup_blocks: parts.setup_blocks,
+        setup_values: parts.setup_values,
+        setup_dirs: parts.setup_dirs,
         final_level: parts.final_level,
         abandoned: parts.abandoned,
         reorgs: parts.reorgs,
@@ -121,7 +134,10 @@ fn largest_dirs(tree: &Tree, model: &Model) -> Result<Vec<(String, u64)>, GenErr
         data(&[b"cycle"]),
         data(&[]),
     ];
-    for m in 0..model.maps.len() as u64 {
+    // The setup's maps by rank (the largest first, only the first ones can be among the largest
+    // directories), and every map created since (copies).
+    let ranks = model.setup_maps.min(256);
+    for m in (0..ranks).chain(model.setup_maps..model.maps.len() as u64) {
         candidates.push(child(&Model::map_path(m), b"contents"));
     }
     let mut sizes = Vec::new();
@@ -151,6 +167,11 @@ impl fmt::Display for GenReport {
             f,
             "blocks: {} committed (genesis and setup included), final level {}, {} abandoned contexts, {} reorganisations",
             self.blocks, self.final_level, self.abandoned, self.reorgs
+        )?;
+        writeln!(
+            f,
+            "setup: {} block(s), {} values and {} directories after it",
+            self.setup_blocks, self.setup_values, self.setup_dirs
         )?;
         writeln!(f, "cycles: {} boundaries, {} with a large burst", self.cycles, self.large_bursts)?;
         let total = self.total_ops();

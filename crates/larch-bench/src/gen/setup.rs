@@ -6,7 +6,12 @@ use super::dist::{Rng, ValueKind, value_size};
 use super::emit::Emitter;
 use super::keys::{Model, child, data};
 use super::params::GenParams;
+use larch_core::ocaml_hash::{INODE_BUCKETS, inode_index};
 use larch_trace::op::Path;
+
+/// Called by the setup between two of its items (an account, a contract, a big map entry…):
+/// commits a setup part when one is due ([`GenParams::setup_part_ops`]).
+pub(crate) type Checkpoint<'c> = &'c mut dyn FnMut(&mut Emitter<'_>) -> Result<(), GenError>;
 
 /// The mainnet genesis protocol hash (raw bytes of `Ps9mPmXaRzmzk35gbAYNCAw6UXdE2qoABTHbN2oEEc1qM7CwT9P`).
 pub const GENESIS_PROTOCOL: [u8; 32] = [
@@ -50,36 +55,103 @@ pub(crate) fn write_cycle(out: &mut Emitter<'_>, rng: &mut Rng, c: u64) -> Resul
 }
 
 /// The setup block's operations: accounts, contracts, big maps, delegates, cycles, singletons.
+/// `checkpoint` runs between items; with setup parts, the large directories are filled in
+/// inode-bucket order ([`bucket_order`]). Returns the number of directories after the setup.
 pub(crate) fn setup(
     out: &mut Emitter<'_>,
     rng: &mut Rng,
     model: &mut Model,
     params: &GenParams,
-) -> Result<(), GenError> {
+    checkpoint: Checkpoint<'_>,
+) -> Result<u64, GenError> {
     out.find(data(&[b"version"]))?;
     out.add(data(&[b"version"]), b"tezos-like/v1".to_vec())?;
     singletons(out, rng)?;
     model.delegates = params.delegates();
-    for i in 0..params.accounts {
-        implicit_account(out, rng, model, i)?;
+    let parts = params.setup_part_ops > 0;
+    if parts {
+        // The contract index in bucket order, implicit and originated accounts together.
+        let implicit = bucket_order(params.accounts, |i| model.implicit_id(i));
+        let originated = bucket_order(params.originated(), |j| model.originated_id(j));
+        for group in 0..BUCKET_GROUPS {
+            for i in implicit.of(group) {
+                implicit_account(out, rng, model, i)?;
+                checkpoint(out)?;
+            }
+            for j in originated.of(group) {
+                originated_contract(out, rng, model, j)?;
+                checkpoint(out)?;
+            }
+        }
+    } else {
+        for i in 0..params.accounts {
+            implicit_account(out, rng, model, i)?;
+        }
+        for j in 0..params.originated() {
+            originated_contract(out, rng, model, j)?;
+        }
     }
     model.implicit = params.accounts;
-    for j in 0..params.originated() {
-        originated_contract(out, rng, model, j)?;
-    }
     model.originated = params.originated();
-    big_maps(out, rng, model, params)?;
+    big_maps(out, rng, model, params, checkpoint)?;
     for k in 0..model.delegates {
         let pkh = model.pkh(Model::delegate_account(k));
         out.add(data(&[b"delegates", &pkh]), b"inited".to_vec())?;
         let stake = model.stake_path(k);
         out.add(child(&stake, b"staking_balance"), int(rng))?;
         out.add(child(&stake, b"frozen_deposits"), int(rng))?;
+        checkpoint(out)?;
     }
     for c in 0..=5 {
         write_cycle(out, rng, c)?;
     }
-    Ok(())
+    Ok(params.setup_directories())
+}
+
+/// The indices `0..n` sorted by the inode buckets of their names at depths 0 and 1 (a
+/// counting sort, stable): a directory filled in this order is filled one second-level subtree
+/// after another, so that a setup part rewrites only the few subtrees it fills. Four bytes per
+/// index while the setup fills the directory.
+pub(crate) struct BucketOrder {
+    /// First index of each group in `order` (groups `b0 * 32 + b1`), and the end.
+    starts: Vec<usize>,
+    order: Vec<u32>,
+}
+
+/// Groups of [`BucketOrder`]: buckets at depth 0 times buckets at depth 1.
+pub(crate) const BUCKET_GROUPS: usize = INODE_BUCKETS as usize * INODE_BUCKETS as usize;
+
+impl BucketOrder {
+    /// The indices of group `group`, in increasing order.
+    pub(crate) fn of(&self, group: usize) -> impl Iterator<Item = u64> + '_ {
+        let range =
+            self.starts.get(group).copied().unwrap_or(0)..self.starts.get(group + 1).copied().unwrap_or(0);
+        self.order.get(range).unwrap_or(&[]).iter().map(|&i| u64::from(i))
+    }
+}
+
+/// The bucket order of the names `name(0..n)` (`n` below 2^32, as `accounts` is).
+pub(crate) fn bucket_order(n: u64, name: impl Fn(u64) -> Vec<u8>) -> BucketOrder {
+    let group = |i: u64| {
+        let name = name(i);
+        usize::from(inode_index(0, &name)) * INODE_BUCKETS as usize + usize::from(inode_index(1, &name))
+    };
+    let groups: Vec<u16> = (0..n).map(|i| group(i) as u16).collect();
+    let mut starts = vec![0usize; BUCKET_GROUPS + 1];
+    for g in &groups {
+        starts[usize::from(*g) + 1] += 1;
+    }
+    for g in 0..BUCKET_GROUPS {
+        starts[g + 1] += starts[g];
+    }
+    let mut next = starts.clone();
+    let mut order = vec![0u32; groups.len()];
+    for (i, g) in groups.iter().enumerate() {
+        let slot = &mut next[usize::from(*g)];
+        order[*slot] = i as u32;
+        *slot += 1;
+    }
+    BucketOrder { starts, order }
 }
 
 fn singletons(out: &mut Emitter<'_>, rng: &mut Rng) -> Result<(), GenError> {
@@ -132,10 +204,11 @@ fn big_maps(
     rng: &mut Rng,
     model: &mut Model,
     params: &GenParams,
+    checkpoint: Checkpoint<'_>,
 ) -> Result<(), GenError> {
-    let largest = params.largest_map() as f64;
+    let parts = params.setup_part_ops > 0;
     for rank in 0..params.big_maps() {
-        let entries = (largest * libm::pow((rank + 1) as f64, -ZIPF_S)) as u64 + 1;
+        let entries = params.map_entries(rank);
         let m = model.new_map(entries);
         let base = Model::map_path(m);
         let key_type = rng_len(rng, 8, 40);
@@ -143,10 +216,23 @@ fn big_maps(
         let value_type = rng_len(rng, 8, 80);
         out.add(child(&base, b"value_type"), rng.bytes(value_type))?;
         out.add(child(&base, b"total_bytes"), int(rng))?;
-        for i in 0..entries {
+        let mut entry = |out: &mut Emitter<'_>, rng: &mut Rng, i: u64| -> Result<(), GenError> {
             let entry = model.entry_path(m, i);
             out.add(child(&entry, b"data"), big_map_value(rng))?;
             out.add(child(&entry, b"len"), int(rng))?;
+            checkpoint(out)
+        };
+        if parts && entries > u64::from(INODE_BUCKETS) {
+            let order = bucket_order(entries, |i| model.entry_key(m, i));
+            for group in 0..BUCKET_GROUPS {
+                for i in order.of(group) {
+                    entry(out, rng, i)?;
+                }
+            }
+        } else {
+            for i in 0..entries {
+                entry(out, rng, i)?;
+            }
         }
     }
     model.setup_maps = params.big_maps();

@@ -154,6 +154,9 @@ pub enum ReplayError {
     /// Writing the stat file failed.
     #[error("writing the stat file: {0}")]
     StatsOutput(#[source] std::io::Error),
+    /// The generator of a streamed replay failed ([`crate::replay::replay_generated`]).
+    #[error("generating the trace: {0}")]
+    Generator(#[source] Box<crate::GenError>),
 }
 
 impl ReplayError {
@@ -170,7 +173,8 @@ impl ReplayError {
             ReplayError::Trace { .. }
             | ReplayError::Gc { .. }
             | ReplayError::Durability { .. }
-            | ReplayError::StatsOutput(_) => None,
+            | ReplayError::StatsOutput(_)
+            | ReplayError::Generator(_) => None,
         }
     }
 }

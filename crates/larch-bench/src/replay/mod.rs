@@ -11,8 +11,10 @@
 
 mod error;
 mod exec;
+mod generated;
 
 pub use error::{OpLocation, ReplayError, display_path};
+pub use generated::{GeneratedRun, replay_generated};
 
 use crate::stats::probe::{IoCounters, ProcessSample, format_utc, hostname};
 use crate::stats::record::BlockGc;
@@ -170,6 +172,8 @@ pub struct Replayer<'r, R: ContextRepo> {
     /// Where the last commit made with an expected hash is in the trace (block, op index): a
     /// store that checks the hash beside the replay reports a difference at a later call.
     last_expected_commit: Option<(u64, u64)>,
+    /// The hash of the last commit this replay made.
+    last_commit: Option<Hash>,
 }
 
 /// The replay's error for `source`, a store error: the hash mismatch of the commit at `at` (block
@@ -220,6 +224,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             gc_pending: BlockGc::default(),
             gc_deferred: None,
             last_expected_commit: None,
+            last_commit: None,
         }
     }
 
@@ -260,6 +265,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         self.op_index += 1;
         match result? {
             Some(commit) => {
+                self.last_commit = Some(commit);
                 let stats = self.close_block(commit, elapsed.as_secs_f64());
                 self.collect_garbage(commit)?;
                 Ok(Some(stats))
@@ -327,6 +333,55 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         }
         self.gc_pending.started |= self.repo.gc_start(&target).map_err(gc_error)?;
         Ok(())
+    }
+
+    /// The hash of the last commit this replay made.
+    pub fn last_commit(&self) -> Option<Hash> {
+        self.last_commit
+    }
+
+    /// The tree of commit `real` (a hash this replay produced), as the repository checks it out:
+    /// for a store, loaded lazily. Not an operation of the trace: it is not timed or counted.
+    pub fn checkout_tree(&mut self, real: &Hash) -> Result<Tree, ReplayError> {
+        let (block, op_index) = (self.blocks, self.op_index);
+        let commit_at = self.last_expected_commit;
+        self.repo.checkout(real).map_err(|source| {
+            store_error::<R>(commit_at, source, |source| ReplayError::Store {
+                at: Box::new(OpLocation {
+                    block,
+                    op_index,
+                    kind: OpKind::Checkout,
+                    description: format!("checkout {real} for the generator"),
+                }),
+                source,
+            })
+        })
+    }
+
+    /// Starts a new phase of the measurements (the regular blocks after a streamed setup): the
+    /// run's clocks, its initial sample (memory, store counters) and the process's peak RSS
+    /// start again from now; block numbers go on. Returns the phase's stat file header.
+    pub fn restart_measurements(&mut self, meta: &RunMeta) -> StatHeader {
+        crate::stats::probe::reset_peak_rss();
+        let sample = ProcessSample::now();
+        self.initial = InitialSample {
+            rss_bytes: sample.rss_bytes,
+            max_rss_bytes: sample.max_rss_bytes,
+            backend: self.repo.stats(),
+        };
+        self.start_unix_s =
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let first_op = self.meter.first_op;
+        let (ops, counts, nanos, reads) =
+            (self.meter.ops, self.meter.counts, self.meter.nanos, self.meter.reads_checked);
+        self.meter = BlockMeter::new(&sample);
+        // Operations of the open block (none between blocks) stay in it.
+        self.meter.first_op = first_op;
+        self.meter.ops = ops;
+        self.meter.counts = counts;
+        self.meter.nanos = nanos;
+        self.meter.reads_checked = reads;
+        self.header(meta)
     }
 
     /// Whether `max_blocks` blocks have been replayed.

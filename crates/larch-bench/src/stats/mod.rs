@@ -3,6 +3,7 @@
 //! `docs/stats-format.md`.
 
 pub mod compare;
+pub mod curve;
 pub mod distribution;
 pub mod fmt;
 pub mod gc;
@@ -14,6 +15,7 @@ pub mod summary;
 pub use compare::{
     Comparison, ComparisonRow, LoadedRun, SetupRow, Unit, compare, compare_stat_files, load_run,
 };
+pub use curve::{CurvePoint, CurveTable, cost_curve_chart};
 pub use gc::GcRunSummary;
 pub use plot::{Chart, Series, YUnit, charts, plot_stat_files, render_svg, write_charts};
 pub use probe::{IoCounters, ProcessSample, dir_bytes};

@@ -85,7 +85,8 @@ impl IoCounters {
 pub struct ProcessSample {
     /// User + system CPU time of the process (all threads), in seconds.
     pub cpu_s: Option<f64>,
-    /// Peak resident set size so far, in bytes (`ru_maxrss`).
+    /// Peak resident set size so far, in bytes (`VmHWM` of `/proc/self/status`, which
+    /// [`reset_peak_rss`] resets, else `ru_maxrss`).
     pub max_rss_bytes: Option<u64>,
     /// Current resident set size, in bytes.
     pub rss_bytes: Option<u64>,
@@ -105,7 +106,7 @@ impl ProcessSample {
         };
         ProcessSample {
             cpu_s,
-            max_rss_bytes,
+            max_rss_bytes: peak_rss_bytes().or(max_rss_bytes),
             rss_bytes: current_rss_bytes(),
             io: IoCounters::current(),
             page_faults,
@@ -151,6 +152,21 @@ fn rusage() -> Option<Usage> {
 }
 
 /// Current RSS in bytes, from the second field of `/proc/self/statm` (in pages).
+/// The peak resident set size (`VmHWM`), in bytes.
+fn peak_rss_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Resets the process's peak resident set size to its current one (`5` written to
+/// `/proc/self/clear_refs`), so that later samples' `max_rss_bytes` is the peak of what follows
+/// (a streamed replay's regular blocks after its setup). Whether it could.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", b"5").is_ok()
+}
+
 fn current_rss_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;

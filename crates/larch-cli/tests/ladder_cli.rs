@@ -1,0 +1,56 @@
+//! The scale ladder on the command line (issue 40): a streamed replay ends on the commit the
+//! trace generator reports for the same parameters, its summary feeds `larch report curve`, and
+//! bad ladder arguments are clear errors.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+use common::{larch, path_str, text};
+
+#[test]
+fn a_streamed_replay_ends_on_the_generators_commit_and_plots_its_cost_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trace");
+    let args = ["--blocks", "6", "--seed", "3", "--setup-part-ops", "60000"];
+    let generated = larch(&[&["trace", "gen", "--out", path_str(&trace)][..], &args[..]].concat());
+    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    let report = text(&generated.stdout);
+    let final_commit =
+        report.lines().find_map(|line| line.strip_prefix("final commit: ")).unwrap().to_string();
+    assert!(report.contains("setup: 6 block(s)"), "{report}");
+
+    let store = dir.path().join("store");
+    let streamed =
+        larch(&[&["replay", "--generate", "--json", "--store", path_str(&store)][..], &args[..]].concat());
+    assert!(streamed.status.success(), "{}", text(&streamed.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&streamed.stdout).unwrap();
+    assert_eq!(summary["last_commit"].as_str(), Some(final_commit.as_str()));
+    assert_eq!(summary["store_head"].as_str(), Some(final_commit.as_str()));
+    assert_eq!(summary["setup_blocks"].as_u64(), Some(6));
+    assert_eq!(summary["blocks"].as_u64(), Some(6), "the regular blocks' summary");
+    assert_eq!(summary["setup"]["blocks"].as_u64(), Some(7), "genesis and the setup");
+    assert!(summary["setup_values"].as_u64().unwrap() > 300_000);
+
+    let json = dir.path().join("run.json");
+    std::fs::write(&json, &streamed.stdout).unwrap();
+    let out = dir.path().join("report");
+    let curve = larch(&["report", "curve", &format!("small={}", path_str(&json)), "-o", path_str(&out)]);
+    assert!(curve.status.success(), "{}", text(&curve.stderr));
+    let table = text(&curve.stdout);
+    assert!(table.lines().any(|line| line.starts_with("| small | ")), "{table}");
+    let svg = std::fs::read_to_string(out.join("cost_curve.svg")).unwrap();
+    assert!(svg.contains("context ops/s, CPU"), "{svg}");
+}
+
+#[test]
+fn bad_ladder_arguments_are_clear_errors() {
+    let unknown = larch(&["replay", "--scale", "100x"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("expected 1x, 10x or mainnet"), "{}", text(&unknown.stderr));
+    let tiny = larch(&["replay", "--generate", "--setup-part-ops", "10", "--in-memory"]);
+    assert_eq!(tiny.status.code(), Some(2));
+    assert!(text(&tiny.stderr).contains("setup-part-ops must be 0"), "{}", text(&tiny.stderr));
+    let both = larch(&["replay", "some.trace", "--scale", "10x"]);
+    assert_eq!(both.status.code(), Some(2));
+    let not_streamed = larch(&["report", "curve", "/dev/null"]);
+    assert_eq!(not_streamed.status.code(), Some(2));
+}
