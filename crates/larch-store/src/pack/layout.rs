@@ -565,10 +565,10 @@ impl Layout {
     /// so that the descriptors of the unlinked copies, and the disk space behind them, are
     /// released. Chunks move from the bottom up, so the moved ones are a prefix of the layout's
     /// chunks: a binary search with `open` in the upper directory finds its end (a few `open`s),
-    /// then the walk down from there reopens each chunk whose file is no longer the one its name
-    /// points to ([`Storage::check_identity`]) and stops at the first that still is (reopened
-    /// earlier, or opened from the lower directory). Returns the number of chunks reopened (0 on a
-    /// directory without a lower layer).
+    /// then each of them whose descriptor is open (at most the pool's capacity) and no longer the
+    /// file its name points to ([`Storage::check_identity`]) is reopened; a closed one is opened
+    /// from wherever its name points when next read. Returns the number of chunks reopened (0 on
+    /// a directory without a lower layer).
     pub fn release_moved(&self) -> Result<usize> {
         let Some((upper, _)) = self.dir.layers() else { return Ok(0) };
         let (head, _) = self.head();
