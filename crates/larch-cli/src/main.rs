@@ -22,6 +22,7 @@ mod cmd_stats;
 mod cmd_trace;
 mod inspect;
 mod interrupt;
+mod limits;
 mod output;
 mod progress;
 mod size;
@@ -92,6 +93,7 @@ enum Command {
 
 fn main() -> ExitCode {
     allocator::tune();
+    limits::raise_open_files();
     let cli = Cli::parse_from(join_sync_every(std::env::args_os()));
     inspect::set_lower(cli.lower);
     let result = match cli.command {

@@ -82,6 +82,19 @@ pub enum StoreError {
         /// Where it was looked for.
         detail: String,
     },
+    /// A chunk file the layout knows could not be opened again after its descriptor was closed
+    /// (the bounded set of open files, `RepoOptions::open_files`): e.g. `EMFILE` when the process
+    /// is out of descriptors.
+    #[error("{op} of {name} failed: {source}")]
+    OpenFile {
+        /// The file's name.
+        name: String,
+        /// What was being done ("reopen", "read header").
+        op: &'static str,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The directory holds no store.
     #[error("{} is not a larch store: {reason}", path.display())]
     NotAStore {

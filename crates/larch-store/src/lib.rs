@@ -62,8 +62,8 @@ pub use gc::policy::{GcOptions, GcPolicy};
 pub use gc::report::{GcPhase, GcProgress, GcReport};
 pub use io::staging::{build_dir, remove_stale_builds};
 pub use options::{
-    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, RepoOptions, StoreStats, SyncPolicy,
-    SyncPolicyParseError,
+    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_OPEN_FILES, RepoOptions, StoreStats,
+    SyncPolicy, SyncPolicyParseError,
 };
 pub use recovery::plan::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};
 pub use repo::bulk::{BulkTarget, BulkWriter};

@@ -116,7 +116,17 @@ pub struct RepoOptions {
     /// store directory, else here. A store whose chunks have moved (its control slot carries the
     /// archive flag) cannot be opened without it ([`crate::StoreError::NeedsLower`]).
     pub lower: Option<std::path::PathBuf>,
+    /// The most sealed chunk files this handle keeps open at once ([`DEFAULT_OPEN_FILES`]). Chunk
+    /// files are opened when first read and closed again least recently used first, so a handle
+    /// needs this many descriptors (plus the writer's head, `control`, `commits`, the lock and at
+    /// most 8 GC segments) whatever the store's size (`docs/store.md` *Descriptors*).
+    pub open_files: usize,
 }
+
+/// Default of [`RepoOptions::open_files`]: 128 chunk files (2 GiB of 16 MiB chunks), so that a
+/// writer, a reader and a server in one process stay far below the common limit of 1,024
+/// descriptors.
+pub const DEFAULT_OPEN_FILES: usize = 128;
 
 /// Default of [`RepoOptions::chunk_bytes`]: 16 MiB (`docs/gc-design.md` §3.2).
 pub const DEFAULT_CHUNK_BYTES: u64 = 16 << 20;
@@ -132,6 +142,7 @@ impl Default for RepoOptions {
             verify_on_load: false,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             lower: None,
+            open_files: DEFAULT_OPEN_FILES,
         }
     }
 }
@@ -142,6 +153,11 @@ impl Default for RepoOptions {
 pub struct StoreStats {
     /// Chunk files of the pack's layout.
     pub chunk_files: u64,
+    /// Sealed chunk files this handle holds open now (at most [`RepoOptions::open_files`], plus
+    /// one per thread opening one at that moment).
+    pub chunk_files_open: u64,
+    /// Chunk files opened so far (first opens and reopens after their descriptor was closed).
+    pub chunk_file_opens: u64,
     /// Chunks this handle rolled to.
     pub chunk_rolls: u64,
     /// Object loads served by the cache.

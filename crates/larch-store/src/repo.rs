@@ -476,6 +476,8 @@ impl Repo {
             index_bytes: self.state.index_end,
             commit_count: self.commits.len() as u64,
             chunk_files: self.source.reader.layout().chunk_count() as u64,
+            chunk_files_open: self.source.reader.layout().pool().entries() as u64,
+            chunk_file_opens: self.source.reader.layout().pool().opens(),
             ..self.stats
         }
     }

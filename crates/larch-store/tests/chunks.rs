@@ -335,3 +335,63 @@ fn the_fault_directory_loses_unsynced_creations_and_removals() {
     assert!(has(&controller.restart(Survival::Durable), "control"));
     assert!(has(&controller.restart(Survival::Durable), "commits"));
 }
+
+/// Sealed chunks are opened lazily behind a pool of `open_files` descriptors (issue 39 item 11):
+/// with a pool of 2 and about 40 chunks, every commit read back at random from four threads of a
+/// reader (pread, and through memory maps) and of the writer matches the model while files are
+/// evicted and reopened all the time, across the writer's rolls and the reader's reloads.
+/// Randomized: the seed is printed.
+#[test]
+fn random_reads_through_a_pool_of_two_files_match_the_model() {
+    use rand::Rng;
+    let dir = tempfile::tempdir().unwrap();
+    let small = RepoOptions { open_files: 2, cache_bytes: 64 << 10, ..options(4096) };
+    let mut repo = Repo::open_with(dir.path(), small.clone()).unwrap();
+    let mut commits = commit_blocks(&mut repo, 40, "pool_of_two");
+    let (mut rng, seed) = seeded_rng("pool_of_two_reads", 23);
+    for mmap in [false, true] {
+        let mut reader =
+            Repo::open_read_only_options(dir.path(), RepoOptions { mmap, ..small.clone() }).unwrap();
+        let stats = reader.stats();
+        assert!(stats.chunk_files >= 20, "seed {seed}: {stats:?}");
+        assert!(stats.chunk_files_open <= 2, "seed {seed}: {stats:?}");
+        let seeds: Vec<u64> = (0..4).map(|_| rng.random()).collect();
+        let (reader_ref, commits_ref) = (&reader, &commits);
+        std::thread::scope(|scope| {
+            for thread_seed in seeds {
+                scope.spawn(move || {
+                    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(thread_seed);
+                    for _ in 0..40 {
+                        let (hash, model) = &commits_ref[rng.random_range(0..commits_ref.len())];
+                        let tree = reader_ref.checkout(hash).unwrap();
+                        assert_eq!(contents_of(&tree), model.values, "seed {seed}, mmap {mmap}");
+                    }
+                });
+            }
+        });
+        let stats = reader.stats();
+        assert!(stats.chunk_files_open <= 2 + 4, "seed {seed}: {stats:?}");
+        assert!(stats.chunk_file_opens > stats.chunk_files, "seed {seed}: nothing reopened: {stats:?}");
+        // The writer rolls on; the reader follows and reads old and new commits alike.
+        let mut tree = repo.checkout(&commits.last().unwrap().0).unwrap();
+        let mut model = commits.last().unwrap().1.clone();
+        for block in 0..10 {
+            for _ in 0..30 {
+                random_op(&mut rng, &mut tree, &mut model);
+            }
+            let parent = commits.last().unwrap().0;
+            let hash = repo.commit(&tree, &[parent], info(100 + block)).unwrap();
+            commits.push((hash, model.clone()));
+        }
+        assert!(reader.reload().unwrap());
+        for _ in 0..30 {
+            let (hash, model) = &commits[rng.random_range(0..commits.len())];
+            assert_eq!(contents_of(&reader.checkout(hash).unwrap()), model.values, "seed {seed}");
+            let (hash, model) = &commits[rng.random_range(0..commits.len())];
+            assert_eq!(contents_of(&repo.checkout(hash).unwrap()), model.values, "seed {seed}");
+        }
+        assert!(repo.stats().chunk_files_open <= 2, "seed {seed}: {:?}", repo.stats());
+    }
+    repo.close().unwrap();
+    assert!(Repo::open_read_only_options(dir.path(), small).unwrap().fsck().is_clean());
+}

@@ -46,8 +46,9 @@ fn end_of(offset: u64, len: usize) -> io::Result<u64> {
     offset.checked_add(len as u64).ok_or_else(eof)
 }
 
-/// The memory map of a [`FileStorage`] is reserved in steps of this many bytes, so a growing file
-/// is remapped once per step, not after every commit.
+/// The memory map of a [`FileStorage`] open for writing is reserved in steps of this many bytes,
+/// so a growing file is remapped once per step, not after every commit. A read-only file is mapped
+/// at its length.
 pub const MAP_STEP: u64 = 1 << 30;
 
 /// Every time the file has grown by this many bytes, the pages of the map are released from the
@@ -65,8 +66,9 @@ struct Mapping {
 }
 
 /// An append-mostly file, written with positioned writes and read either with positioned reads
-/// (`pread`, the default) or through a shared memory map (reserved beyond the file's end in
-/// [`MAP_STEP`]s, remapped when the file outgrows it, pages released every [`RELEASE_STEP`]).
+/// (`pread`, the default) or through a shared memory map (when open for writing, reserved beyond
+/// the file's end in [`MAP_STEP`]s; read-only, at the file's length; remapped when the file
+/// outgrows it, pages released every [`RELEASE_STEP`]).
 ///
 /// Why `pread` by default: the pack is read one record (~60 B to a few KB) at a time, on cache
 /// misses only. Measured on the Tezos-shaped benchmark (docs/benchmarks.md), both give the same
@@ -136,7 +138,12 @@ impl FileStorage {
             }
             return Ok(mapping.map.clone());
         }
-        let reserve = file_len.div_ceil(MAP_STEP).max(1) * MAP_STEP;
+        // A file open for writing (the writer's head chunk: one per handle) is mapped in steps
+        // of MAP_STEP, so that it is not remapped after every commit; a read-only one (a sealed
+        // chunk, or a reader's head, remapped when a read reaches past the map) at its length:
+        // no address space is reserved per chunk file.
+        let reserve =
+            if self.writable { file_len.div_ceil(MAP_STEP).max(1) * MAP_STEP } else { file_len.max(1) };
         let reserve = usize::try_from(reserve).map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
         // SAFETY: the map is shared and read-only. It may extend past the end of the file, but it
         // is only read below `file_len`, a length the file had (reads check `end <= file_len`

@@ -16,6 +16,7 @@ use crate::format::names::{
     CHUNK_HEADER_LEN, LEGACY_PACK, chunk_name, decode_chunk_header, encode_chunk_header, parse_chunk_name,
 };
 use crate::io::storage::{Directory, Storage};
+use crate::pack::handles::{ChunkFile, FilePool};
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -34,8 +35,8 @@ pub struct ChunkExtent {
     pub data_at: u64,
     /// Whether it is a format-2 `pack` (never written by format 3).
     pub legacy: bool,
-    /// The file.
-    pub file: Arc<dyn Storage>,
+    /// The file, opened lazily behind the layout's [`FilePool`] (the writer's head: pinned open).
+    pub file: Arc<ChunkFile>,
 }
 
 impl ChunkExtent {
@@ -65,11 +66,11 @@ impl Extent {
     }
 
     /// The file and position of global offset `global` (at or above [`Extent::start`]).
-    pub fn resolve(&self, global: u64) -> Result<(&Arc<dyn Storage>, u64)> {
+    pub fn resolve(&self, global: u64) -> Result<(Arc<dyn Storage>, u64)> {
         match self {
-            Extent::Chunk(chunk) => Ok((&chunk.file, chunk.data_at + (global - chunk.start))),
+            Extent::Chunk(chunk) => Ok((chunk.file.clone(), chunk.data_at + (global - chunk.start))),
             Extent::Segment(segment) => {
-                Ok((segment.segment.storage(), segment.segment.locate(global)?.position))
+                Ok((segment.segment.storage().clone(), segment.segment.locate(global)?.position))
             }
         }
     }
@@ -101,10 +102,53 @@ pub struct Layout {
     /// Sorted by start; never empty; the last is the head chunk.
     extents: RwLock<Vec<Extent>>,
     pending: Mutex<Pending>,
+    /// The open sealed chunk files, bounded (shared with snapshots and reloads of this layout).
+    pool: Arc<FilePool>,
+}
+
+/// A chunk file just opened and its header checked: what the layout learns of it.
+#[derive(Clone, Debug)]
+pub(crate) struct Probe {
+    seq: u32,
+    start: u64,
+    data_at: u64,
+    legacy: bool,
+    /// The file's length when opened.
+    len: u64,
+}
+
+impl Probe {
+    /// Whether this chunk may follow `last` in a layout discovered from the files alone: it starts
+    /// inside or at the end of what `last`'s file holds.
+    fn follows(&self, last: &Probe) -> bool {
+        self.start >= last.start && self.start <= last.start + last.len.saturating_sub(last.data_at)
+    }
+
+    fn name(&self) -> String {
+        if self.legacy { LEGACY_PACK.to_string() } else { chunk_name(self.seq) }
+    }
+
+    /// The chunk of a layout over `file`, pinned open (`pin`: the writer's head) or in `pool`.
+    fn into_extent(
+        self,
+        dir: &Arc<dyn Directory>,
+        pool: &Arc<FilePool>,
+        file: Arc<dyn Storage>,
+        pin: bool,
+    ) -> ChunkExtent {
+        let identity = (self.seq, self.start, self.legacy);
+        ChunkExtent {
+            seq: self.seq,
+            start: self.start,
+            data_at: self.data_at,
+            legacy: self.legacy,
+            file: ChunkFile::new(dir.clone(), pool.clone(), identity, file, pin),
+        }
+    }
 }
 
 /// Opens chunk `seq` (seq 0: `chunk.000000`, else a format-2 `pack`) and checks its header.
-fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExtent> {
+pub(crate) fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<(Probe, Arc<dyn Storage>)> {
     let name = chunk_name(seq);
     // The directory's message names where it looked (both layers in archive mode).
     let missing = |name: &str, e: &io::Error| StoreError::MissingFile {
@@ -119,13 +163,10 @@ fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExte
                 let mut header = [0u8; PACK_HEADER_LEN as usize];
                 file.read_at(0, &mut header).map_err(|e| io_error(0, "read", e))?;
                 crate::format::names::check_pack_header(&header)?;
-                return Ok(ChunkExtent {
-                    seq: 0,
-                    start: PACK_HEADER_LEN,
-                    data_at: PACK_HEADER_LEN,
-                    legacy: true,
-                    file,
-                });
+                let len = file.len().map_err(|e| io_error(0, "stat", e))?;
+                let probe =
+                    Probe { seq: 0, start: PACK_HEADER_LEN, data_at: PACK_HEADER_LEN, legacy: true, len };
+                return Ok((probe, file));
             }
             Err(legacy) if legacy.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
             Err(e) => return Err(io_error(0, "open", e)),
@@ -144,7 +185,8 @@ fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Result<ChunkExte
     if found != seq {
         return Err(StoreError::corrupt(FileKind::Pack, 16, format!("{name}: header says chunk {found}")));
     }
-    Ok(ChunkExtent { seq, start, data_at: CHUNK_HEADER_LEN, legacy: false, file: opened })
+    let len = opened.len().map_err(|e| io_error(0, "stat", e))?;
+    Ok((Probe { seq, start, data_at: CHUNK_HEADER_LEN, legacy: false, len }, opened))
 }
 
 fn io_error(offset: u64, op: &'static str, e: io::Error) -> StoreError {
@@ -153,7 +195,7 @@ fn io_error(offset: u64, op: &'static str, e: io::Error) -> StoreError {
 
 /// Checks that `chunks` (increasing seq) continue one another and that each file holds its range;
 /// the last one must hold up to `end`.
-fn check_chunks(chunks: &[ChunkExtent], end: u64) -> Result<()> {
+fn check_chunks(chunks: &[Probe], end: u64) -> Result<()> {
     for (i, chunk) in chunks.iter().enumerate() {
         let range_end = chunks.get(i + 1).map_or(end, |next| next.start);
         if let Some(next) = chunks.get(i + 1)
@@ -179,7 +221,7 @@ fn check_chunks(chunks: &[ChunkExtent], end: u64) -> Result<()> {
             ));
         }
         let needed = chunk.data_at + (range_end - chunk.start);
-        let len = chunk.file.len().map_err(|e| io_error(0, "stat", e))?;
+        let len = chunk.len;
         if len < needed {
             return Err(StoreError::corrupt(
                 FileKind::Pack,
@@ -203,12 +245,16 @@ impl Layout {
 
     /// Opens the chunks `first..=head` of a published state whose head starts at `head_start` and
     /// whose pack ends at `end`, checking their headers, their contiguity and their lengths.
+    ///
+    /// Every chunk is opened once (its header says where it starts); the sealed ones enter `pool`,
+    /// which keeps the newest of them open, the writer's head is pinned open.
     pub fn open(
         dir: Arc<dyn Directory>,
         (first, head): (u32, u32),
         head_start: u64,
         end: u64,
         writable: bool,
+        pool: Arc<FilePool>,
     ) -> Result<Layout> {
         if first > head {
             return Err(StoreError::corrupt(
@@ -218,8 +264,12 @@ impl Layout {
             ));
         }
         let mut chunks = Vec::new();
+        let mut extents = Vec::new();
         for seq in first..=head {
-            chunks.push(open_chunk(&*dir, seq, writable && seq == head)?);
+            let pin = writable && seq == head;
+            let (probe, file) = open_chunk(&*dir, seq, pin)?;
+            chunks.push(probe.clone());
+            extents.push(Extent::Chunk(probe.into_extent(&dir, &pool, file, pin)));
         }
         if chunks.first().is_some_and(|chunk| chunk.start != PACK_HEADER_LEN) && first == 0 {
             return Err(StoreError::corrupt(FileKind::Pack, 24, "the first chunk does not start at 16"));
@@ -235,8 +285,9 @@ impl Layout {
         Ok(Layout {
             dir,
             writable,
-            extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
+            extents: RwLock::new(extents),
             pending: Mutex::new(Pending { from: head, dir: false }),
+            pool,
         })
     }
 
@@ -247,25 +298,22 @@ impl Layout {
         let names = dir.list().map_err(|e| io_error(0, "list", e))?;
         let mut seqs: Vec<u32> = names.iter().filter_map(|name| parse_chunk_name(name)).collect();
         seqs.sort_unstable();
-        let mut chunks = vec![open_chunk(&*dir, 0, false)?];
+        let pool = FilePool::new(crate::options::DEFAULT_OPEN_FILES);
+        let (first, file) = open_chunk(&*dir, 0, false)?;
+        let mut last = first.clone();
+        let mut extents = vec![Extent::Chunk(first.into_extent(&dir, &pool, file, false))];
         for seq in seqs.into_iter().filter(|seq| *seq > 0) {
-            let Some(last) = chunks.last() else { break };
             if seq != last.seq + 1 {
                 break;
             }
-            let Ok(next) = open_chunk(&*dir, seq, false) else { break };
-            let last_len = last.file.len().map_err(|e| io_error(0, "stat", e))?;
-            if next.start < last.start || next.start > last.start + last_len.saturating_sub(last.data_at) {
+            let Ok((next, file)) = open_chunk(&*dir, seq, false) else { break };
+            if !next.follows(&last) {
                 break;
             }
-            chunks.push(next);
+            last = next.clone();
+            extents.push(Extent::Chunk(next.into_extent(&dir, &pool, file, false)));
         }
-        Ok(Layout {
-            dir,
-            writable: false,
-            extents: RwLock::new(chunks.into_iter().map(Extent::Chunk).collect()),
-            pending: Mutex::new(Pending::default()),
-        })
+        Ok(Layout { dir, writable: false, extents: RwLock::new(extents), pending: Mutex::default(), pool })
     }
 
     fn extents(&self) -> std::sync::RwLockReadGuard<'_, Vec<Extent>> {
@@ -339,7 +387,7 @@ impl Layout {
             return Err(StoreError::Unmapped { offset: global });
         };
         let (file, position) = extent.resolve(global)?;
-        Ok((file.clone(), position, extents.get(index).map_or(u64::MAX, Extent::start)))
+        Ok((file, position, extents.get(index).map_or(u64::MAX, Extent::start)))
     }
 
     /// Reads `buf.len()` bytes at global offset `global`, across extents if needed. An offset
@@ -375,14 +423,23 @@ impl Layout {
             }
             let take =
                 usize::try_from((limit - at).min((buf.len() - done) as u64)).unwrap_or(buf.len() - done);
-            let (file, position) = extent.resolve(at)?;
             let piece = buf.get_mut(done..done + take).unwrap_or_default();
-            file.read_at(position, piece).map_err(|e| match e.kind() {
+            let read = match extent {
+                // The chunk's file is opened first if its descriptor was closed (typed errors).
+                Extent::Chunk(chunk) => {
+                    chunk.file.with(|file| file.read_at(chunk.data_at + (at - chunk.start), piece))?
+                }
+                Extent::Segment(segment) => {
+                    let position = segment.segment.locate(at)?.position;
+                    segment.segment.storage().read_at(position, piece)
+                }
+            };
+            read.map_err(|e| match e.kind() {
                 ErrorKind::UnexpectedEof => StoreError::Truncated {
                     file: FileKind::Pack,
                     offset: at,
                     len: take as u64,
-                    file_len: file.len().unwrap_or(0),
+                    file_len: extent.resolve(at).map_or(0, |(file, _)| file.len().unwrap_or(0)),
                 },
                 _ => io_error(at, "read", e),
             })?;
@@ -414,14 +471,17 @@ impl Layout {
         let file = self.dir.create(&name).map_err(|e| io_error(start, "create chunk", e))?;
         file.write_at(0, &encode_chunk_header(seq, start))
             .map_err(|e| io_error(start, "write chunk header", e))?;
+        let probe = Probe { seq, start, data_at: CHUNK_HEADER_LEN, legacy: false, len: CHUNK_HEADER_LEN };
+        let chunk = probe.into_extent(&self.dir, &self.pool, file, true);
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        extents.push(Extent::Chunk(ChunkExtent {
-            seq,
-            start,
-            data_at: CHUNK_HEADER_LEN,
-            legacy: false,
-            file,
-        }));
+        // The previous head is sealed: its writable descriptor closes now, and it is read (and
+        // synced, by the next sync: `fdatasync` through a read-only descriptor flushes the file's
+        // written pages as well) through the pool from now on, so that many rolls between two
+        // syncs (`SyncPolicy::Never`) do not hold a descriptor each.
+        if let Some(Extent::Chunk(previous)) = extents.last() {
+            previous.file.unpin();
+        }
+        extents.push(Extent::Chunk(chunk));
         self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dir = true;
         Ok(())
     }
@@ -440,23 +500,31 @@ impl Layout {
                 ),
             ));
         }
-        let mut chunks: Vec<ChunkExtent> = Vec::new();
+        let mut chunks = Vec::new();
         for seq in our_head + 1..=head {
             chunks.push(open_chunk(&*self.dir, seq, false)?);
         }
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut all: Vec<ChunkExtent> = extents.iter().filter_map(Extent::as_chunk).cloned().collect();
-        all.extend(chunks.iter().cloned());
-        if all.last().is_some_and(|chunk| chunk.start != head_start) {
+        // Our head (its length now) and the new chunks.
+        let mut probes = Vec::with_capacity(chunks.len() + 1);
+        if let Some(Extent::Chunk(ours)) = extents.last() {
+            let len = ours.file.len().map_err(|e| io_error(ours.start, "stat", e))?;
+            let (seq, start, data_at, legacy) = (ours.seq, ours.start, ours.data_at, ours.legacy);
+            probes.push(Probe { seq, start, data_at, legacy, len });
+        }
+        probes.extend(chunks.iter().map(|(probe, _)| probe.clone()));
+        if probes.last().is_some_and(|chunk| chunk.start != head_start) {
             return Err(StoreError::corrupt(
                 FileKind::Control,
                 80,
                 "the head chunk's start disagrees with its header",
             ));
         }
-        check_chunks(all.get(all.len().saturating_sub(chunks.len() + 1)..).unwrap_or_default(), end)?;
+        check_chunks(&probes, end)?;
         let opened = chunks.len();
-        extents.extend(chunks.into_iter().map(Extent::Chunk));
+        for (probe, file) in chunks {
+            extents.push(Extent::Chunk(probe.into_extent(&self.dir, &self.pool, file, false)));
+        }
         Ok(opened)
     }
 
@@ -469,9 +537,9 @@ impl Layout {
         if seq >= head || seq < self.first_seq() {
             return Ok(false);
         }
-        let opened = open_chunk(&*self.dir, seq, false)?;
-        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let found = extents.iter_mut().find_map(|extent| match extent {
+        let (opened, file) = open_chunk(&*self.dir, seq, false)?;
+        let extents = self.extents();
+        let found = extents.iter().find_map(|extent| match extent {
             Extent::Chunk(chunk) if chunk.seq == seq => Some(chunk),
             _ => None,
         });
@@ -488,7 +556,7 @@ impl Layout {
                 ),
             ));
         }
-        chunk.file = opened.file;
+        chunk.file.replace(file);
         Ok(true)
     }
 
@@ -497,10 +565,10 @@ impl Layout {
     /// so that the descriptors of the unlinked copies, and the disk space behind them, are
     /// released. Chunks move from the bottom up, so the moved ones are a prefix of the layout's
     /// chunks: a binary search with `open` in the upper directory finds its end (a few `open`s),
-    /// then the walk down from there reopens each chunk whose file is no longer the one its name
-    /// points to ([`Storage::check_identity`]) and stops at the first that still is (reopened
-    /// earlier, or opened from the lower directory). Returns the number of chunks reopened (0 on a
-    /// directory without a lower layer).
+    /// then each of them whose descriptor is open (at most the pool's capacity) and no longer the
+    /// file its name points to ([`Storage::check_identity`]) is reopened; a closed one is opened
+    /// from wherever its name points when next read. Returns the number of chunks reopened (0 on
+    /// a directory without a lower layer).
     pub fn release_moved(&self) -> Result<usize> {
         let Some((upper, _)) = self.dir.layers() else { return Ok(0) };
         let (head, _) = self.head();
@@ -525,10 +593,12 @@ impl Layout {
                 _ => above = mid,
             }
         }
+        // Only the chunks whose descriptor is open hold an upper copy (at most the pool's
+        // capacity); a closed one is reopened from wherever its name points when next read.
         let mut reopened = 0;
         for chunk in chunks.get(..moved).unwrap_or_default().iter().rev() {
-            if chunk.file.check_identity().is_ok() {
-                break;
+            if chunk.file.check_held_identity().is_ok() {
+                continue;
             }
             self.reopen_chunk(chunk.seq)?;
             reopened += 1;
@@ -558,16 +628,21 @@ impl Layout {
     pub fn check_files(&self, end: u64) -> Vec<(String, String)> {
         let chunks: Vec<ChunkExtent> = self.extents().iter().filter_map(Extent::as_chunk).cloned().collect();
         let mut problems = self.check_segments();
+        let mut probes = Vec::with_capacity(chunks.len());
         for chunk in &chunks {
             match open_chunk(&*self.dir, chunk.seq, false) {
-                Ok(found) if found.start == chunk.start && found.legacy == chunk.legacy => {}
-                Ok(found) => {
+                Ok((found, _)) if found.start == chunk.start && found.legacy == chunk.legacy => {
+                    probes.push(found)
+                }
+                Ok((found, _)) => {
                     problems.push((chunk.name(), format!("its header now says start {}", found.start)))
                 }
                 Err(e) => problems.push((chunk.name(), e.to_string())),
             }
         }
-        if let Err(e) = check_chunks(&chunks, end) {
+        if probes.len() == chunks.len()
+            && let Err(e) = check_chunks(&probes, end)
+        {
             problems.push((chunks.last().map(ChunkExtent::name).unwrap_or_default(), e.to_string()));
         }
         problems
@@ -703,7 +778,7 @@ mod tests {
         let (mut rng, seed) = larch_testkit::seeded_rng("layout_reads", 1);
         let dir: Arc<dyn Directory> = Arc::new(MemDirectory::new());
         Layout::create_first(&dir).unwrap();
-        let layout = Layout::open(dir.clone(), (0, 0), 16, 16, true).unwrap();
+        let layout = Layout::open(dir.clone(), (0, 0), 16, 16, true, FilePool::new(3)).unwrap();
         let mut model = vec![0u8; 16];
         for _ in 0..40 {
             if rng.random_bool(0.3) {
@@ -736,11 +811,16 @@ mod tests {
         assert_eq!(layout.flatten().unwrap()[16..], model[16..]);
         // Reopened from its published state, and discovered from the files alone.
         let (head, head_start) = layout.head();
-        let reopened = Layout::open(dir.clone(), (0, head), head_start, model.len() as u64, false).unwrap();
+        let reopened =
+            Layout::open(dir.clone(), (0, head), head_start, model.len() as u64, false, FilePool::new(2))
+                .unwrap();
         assert_eq!(reopened.flatten().unwrap(), layout.flatten().unwrap());
         assert_eq!(Layout::discover(dir.clone()).unwrap().chunk_count(), layout.chunk_count());
         // A published end past the head's file is refused.
-        assert!(Layout::open(dir, (0, head), head_start, model.len() as u64 + 1, false).is_err());
+        assert!(
+            Layout::open(dir, (0, head), head_start, model.len() as u64 + 1, false, FilePool::new(2))
+                .is_err()
+        );
         // Writes below the head are refused.
         if head > 0 {
             assert!(layout.write_at(16, b"x").is_err());

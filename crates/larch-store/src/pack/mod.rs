@@ -1,11 +1,12 @@
 //! The pack: one offset space laid over chunk files and GC segment files ([`layout`],
-//! [`segment`]), read through [`reader::PackReader`] with its byte-bounded cache of decoded nodes,
+//! [`segment`]; chunk files opened lazily behind a bounded set of descriptors, [`handles`]), read through [`reader::PackReader`] with its byte-bounded cache of decoded nodes,
 //! the prefetcher that reads ahead of a checkout ([`reader::prefetch`]), and the graveyard that drops
 //! evicted nodes on a helper thread ([`graveyard`]).
 //!
 //! May import: [`crate::io`], [`crate::format`], [`crate::options`] and [`crate::error`].
 
 pub mod graveyard;
+pub mod handles;
 pub mod layout;
 pub mod reader;
 pub mod segment;

@@ -363,7 +363,8 @@ impl Repo {
         slot: usize,
         mut state: ControlState,
     ) -> Result<Repo> {
-        let layout = Arc::new(Layout::open_state(files.dir.clone(), &state, writable)?);
+        let pool = crate::pack::handles::FilePool::new(options.open_files);
+        let layout = Arc::new(Layout::open_state(files.dir.clone(), &state, writable, pool)?);
         control_file::check_header(
             &*files.index,
             FileKind::Index,
@@ -570,7 +571,8 @@ impl Repo {
             // one). Files of the old one this handle holds stay readable (open descriptors); a file
             // the writer unlinked between our reading `control` and opening it is not an error:
             // `control` then names newer files, read it again.
-            let fresh = match Layout::open_state(self.files.dir.clone(), &state, false) {
+            let fresh = match Layout::open_state(self.files.dir.clone(), &state, false, layout.pool().clone())
+            {
                 Ok(fresh) => fresh,
                 Err(e) if attempt < 8 && is_missing_file(&e) => {
                     std::thread::sleep(std::time::Duration::from_millis(1 << attempt));

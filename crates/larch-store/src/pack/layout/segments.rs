@@ -10,6 +10,7 @@ use crate::format::codec::PACK_HEADER_LEN;
 use crate::format::control::SegmentRef;
 use crate::format::names::{LEGACY_PACK, parse_chunk_name, parse_segment_name};
 use crate::io::storage::Directory;
+use crate::pack::handles::FilePool;
 use crate::pack::segment::Segment;
 use std::io::ErrorKind;
 use std::sync::{Arc, Mutex, RwLock};
@@ -51,8 +52,8 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
         previous_end = reference.range_end;
         if let Some(seq) = reference.kept_chunk() {
             // A chunk kept in place: its header, start and length as the slot names them.
-            let chunk = open_chunk(dir, seq, false)?;
-            let file_len = chunk.file.len().map_err(|e| io_error(0, "stat", e))?;
+            let (chunk, file) = open_chunk(dir, seq, false)?;
+            let file_len = chunk.len;
             if chunk.legacy || chunk.start != reference.range_start || file_len != reference.file_len {
                 return Err(StoreError::corrupt(
                     FileKind::Pack,
@@ -65,7 +66,7 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
                 ));
             }
             let range = (reference.range_start, reference.range_end);
-            let segment = Segment::over_chunk(chunk.file, reference.generation, range, chunk.data_at)?;
+            let segment = Segment::over_chunk(file, reference.generation, range, chunk.data_at)?;
             out.push(SegmentExtent { reference: *reference, segment: Arc::new(segment) });
             continue;
         }
@@ -111,30 +112,27 @@ impl Layout {
     ) -> Result<Layout> {
         let segments = open_segments(&*dir, &state.segments)?;
         let expected = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
-        let mut chunks = vec![open_chunk(&*dir, state.first_chunk, false)?];
-        if chunks.first().is_some_and(|chunk| chunk.start != expected) {
+        let pool = FilePool::new(crate::options::DEFAULT_OPEN_FILES);
+        let (first, file) = open_chunk(&*dir, state.first_chunk, false)?;
+        if first.start != expected {
             return Err(StoreError::corrupt(
                 FileKind::Pack,
                 24,
                 "the first live chunk does not join the segments",
             ));
         }
-        while let Some(last) = chunks.last() {
-            let Some(seq) = last.seq.checked_add(1) else { break };
-            let Ok(next) = open_chunk(&*dir, seq, false) else { break };
-            let last_len = last.file.len().map_err(|e| io_error(0, "stat", e))?;
-            if next.start < last.start || next.start > last.start + last_len.saturating_sub(last.data_at) {
+        let mut last = first.clone();
+        let mut extents: Vec<Extent> = segments.into_iter().map(Extent::Segment).collect();
+        extents.push(Extent::Chunk(first.into_extent(&dir, &pool, file, false)));
+        while let Some(seq) = last.seq.checked_add(1) {
+            let Ok((next, file)) = open_chunk(&*dir, seq, false) else { break };
+            if !next.follows(&last) {
                 break;
             }
-            chunks.push(next);
+            last = next.clone();
+            extents.push(Extent::Chunk(next.into_extent(&dir, &pool, file, false)));
         }
-        let extents = segments.into_iter().map(Extent::Segment).chain(chunks.into_iter().map(Extent::Chunk));
-        Ok(Layout {
-            dir,
-            writable: false,
-            extents: RwLock::new(extents.collect()),
-            pending: Mutex::new(Pending::default()),
-        })
+        Ok(Layout { dir, writable: false, extents: RwLock::new(extents), pending: Mutex::default(), pool })
     }
 
     /// Opens the layout a published state names: its GC segments (each checked against the
@@ -144,6 +142,7 @@ impl Layout {
         dir: Arc<dyn Directory>,
         state: &crate::format::control::ControlState,
         writable: bool,
+        pool: Arc<FilePool>,
     ) -> Result<Layout> {
         let segments = open_segments(&*dir, &state.segments)?;
         let layout = Layout::open(
@@ -152,6 +151,7 @@ impl Layout {
             state.head_start,
             state.pack_end,
             writable,
+            pool,
         )?;
         let expected_start = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
         let first_start = layout.extents().first().map_or(PACK_HEADER_LEN, Extent::start);
@@ -191,12 +191,18 @@ impl Layout {
             writable: false,
             extents: RwLock::new(self.extents().clone()),
             pending: Mutex::new(Pending::default()),
+            pool: self.pool.clone(),
         }
     }
 
     /// The directory holding the files.
     pub fn directory(&self) -> &Arc<dyn Directory> {
         &self.dir
+    }
+
+    /// The bounded set of open chunk files this layout reads through.
+    pub fn pool(&self) -> &Arc<FilePool> {
+        &self.pool
     }
 
     /// The GC segments, by increasing range.
