@@ -1,0 +1,199 @@
+//! Reading a trace (docs/trace-format.md, larch's or Irmin's format) from OCaml, so that an OCaml
+//! program replays it through the context API (the bindings' tests and benchmark). Only the
+//! decoding is here: every context operation of the replay goes through the OCaml API.
+
+use crate::{Bytes, Outcome, guard};
+use larch_trace::Op;
+use larch_trace::format::BoxedSource;
+use std::collections::LinkedList;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// An open trace: OCaml's `trace`.
+pub struct OTrace(pub Mutex<BoxedSource>);
+
+impl ocaml::Custom for OTrace {
+    ocaml::custom! { name: "larch.trace" }
+}
+
+/// Opens a trace file.
+#[ocaml::func]
+#[ocaml::sig("string -> (trace, string) result")]
+pub fn larch_trace_open(path: &[u8]) -> Outcome<ocaml::Pointer<OTrace>> {
+    let path = Path::new(OsStr::from_bytes(path)).to_path_buf();
+    let source = guard(|| {
+        larch_trace::format::open_trace(&path)
+            .map_err(|err| format!("larch: opening trace {}: {err}", path.display()))
+    })?;
+    Ok(OTrace(Mutex::new(source)).into())
+}
+
+/// One operation for OCaml: `(kind, input, output, forget_input, path, path2, value, found,
+/// hash, date, message, parents)`. `kind`: 0 checkout, 1 add, 2 remove, 3 copy, 4 find, 5 mem,
+/// 6 mem_tree, 7 commit. `input` / `output` are context ids; `forget_input`: the input context
+/// is not used again. `hash`: the commit checked out, or the commit hash expected.
+pub type OpOut = (
+    ocaml::Int,
+    ocaml::Int,
+    ocaml::Int,
+    bool,
+    LinkedList<Bytes>,
+    LinkedList<Bytes>,
+    Bytes,
+    bool,
+    Bytes,
+    i64,
+    Bytes,
+    LinkedList<Bytes>,
+);
+
+fn steps(path: &larch_trace::Path) -> LinkedList<Bytes> {
+    path.iter().map(|step| Bytes(step.to_vec())).collect()
+}
+
+fn id(value: u64) -> ocaml::Int {
+    // Context ids are small counters; the top bit would only be lost beyond 2^62 contexts.
+    (value & (u64::MAX >> 2)) as ocaml::Int
+}
+
+fn op_out(op: Op) -> OpOut {
+    let none = LinkedList::new;
+    let empty = || Bytes(Vec::new());
+    match op {
+        Op::Checkout { commit, out } => (
+            0,
+            0,
+            id(out.value()),
+            false,
+            none(),
+            none(),
+            empty(),
+            false,
+            Bytes(commit.value().0.to_vec()),
+            0,
+            empty(),
+            none(),
+        ),
+        Op::Add { path, value, input, out } => (
+            1,
+            id(input.value()),
+            id(out.value()),
+            input.is_forget(),
+            steps(&path),
+            none(),
+            Bytes(value),
+            false,
+            empty(),
+            0,
+            empty(),
+            none(),
+        ),
+        Op::Remove { path, input, out } => (
+            2,
+            id(input.value()),
+            id(out.value()),
+            input.is_forget(),
+            steps(&path),
+            none(),
+            empty(),
+            false,
+            empty(),
+            0,
+            empty(),
+            none(),
+        ),
+        Op::Copy { from, to, input, out } => (
+            3,
+            id(input.value()),
+            id(out.value()),
+            input.is_forget(),
+            steps(&from),
+            steps(&to),
+            empty(),
+            false,
+            empty(),
+            0,
+            empty(),
+            none(),
+        ),
+        Op::Find { path, found, input } => (
+            4,
+            id(input.value()),
+            0,
+            input.is_forget(),
+            steps(&path),
+            none(),
+            empty(),
+            found,
+            empty(),
+            0,
+            empty(),
+            none(),
+        ),
+        Op::Mem { path, found, input } => (
+            5,
+            id(input.value()),
+            0,
+            input.is_forget(),
+            steps(&path),
+            none(),
+            empty(),
+            found,
+            empty(),
+            0,
+            empty(),
+            none(),
+        ),
+        Op::MemTree { path, found, input } => (
+            6,
+            id(input.value()),
+            0,
+            input.is_forget(),
+            steps(&path),
+            none(),
+            empty(),
+            found,
+            empty(),
+            0,
+            empty(),
+            none(),
+        ),
+        Op::Commit { hash, date, message, parents, input } => {
+            let parents = parents.iter().map(|parent| Bytes(parent.value().0.to_vec())).collect();
+            let message = Bytes(message.into_bytes());
+            (
+                7,
+                id(input.value()),
+                0,
+                input.is_forget(),
+                none(),
+                none(),
+                empty(),
+                false,
+                Bytes(hash.value().0.to_vec()),
+                date,
+                message,
+                parents,
+            )
+        }
+    }
+}
+
+/// The next operation of the trace, `None` at its end.
+#[ocaml::func]
+#[ocaml::sig(
+    "trace -> ((int * int * int * bool * string list * string list * bytes * bool * bytes * int64 * bytes * bytes list) option, string) result"
+)]
+pub fn larch_trace_next(trace: &OTrace) -> Outcome<Option<OpOut>> {
+    let next = guard(|| {
+        let mut source = trace.0.lock().map_err(|_| "larch: the trace's lock is poisoned".to_string())?;
+        match source.next() {
+            None => Ok(None),
+            Some(Ok(op)) => Ok(Some(op)),
+            Some(Err(err)) => Err(format!("larch: reading the trace: {err}")),
+        }
+    })?;
+    Ok(next.map(op_out))
+}
