@@ -74,16 +74,19 @@ let list ctxt ?offset ?length key =
 
 let length ctxt key = ok (Larch_raw.length ctxt key)
 
-let add ctxt key value = ok (Larch_raw.add ctxt key value)
+let add ?(consume = false) ctxt key value =
+  ok (Larch_raw.add ctxt key value consume)
 
-let add_tree ctxt key tree =
+let add_tree ?(consume = false) ctxt key tree =
   match key with
   | [] -> Larch_raw.set_tree ctxt tree
-  | _ -> ok (Larch_raw.add_tree ctxt key tree)
+  | _ -> ok (Larch_raw.add_tree ctxt key tree consume)
 
-let remove ctxt key = ok (Larch_raw.remove ctxt key)
+let remove ?(consume = false) ctxt key =
+  ok (Larch_raw.remove ctxt key consume)
 
-let copy ctxt ~from ~to_ = ok (Larch_raw.copy ctxt from to_)
+let copy ?(consume = false) ctxt ~from ~to_ =
+  ok (Larch_raw.copy ctxt from to_ consume)
 
 let depth_arg : depth option -> (int * int) option = function
   | None -> None
@@ -103,8 +106,10 @@ let fold_tree ?depth tree key ~order ~init ~f =
   in
   loop init
 
+let get_tree ctxt = ok (Larch_raw.get_tree ctxt)
+
 let fold ?depth ctxt key ~order ~init ~f =
-  fold_tree ?depth (Larch_raw.get_tree ctxt) key ~order ~init ~f
+  fold_tree ?depth (get_tree ctxt) key ~order ~init ~f
 
 let hash ~time ?(author = "Tezos") ?(message = "") ?parents ctxt =
   Bytes.to_string (ok (Larch_raw.hash ctxt time author message parents))
@@ -118,8 +123,6 @@ let sync index = ok (Larch_raw.sync index)
 
 let export_snapshot index hash ~path =
   ok (Larch_raw.export_snapshot index hash path)
-
-let get_tree = Larch_raw.get_tree
 
 module Tree = struct
   let mem tree key = ok (Larch_raw.tree_mem tree key)
@@ -215,7 +218,7 @@ module Proof = struct
   let produce_tree_proof ?encoding index hash ops =
     produce_tree_proof_of_tree
       ?encoding
-      (Larch_raw.get_tree (checkout_exn index hash))
+      (get_tree (checkout_exn index hash))
       ops
 
   let verify_tree_proof ?(encoding = V2) proof ops =

@@ -48,7 +48,7 @@ external sync : index -> unit res = "larch_sync"
 external export_snapshot : index -> string -> string -> unit res
   = "larch_export_snapshot"
 
-external get_tree : context -> tree = "larch_get_tree"
+external get_tree : context -> tree res = "larch_get_tree"
 
 external set_tree : context -> tree -> context = "larch_set_tree"
 
@@ -68,14 +68,17 @@ external list :
 
 external length : context -> string list -> int res = "larch_length"
 
-external add : context -> string list -> bytes -> context res = "larch_add"
+(* The bool: consume the input context (its tree moves into the result; the input then refuses
+   every use). *)
+external add : context -> string list -> bytes -> bool -> context res = "larch_add"
 
-external add_tree : context -> string list -> tree -> context res
+external add_tree : context -> string list -> tree -> bool -> context res
   = "larch_add_tree"
 
-external remove : context -> string list -> context res = "larch_remove"
+external remove : context -> string list -> bool -> context res = "larch_remove"
 
-external copy : context -> string list -> string list -> context option res
+external copy :
+  context -> string list -> string list -> bool -> context option res
   = "larch_copy"
 
 (* Trees (src/tree.rs). *)

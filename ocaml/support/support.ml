@@ -77,9 +77,12 @@ let all_matches re text =
 
 (* The replay of a trace through Larch_context, as larch-bench's replayer does it: context 0 is
    the empty tree; outputs are bound (and dropped at once when forgotten), forgotten inputs are
-   dropped after use; every read and every commit hash is checked against the trace. Returns
-   the commit hashes made, in order, and the number of context operations. *)
-let replay ~index trace_path =
+   dropped after use; every read and every commit hash is checked against the trace. With
+   [consume], a change whose input the trace forgets consumes it (~consume:true), as the Rust
+   replayer moves such a tree. Returns
+   the commit hashes made, in order, and the number of context operations (checkouts and
+   commits excluded, as `larch replay` counts them). *)
+let replay ?(consume = false) ~index trace_path =
   let trace =
     match Larch_raw.trace_open trace_path with
     | Ok t -> t
@@ -115,17 +118,18 @@ let replay ~index trace_path =
             date,
             message,
             parents )) ->
-        incr ops ;
+        (* Context operations, as larch replay counts them: not checkouts nor commits. *)
+        if kind <> 0 && kind <> 7 then incr ops ;
         (match kind with
         | 0 -> (
             match C.checkout index (Bytes.to_string hash) with
             | Some ctxt -> bind out ctxt
             | None -> failwith "replay: checkout of an unknown commit")
-        | 1 -> bind out (C.add (take input forget) path value)
-        | 2 -> bind out (C.remove (take input forget) path)
+        | 1 -> bind out (C.add ~consume:(consume && forget) (take input forget) path value)
+        | 2 -> bind out (C.remove ~consume:(consume && forget) (take input forget) path)
         | 3 -> (
             let ctxt = take input forget in
-            match C.copy ctxt ~from:path ~to_:path2 with
+            match C.copy ~consume:(consume && forget) ctxt ~from:path ~to_:path2 with
             | Some ctxt -> bind out ctxt
             | None -> failwith "replay: copy from a missing path")
         | 4 ->

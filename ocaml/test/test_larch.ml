@@ -169,6 +169,11 @@ let test_replay () =
   let index = C.init ~sync:"never" ocaml_store in
   let commits, ops = replay ~index trace in
   C.close index ;
+  (* Again, consuming the contexts the trace forgets: the same commits. *)
+  let index = C.init ~sync:"never" (Filename.concat dir "consumed") in
+  let consumed, _ = replay ~consume:true ~index trace in
+  C.close index ;
+  Alcotest.(check (list string)) "consuming replay" (List.map hex commits) (List.map hex consumed) ;
   Alcotest.(check bool) "some commits" true (List.length commits > 5) ;
   Alcotest.(check bool) "some operations" true (ops > 100) ;
   let rust_store = Filename.concat dir "rust" in
@@ -384,6 +389,11 @@ let test_errors () =
   Alcotest.(check bool) "find through a value" true (C.find ctxt ["a"; "b"] = None) ;
   raises_error "snapshot of an unknown hash" (fun () ->
       C.export_snapshot index unknown ~path:(Filename.concat dir "x.snap")) ;
+  let next = C.add ~consume:true ctxt ["b"] (Bytes.of_string "b") in
+  raises_error "a consumed context" (fun () -> C.find ctxt ["a"]) ;
+  raises_error "a consumed context, again" (fun () -> C.add ~consume:true ctxt ["c"] Bytes.empty) ;
+  Alcotest.(check bool) "what consumed it" true (C.mem next ["a"] && C.mem next ["b"]) ;
+  let ctxt = C.checkout_exn index commit in
   raises_error "a negative list offset" (fun () -> C.list ctxt ~offset:(-1) []) ;
   raises_error "a rejected proof" (fun () ->
       C.Proof.verify_tree_proof (Bytes.of_string "garbage") [C.Proof.Find ["a"]]) ;

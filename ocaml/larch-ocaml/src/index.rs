@@ -47,15 +47,53 @@ impl ocaml::Custom for Index {
 }
 
 /// A context: a tree and the commits it descends from, in an index. Immutable: every change
-/// returns a new context (as Octez's contexts are values).
-#[derive(Clone)]
+/// returns a new context (as Octez's contexts are values), except a change asked to consume its
+/// input, which moves the tree out of it (the input then refuses every use).
 pub struct Context {
     /// The index it belongs to.
     pub index: Arc<IndexInner>,
-    /// Its tree.
-    pub tree: Tree,
+    /// Its tree; `None` once consumed.
+    tree: Mutex<Option<Tree>>,
     /// The parents its commit will have: the commit it was checked out from, if any.
     pub parents: Arc<[Hash]>,
+}
+
+impl Context {
+    /// A context of `index` holding `tree`.
+    pub fn new(index: Arc<IndexInner>, tree: Tree, parents: Arc<[Hash]>) -> Context {
+        Context { index, tree: Mutex::new(Some(tree)), parents }
+    }
+
+    /// A context of the same index and parents holding `tree`.
+    pub fn with_tree(&self, tree: Tree) -> Context {
+        Context::new(self.index.clone(), tree, self.parents.clone())
+    }
+
+    fn slot(&self) -> Outcome<MutexGuard<'_, Option<Tree>>> {
+        self.tree.lock().map_err(|_| "larch: the context's lock is poisoned".to_string())
+    }
+
+    fn consumed() -> String {
+        "larch: the context was consumed by an earlier change (~consume:true)".to_string()
+    }
+
+    /// `f` of its tree.
+    pub fn read<R>(&self, f: impl FnOnce(&Tree) -> Outcome<R>) -> Outcome<R> {
+        match self.slot()?.as_ref() {
+            Some(tree) => f(tree),
+            None => Err(Context::consumed()),
+        }
+    }
+
+    /// Its tree (an O(1) clone).
+    pub fn tree(&self) -> Outcome<Tree> {
+        self.read(|tree| Ok(tree.clone()))
+    }
+
+    /// Its tree, moved out when `consume` (later uses of this context are errors), else cloned.
+    pub fn take(&self, consume: bool) -> Outcome<Tree> {
+        if consume { self.slot()?.take().ok_or_else(Context::consumed) } else { self.tree() }
+    }
 }
 
 impl ocaml::Custom for Context {
@@ -121,7 +159,7 @@ pub fn larch_context_index(ctx: &Context) -> Pointer<Index> {
 #[ocaml::sig("index -> (context, string) result")]
 pub fn larch_context_init(index: &Index) -> Outcome<Pointer<Context>> {
     let tree = guard(|| index.0.with_repo(|repo| Ok(repo.empty_tree())))?;
-    Ok(Context { index: index.0.clone(), tree, parents: Arc::from(Vec::new()) }.into())
+    Ok(Context::new(index.0.clone(), tree, Arc::from(Vec::new())).into())
 }
 
 /// Whether the store holds commit `hash`.
@@ -148,8 +186,7 @@ pub fn larch_checkout(index: &Index, hash: &[u8]) -> Outcome<Option<Pointer<Cont
             Ok(Some((tree, hash)))
         })
     })?;
-    Ok(found
-        .map(|(tree, hash)| Context { index: index.0.clone(), tree, parents: Arc::from(vec![hash]) }.into()))
+    Ok(found.map(|(tree, hash)| Context::new(index.0.clone(), tree, Arc::from(vec![hash])).into()))
 }
 
 /// The head of the store (branch `main`), if any.
@@ -189,7 +226,7 @@ pub fn larch_hash(
     guard(|| {
         let parents = parents_of(ctx, parents.map(|list| list.0))?;
         let info = info(time, author, message);
-        let tree = ctx.tree.hash();
+        let tree = ctx.tree()?.hash();
         Ok(Bytes(larch_core::schema::commit_hash(&tree, &parents, &info).0.to_vec()))
     })
 }
@@ -207,11 +244,11 @@ pub fn larch_commit(
 ) -> Outcome<Bytes> {
     let parents = guard(|| parents_of(ctx, parents.map(|list| list.0)))?;
     let info = info(time, author, message);
-    let ctx = ctx.clone();
+    let tree = ctx.tree()?;
+    let index = ctx.index.clone();
     blocking(gc, move || {
-        let hash = ctx.index.with_repo(|repo| {
-            repo.commit(&ctx.tree, &parents, info).map_err(|err| store_error("commit", err))
-        })?;
+        let hash = index
+            .with_repo(|repo| repo.commit(&tree, &parents, info).map_err(|err| store_error("commit", err)))?;
         Ok(Bytes(hash.0.to_vec()))
     })
 }
@@ -270,14 +307,14 @@ pub fn larch_export_snapshot(index: &Index, hash: &[u8], path: &[u8]) -> Outcome
 
 /// The tree of a context.
 #[ocaml::func]
-#[ocaml::sig("context -> tree")]
-pub fn larch_get_tree(ctx: &Context) -> Pointer<OTree> {
-    OTree(ctx.tree.clone()).into()
+#[ocaml::sig("context -> (tree, string) result")]
+pub fn larch_get_tree(ctx: &Context) -> Outcome<Pointer<OTree>> {
+    Ok(OTree(ctx.tree()?).into())
 }
 
 /// The context with its tree replaced by `tree` (Octez's `add_tree ctx [] tree`).
 #[ocaml::func]
 #[ocaml::sig("context -> tree -> context")]
 pub fn larch_set_tree(ctx: &Context, tree: &OTree) -> Pointer<Context> {
-    Context { tree: tree.0.clone(), ..ctx.clone() }.into()
+    ctx.with_tree(tree.0.clone()).into()
 }
