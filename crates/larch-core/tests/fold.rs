@@ -2,6 +2,9 @@
 //! rules, Irmin's listing order (`Tree::list`) or sorted. The OCaml bindings' tests compare it
 //! with `larch ls` on a store as well (ocaml/test/test_larch.ml).
 
+// Test helpers outside `#[test]` functions panic on failure too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use larch_core::{CommitInfo, Depth, MemoryRepo, Order, Tree};
 
 fn committed() -> Tree {

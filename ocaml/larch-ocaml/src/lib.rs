@@ -24,6 +24,10 @@ mod trace;
 mod tree;
 
 use ocaml::{FromValue, Runtime, ToValue, Value};
+
+/// The Rust side's allocator: mimalloc, as in the `larch` binary (OCaml's heap is OCaml's own).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// What an external returns when it can fail: OCaml's `('a, string) result`.

@@ -104,10 +104,10 @@ impl Walker {
     }
 
     fn step(&mut self) -> Result<Option<(Vec<Name>, Tree)>, TreeError> {
-        if let Some(tree) = self.start.take() {
-            if self.visit(&[], 0, &tree)? {
-                return Ok(Some((Vec::new(), tree)));
-            }
+        if let Some(tree) = self.start.take()
+            && self.visit(&[], 0, &tree)?
+        {
+            return Ok(Some((Vec::new(), tree)));
         }
         loop {
             let Some(frame) = self.stack.last_mut() else {
