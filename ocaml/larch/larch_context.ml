@@ -37,10 +37,6 @@ type hash = string
 
 type depth = [`Eq of int | `Le of int | `Lt of int | `Ge of int | `Gt of int]
 
-let hash_of_bytes b =
-  if Bytes.length b <> 32 then raise (Error "larch: a hash is 32 bytes") ;
-  Bytes.to_string b
-
 let init ?(readonly = false) ?(sync = "") dir =
   ok (Larch_raw.index_open dir readonly sync)
 
