@@ -322,6 +322,33 @@ let test_fold () =
   C.close index ;
   remove_dir dir
 
+(* Irmin's order around a commit: a context modified in memory lists by name; once committed,
+   the same context lists in its layout order, as a checkout of the commit and `larch ls` do. *)
+let test_list_around_commit () =
+  let dir = temp_dir "listorder" in
+  let store = Filename.concat dir "store" in
+  let index = C.init store in
+  let ctxt = ref (C.empty index) in
+  for i = 0 to 299 do
+    ctxt := C.add !ctxt ["big"; Printf.sprintf "n%d" i] (Bytes.of_string "v")
+  done ;
+  let names ctxt = List.map fst (C.list ctxt ["big"]) in
+  let before = names !ctxt in
+  Alcotest.(check (list string)) "modified: by name" (List.sort compare before) before ;
+  let commit = C.commit ~time:0L !ctxt in
+  let after = names !ctxt in
+  Alcotest.(check (list string)) "committed: as its checkout"
+    (names (C.checkout_exn index commit)) after ;
+  Alcotest.(check bool) "committed: not by name" true (after <> before) ;
+  C.sync index ;
+  Alcotest.(check (list string)) "committed: as larch ls"
+    (all_matches {|"name": "\([^"]*\)"|} (run_ok [larch_bin (); "ls"; store; "big"; "--json"]))
+    after ;
+  let changed = C.add !ctxt ["big"; "n7"] (Bytes.of_string "w") in
+  Alcotest.(check (list string)) "changed again: by name" (List.sort compare after) (names changed) ;
+  C.close index ;
+  remove_dir dir
+
 (* ---- The collector: trees and contexts stay valid, whatever it frees ---- *)
 
 let test_gc_full_major () =
@@ -547,6 +574,7 @@ let () =
         ] );
       ("replay", [Alcotest.test_case "trace through the OCaml API" `Quick test_replay]);
       ("fold", [Alcotest.test_case "depths and orders vs larch ls" `Quick test_fold]);
+      ("list", [Alcotest.test_case "Irmin's order around a commit" `Quick test_list_around_commit]);
       ("collector", [Alcotest.test_case "Gc.full_major with live trees" `Quick test_gc_full_major]);
       ("errors", [Alcotest.test_case "exceptions" `Quick test_errors]);
       ("proofs", [Alcotest.test_case "verified by larch proof verify" `Quick test_proofs]);
