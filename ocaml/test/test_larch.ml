@@ -429,7 +429,11 @@ let test_errors () =
   | Error text ->
       Alcotest.(check bool) "a panic is an Error" true
         (Str.string_match (Str.regexp ".*panic") text 0)) ;
+  let lazy_ctxt = C.checkout_exn index commit in
   C.close index ;
+  (* A checkout loads lazily: after the close, its reads come from the closed store's files. *)
+  Alcotest.(check (option string)) "a checkout outlives its index" (Some "value")
+    (Option.map Bytes.to_string (C.find lazy_ctxt ["a"])) ;
   raises_error "checkout on a closed index" (fun () -> C.checkout index commit) ;
   raises_error "commit on a closed index" (fun () -> C.commit ~time:1L ctxt) ;
   raises_error "a context from a closed index" (fun () -> C.empty index) ;
