@@ -58,125 +58,58 @@ fn id(value: u64) -> ocaml::Int {
     (value & (u64::MAX >> 2)) as ocaml::Int
 }
 
-fn op_out(op: Op) -> OpOut {
+/// An operation of `kind` on context `input` (forgotten after it when `forget`) giving `out`,
+/// every other field empty.
+fn base(kind: ocaml::Int, input: ocaml::Int, out: ocaml::Int, forget: bool) -> OpOut {
     let none = LinkedList::new;
     let empty = || Bytes(Vec::new());
+    (kind, input, out, forget, none(), none(), empty(), false, empty(), 0, empty(), none())
+}
+
+/// A read of `kind` (find, mem, mem_tree) at `path`, whose result the trace recorded (`found`).
+fn read(
+    kind: ocaml::Int,
+    path: &larch_trace::Path,
+    found: bool,
+    input: larch_trace::op::Scoped<u64>,
+) -> OpOut {
+    let mut op = base(kind, id(input.value()), 0, input.is_forget());
+    (op.4, op.7) = (steps(path), found);
+    op
+}
+
+fn op_out(op: Op) -> OpOut {
     match op {
-        Op::Checkout { commit, out } => (
-            0,
-            0,
-            id(out.value()),
-            false,
-            none(),
-            none(),
-            empty(),
-            false,
-            Bytes(commit.value().0.to_vec()),
-            0,
-            empty(),
-            none(),
-        ),
-        Op::Add { path, value, input, out } => (
-            1,
-            id(input.value()),
-            id(out.value()),
-            input.is_forget(),
-            steps(&path),
-            none(),
-            Bytes(value),
-            false,
-            empty(),
-            0,
-            empty(),
-            none(),
-        ),
-        Op::Remove { path, input, out } => (
-            2,
-            id(input.value()),
-            id(out.value()),
-            input.is_forget(),
-            steps(&path),
-            none(),
-            empty(),
-            false,
-            empty(),
-            0,
-            empty(),
-            none(),
-        ),
-        Op::Copy { from, to, input, out } => (
-            3,
-            id(input.value()),
-            id(out.value()),
-            input.is_forget(),
-            steps(&from),
-            steps(&to),
-            empty(),
-            false,
-            empty(),
-            0,
-            empty(),
-            none(),
-        ),
-        Op::Find { path, found, input } => (
-            4,
-            id(input.value()),
-            0,
-            input.is_forget(),
-            steps(&path),
-            none(),
-            empty(),
-            found,
-            empty(),
-            0,
-            empty(),
-            none(),
-        ),
-        Op::Mem { path, found, input } => (
-            5,
-            id(input.value()),
-            0,
-            input.is_forget(),
-            steps(&path),
-            none(),
-            empty(),
-            found,
-            empty(),
-            0,
-            empty(),
-            none(),
-        ),
-        Op::MemTree { path, found, input } => (
-            6,
-            id(input.value()),
-            0,
-            input.is_forget(),
-            steps(&path),
-            none(),
-            empty(),
-            found,
-            empty(),
-            0,
-            empty(),
-            none(),
-        ),
+        Op::Checkout { commit, out } => {
+            let mut op = base(0, 0, id(out.value()), false);
+            op.8 = Bytes(commit.value().0.to_vec());
+            op
+        }
+        Op::Add { path, value, input, out } => {
+            let mut op = base(1, id(input.value()), id(out.value()), input.is_forget());
+            (op.4, op.6) = (steps(&path), Bytes(value));
+            op
+        }
+        Op::Remove { path, input, out } => {
+            let mut op = base(2, id(input.value()), id(out.value()), input.is_forget());
+            op.4 = steps(&path);
+            op
+        }
+        Op::Copy { from, to, input, out } => {
+            let mut op = base(3, id(input.value()), id(out.value()), input.is_forget());
+            (op.4, op.5) = (steps(&from), steps(&to));
+            op
+        }
+        Op::Find { path, found, input } => read(4, &path, found, input),
+        Op::Mem { path, found, input } => read(5, &path, found, input),
+        Op::MemTree { path, found, input } => read(6, &path, found, input),
         Op::Commit { hash, date, message, parents, input } => {
-            let parents = parents.iter().map(|parent| Bytes(parent.value().0.to_vec())).collect();
-            let message = Bytes(message.into_bytes());
-            (
-                7,
-                id(input.value()),
-                0,
-                input.is_forget(),
-                none(),
-                none(),
-                empty(),
-                false,
-                Bytes(hash.value().0.to_vec()),
-                date,
-                message,
-                parents,
-            )
+            let mut op = base(7, id(input.value()), 0, input.is_forget());
+            op.8 = Bytes(hash.value().0.to_vec());
+            op.9 = date;
+            op.10 = Bytes(message.into_bytes());
+            op.11 = parents.iter().map(|parent| Bytes(parent.value().0.to_vec())).collect();
+            op
         }
     }
 }
