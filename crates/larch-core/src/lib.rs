@@ -33,6 +33,7 @@ pub use hash::{Hash, HashParseError};
 pub use helper_thread::{is_helper_thread, mark_helper_thread};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};
+pub use tree::fold::{Depth, Order, Walker};
 pub use tree::node::{
     Contents, ContentsRef, Entry, HeldKeys, InlineValue, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey,
     SharedBytes, StoreId,

@@ -75,3 +75,45 @@ fn repeated_copies_nest_a_tree_deeply() {
     assert_eq!(tree.find(&path).unwrap().unwrap().as_bytes(), b"x");
     let _ = tree.hash();
 }
+
+/// A source that keeps origins (as the pack store's does) and holds nothing.
+#[derive(Debug)]
+struct OriginSource;
+
+impl larch_core::ObjectSource for OriginSource {
+    fn load_node(
+        &self,
+        key: larch_core::ObjectKey,
+        hash: &larch_core::Hash,
+    ) -> Result<std::sync::Arc<larch_core::Node>, larch_core::LoadError> {
+        larch_core::NoSource.load_node(key, hash)
+    }
+    fn load_contents(
+        &self,
+        key: larch_core::ObjectKey,
+        hash: &larch_core::Hash,
+    ) -> Result<std::sync::Arc<larch_core::Contents>, larch_core::LoadError> {
+        larch_core::NoSource.load_contents(key, hash)
+    }
+    fn keeps_origins(&self) -> bool {
+        true
+    }
+}
+
+/// A persistent tree changed 300,000 times, each version copied from the previous one and
+/// only the newest kept: over a source that keeps origins, the copies remember them (until
+/// stored), a chain as long as the history, which dropping the tree must not follow
+/// recursively (it overflowed the stack of the OCaml bindings' replay, where every context
+/// keeps its version).
+#[test]
+fn dropping_a_long_chain_of_versions() {
+    let mut tree = larch_core::Tree::empty_with_source(std::sync::Arc::new(OriginSource));
+    tree.add(&["a", "b"], b"0".to_vec()).unwrap();
+    for i in 0..300_000u32 {
+        let mut next = tree.clone();
+        next.add(&["a", "b"], i.to_le_bytes().to_vec()).unwrap();
+        tree = next;
+    }
+    assert_eq!(tree.find(&["a", "b"]).unwrap().unwrap().as_bytes(), 299_999u32.to_le_bytes());
+    drop(tree);
+}

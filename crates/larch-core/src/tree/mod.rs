@@ -4,6 +4,7 @@
 
 pub(crate) mod dir;
 mod dirty;
+pub mod fold;
 mod key;
 pub mod node;
 mod prefetch;

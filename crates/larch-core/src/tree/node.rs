@@ -759,7 +759,21 @@ impl Node {
 impl Drop for Node {
     /// Drops the body on a [guarded](crate::stack::guarded) stack: dropping the last reference to
     /// a deep chain of in-memory directories drops it level by level, recursively.
+    ///
+    /// The versions it was copied from (its origin, theirs, ...) are dropped one after the
+    /// other, not recursively: a persistent tree changed many times without being stored (a
+    /// caller keeping every version, as OCaml contexts do) holds a chain of them as long as its
+    /// history, which a recursive drop would follow to the end of the thread's stack.
     fn drop(&mut self) {
+        let mut origin = self.origin.get_mut().ok().and_then(Option::take);
+        while let Some(node) = origin {
+            origin = match Arc::try_unwrap(node) {
+                // The last reference: take its origin before it drops (without one).
+                Ok(mut node) => node.origin.get_mut().ok().and_then(Option::take),
+                // Still held elsewhere: whoever holds it drops the rest.
+                Err(_) => None,
+            };
+        }
         let body = std::mem::replace(&mut self.body, NodeBody::Flat(Vec::new()));
         let has_children = match &body {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => !entries.is_empty(),
