@@ -164,6 +164,10 @@ fn bad_parameters_are_refused_with_typed_errors() {
     assert_eq!(refused(GenParams { setup_part_ops: 999, ..base.clone() }), ParamError::SetupPartOps(999));
     assert_eq!(refused(GenParams { largest_map: Some(0), ..base.clone() }), ParamError::LargestMap(0));
     assert_eq!(
+        refused(GenParams { largest_map: Some((1 << 31) + 1), ..base.clone() }),
+        ParamError::LargestMap((1 << 31) + 1)
+    );
+    assert_eq!(
         refused(GenParams { delegates: Some(61), ..base.clone() }),
         ParamError::Delegates { value: 61, max: 60 }
     );

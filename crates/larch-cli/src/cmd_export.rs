@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use larch_core::Entry;
 use larch_irmin::{ExportCommit, ExportParent};
-use larch_store::{Repo, RepoOptions};
+use larch_store::{Repo, RepoOptions, StoreError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -114,8 +114,17 @@ fn export_commit(repo: &Repo, hash: &larch_core::Hash) -> anyhow::Result<ExportC
     let details = repo.commit_details(hash)?;
     let mut parents = Vec::with_capacity(details.parents.len());
     for parent in &details.parents {
-        let known =
-            if details.absent_parents.contains(parent) { None } else { repo.commit_details(parent).ok() };
+        // A parent the store does not hold (never imported, or collected) is referred to by hash;
+        // any other failure to read it (I/O, corruption) is an error, not a silent downgrade.
+        let known = if details.absent_parents.contains(parent) {
+            None
+        } else {
+            match repo.commit_details(parent) {
+                Ok(p) => Some(p),
+                Err(StoreError::UnknownCommit(_) | StoreError::Collected { .. }) => None,
+                Err(e) => return Err(e).with_context(|| format!("reading parent commit {parent}")),
+            }
+        };
         parents.push(match known {
             Some(p) => {
                 ExportParent::Known { hash: p.hash, tree_hash: p.tree_hash, parents: p.parents, info: p.info }
@@ -132,10 +141,15 @@ fn publish(staging: &Path, dest: &Path) -> anyhow::Result<()> {
     check_dest(dest)?;
     std::fs::rename(staging, dest)
         .with_context(|| format!("renaming {} to {}", staging.display(), dest.display()))?;
+    sync_parent(dest)
+}
+
+/// Makes the rename of a directory to `dest` durable: syncs the directory holding `dest`.
+pub(crate) fn sync_parent(dest: &Path) -> anyhow::Result<()> {
     let parent = match dest.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    larch_irmin::export::sync_dir(&parent)?;
-    Ok(())
+    larch_irmin::export::sync_dir(&parent)
+        .with_context(|| format!("syncing {}, the directory of {}", parent.display(), dest.display()))
 }

@@ -142,6 +142,7 @@ pub(crate) fn import_staged(
         return Err(error)
             .with_context(|| format!("renaming {} to {}", staging.display(), new_store.display()));
     }
+    crate::cmd_export::sync_parent(new_store)?;
     Ok(summary)
 }
 

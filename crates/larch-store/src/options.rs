@@ -117,7 +117,8 @@ pub struct RepoOptions {
     /// archive flag) cannot be opened without it ([`crate::StoreError::NeedsLower`]).
     pub lower: Option<std::path::PathBuf>,
     /// The most sealed chunk files this handle keeps open at once ([`DEFAULT_OPEN_FILES`]). Chunk
-    /// files are opened when first read and closed again least recently used first, so a handle
+    /// files are opened when first read and closed again by a clock (an approximation of least
+    /// recently used first), so a handle
     /// needs this many descriptors (plus the writer's head, `control`, `commits`, the lock and at
     /// most 8 GC segments) whatever the store's size (`docs/store.md` *Descriptors*).
     pub open_files: usize,

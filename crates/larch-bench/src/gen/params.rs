@@ -71,8 +71,8 @@ pub enum ParamError {
     /// `setup_part_ops` is neither 0 nor at least [`MIN_SETUP_PART_OPS`].
     #[error("setup-part-ops must be 0 (one setup block) or at least {MIN_SETUP_PART_OPS}, not {0}")]
     SetupPartOps(u64),
-    /// `largest_map` is outside `1..=2^32`.
-    #[error("the largest big map must hold 1 to 2^32 entries, not {0}")]
+    /// `largest_map` is outside `1..=2^31` (a map's entries are numbered with `u32`s).
+    #[error("the largest big map must hold 1 to 2^31 entries, not {0}")]
     LargestMap(u64),
     /// `delegates` is outside `2..=accounts / 50`.
     #[error("delegates must lie in 2..={max} (one implicit account in 50), not {value}")]
@@ -111,7 +111,7 @@ impl GenParams {
             return Err(ParamError::SetupPartOps(self.setup_part_ops));
         }
         if let Some(largest) = self.largest_map
-            && !(1..=1 << 32).contains(&largest)
+            && !(1..=1 << 31).contains(&largest)
         {
             return Err(ParamError::LargestMap(largest));
         }

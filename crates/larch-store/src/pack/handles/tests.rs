@@ -53,8 +53,10 @@ fn random_reads_through_a_small_pool_match_the_files() {
             });
         }
     });
+    // The pool may stay over capacity until its next open when every victim was busy at the
+    // last one (at most one file per thread that was opening one).
     let open = files.iter().filter(|file| file.is_open()).count();
-    assert!(open <= capacity, "seed {seed}: {open} open, capacity {capacity}");
+    assert!(open <= capacity + threads, "seed {seed}: {open} open, capacity {capacity}");
     assert!(pool.opens() > u64::from(count), "seed {seed}: no file was ever reopened");
 }
 
