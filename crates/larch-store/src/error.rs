@@ -186,6 +186,19 @@ pub enum StoreError {
         /// ([`StoreError::MissingFile`]): a reader opening beside a GC reads `control` again.
         missing_file: bool,
     },
+    /// `larch recover --apply` ([`RecoveryPlan::apply`](crate::RecoveryPlan::apply)) was refused:
+    /// the control file changed since the plan was made (a writer published, or opened and
+    /// repaired it, meanwhile). Nothing was written; planning again sees the new state.
+    #[error(
+        "{}: the control file changed since recovery was planned (a writer published meanwhile); nothing was \
+         written: run `larch recover {}` again",
+        path.display(),
+        path.display()
+    )]
+    StalePlan {
+        /// The store directory.
+        path: PathBuf,
+    },
     /// `larch recover` found no layout of the store's files to recover from (no valid control
     /// slot, and the chunk and segment files present do not form one): the reason says what is
     /// missing.
