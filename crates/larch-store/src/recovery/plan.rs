@@ -462,6 +462,8 @@ fn plan_on(
             // Archive mode: a recovered state keeps saying that chunks may be in the lower
             // directory (when the published state said so, or recovery was given a lower one).
             flags: archive_flag,
+            // A new lineage: readers holding the timeline recovery leaves reopen (issue 39 item 5).
+            lineage: control_state.max_lineage() + 1,
             ..ControlState::default()
         };
         state.index_synced = state.index_end;

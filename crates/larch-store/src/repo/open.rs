@@ -432,7 +432,15 @@ impl Repo {
             // no valid slot names a missing file, whichever of the two a power loss leaves.
             let other_names_more =
                 control.state(1 - slot).is_some_and(|other| names_files_beyond(other, &state));
-            if state.index_synced < state.index_end || !confirmed || spare_damaged || other_names_more {
+            // Standing on the older slot because the newest failed to load: the commits of the
+            // newest are dropped and this writer will append over them, so the state starts a new
+            // lineage (readers holding the dropped timeline reopen), published before any write.
+            let fallback = control.newest() != Some(slot);
+            if fallback {
+                state.lineage = control.max_lineage() + 1;
+            }
+            if state.index_synced < state.index_end || !confirmed || spare_damaged || other_names_more || fallback
+            {
                 files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                 state.index_synced = state.index_end;
                 max_generation += 1;
@@ -557,12 +565,19 @@ impl Repo {
         if state.generation <= self.state.generation {
             return Ok(false);
         }
+        // Another lineage: a recovery or a writer's fallback went back to an older state, and the
+        // offsets this handle maps commits to may hold other records now, even once the pack has
+        // grown past its old end again. Nothing is kept: the caller reopens.
+        let rewound = |reason: String| StoreError::Rewound { path: self.path.clone().unwrap_or_default(), reason };
+        if state.lineage != self.state.lineage {
+            return Err(rewound(format!(
+                "the control file's lineage is {}, this handle loaded lineage {}",
+                state.lineage, self.state.lineage
+            )));
+        }
+        // A store written by a build without lineages: the published state shrank.
         if state.pack_end < self.state.pack_end || state.index_end < self.state.index_end {
-            return Err(StoreError::corrupt(
-                FileKind::Control,
-                0,
-                "the published state went back to an older one (a writer recovered); reopen the store",
-            ));
+            return Err(rewound("the published pack or commit index is shorter than this handle's".into()));
         }
         let layout = self.source.reader.layout().clone();
         if state.gc_generation != self.state.gc_generation || state.segments != self.state.segments {
