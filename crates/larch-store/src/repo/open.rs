@@ -222,6 +222,15 @@ impl Repo {
             let file_path = path.join(kind.file_name());
             match FileStorage::open(&file_path, writable, create) {
                 Ok(file) => Ok(Arc::new(file)),
+                // A store's `control` beside chunk files, without its commit index: damage that
+                // `larch recover` repairs (it rebuilds the index from the pack's records).
+                Err(e) if e.kind() == ErrorKind::NotFound && kind == FileKind::Index => {
+                    Err(StoreError::NeedsRecovery {
+                        path: path.into(),
+                        reason: "the commit index `commits` is missing".into(),
+                        missing_file: false,
+                    })
+                }
                 Err(e) if e.kind() == ErrorKind::NotFound => {
                     Err(StoreError::NotAStore { path: path.into(), reason: format!("missing file {kind}") })
                 }
@@ -324,9 +333,14 @@ impl Repo {
                 return Err(StoreError::NeedsLower { path: display_path });
             }
             match Self::load(&files, writable, &options, path, &control, slot, state) {
-                // Archive mode: the writer cleans up what a move cut short.
+                // Archive mode: the writer cleans up what a move cut short. Never when standing on
+                // the older slot because the newest failed to load: which upper copies are
+                // redundant is judged from the newest valid state only (as for the deletions of
+                // `load`); a later open does it.
                 Ok(mut repo) if writable => {
-                    repo.archive_clean_up()?;
+                    if control.newest() == Some(slot) {
+                        repo.archive_clean_up()?;
+                    }
                     return Ok(repo);
                 }
                 Ok(repo) => return Ok(repo),
@@ -439,7 +453,11 @@ impl Repo {
             if fallback {
                 state.lineage = control.max_lineage() + 1;
             }
-            if state.index_synced < state.index_end || !confirmed || spare_damaged || other_names_more || fallback
+            if state.index_synced < state.index_end
+                || !confirmed
+                || spare_damaged
+                || other_names_more
+                || fallback
             {
                 files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                 state.index_synced = state.index_end;
@@ -568,7 +586,8 @@ impl Repo {
         // Another lineage: a recovery or a writer's fallback went back to an older state, and the
         // offsets this handle maps commits to may hold other records now, even once the pack has
         // grown past its old end again. Nothing is kept: the caller reopens.
-        let rewound = |reason: String| StoreError::Rewound { path: self.path.clone().unwrap_or_default(), reason };
+        let rewound =
+            |reason: String| StoreError::Rewound { path: self.path.clone().unwrap_or_default(), reason };
         if state.lineage != self.state.lineage {
             return Err(rewound(format!(
                 "the control file's lineage is {}, this handle loaded lineage {}",
