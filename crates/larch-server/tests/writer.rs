@@ -122,7 +122,8 @@ fn a_rewound_store_is_reopened_by_the_server() {
     let mut tree = repo.checkout(&chosen).unwrap();
     for i in kept as u64..12 {
         tree.add(&["k", &format!("{i:04}")], format!("b{i:04}").into_bytes()).unwrap();
-        hashes.push(repo.commit(&tree, &[*hashes.last().unwrap()], CommitInfo::tezos(i as i64, "b")).unwrap());
+        hashes
+            .push(repo.commit(&tree, &[*hashes.last().unwrap()], CommitInfo::tezos(i as i64, "b")).unwrap());
     }
     repo.close().unwrap();
     assert!(server.state.reload().unwrap(), "the reload reopened the store");

@@ -120,7 +120,8 @@ fn values(tree: &larch_core::Tree, n: usize) -> Vec<Option<Vec<u8>>> {
 }
 
 fn control_state(dir: &std::path::Path) -> larch_store::testing::control::ControlFileState {
-    larch_store::testing::control::ControlFileState::decode(&std::fs::read(dir.join("control")).unwrap()).unwrap()
+    larch_store::testing::control::ControlFileState::decode(&std::fs::read(dir.join("control")).unwrap())
+        .unwrap()
 }
 
 /// Item 5: a reader stays open while the store is rewound (recovery drops its last three commits,
@@ -160,7 +161,10 @@ fn a_reader_never_returns_another_commits_tree_after_a_rewind() {
     writer.close().unwrap();
     let new_offsets: Vec<u64> = {
         let fresh = Repo::open_read_only(dir.path()).unwrap();
-        hashes.iter().map(|hash| fresh.commit_offsets().find(|(h, _)| *h == hash).map(|(_, o)| *o).unwrap()).collect()
+        hashes
+            .iter()
+            .map(|hash| fresh.commit_offsets().find(|(h, _)| *h == hash).map(|(_, o)| *o).unwrap())
+            .collect()
     };
     assert!(
         dropped.iter().zip(&new_offsets[4..]).all(|(hash, offset)| offsets[hash] == *offset),
@@ -221,7 +225,8 @@ fn a_writers_fallback_starts_a_new_lineage() {
     let after = control_state(dir.path());
     assert_eq!(after.state(after.newest().unwrap()).unwrap().lineage, 1, "{after:?}");
     assert_eq!(after.confirmed, Some(after.state(after.newest().unwrap()).unwrap().generation));
-    let mut kept: Vec<Hash> = hashes.iter().copied().take_while(|hash| Some(*hash) != writer.head()).collect();
+    let mut kept: Vec<Hash> =
+        hashes.iter().copied().take_while(|hash| Some(*hash) != writer.head()).collect();
     kept.push(writer.head().unwrap());
     grow(&mut writer, &mut kept, 2, "c");
     writer.close().unwrap();
@@ -229,4 +234,26 @@ fn a_writers_fallback_starts_a_new_lineage() {
     assert!(after.slots.iter().all(|slot| slot.state().unwrap().lineage == 1), "{after:?}");
     assert!(matches!(reader.reload(), Err(StoreError::Rewound { .. })));
     assert_holds(&Repo::open(dir.path()).unwrap(), &kept);
+}
+
+/// Item 13: a store whose commit index `commits` was deleted is not "not a larch store": both
+/// handles refuse it with `NeedsRecovery` naming `larch recover`, which rebuilds the index from the
+/// pack and publishes the head again with every commit.
+#[test]
+fn a_missing_commit_index_is_a_store_to_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut hashes = Vec::new();
+    commit_more(Repo::open(dir.path()).unwrap(), &mut hashes, 4);
+    std::fs::remove_file(dir.path().join("commits")).unwrap();
+    for (what, result) in [("reader", Repo::open_read_only(dir.path())), ("writer", Repo::open(dir.path()))] {
+        let error = result.err().unwrap_or_else(|| panic!("{what}: opened"));
+        assert!(matches!(error, StoreError::NeedsRecovery { .. }), "{what}: {error}");
+        assert!(error.to_string().contains("larch recover"), "{what}: {error}");
+        assert!(error.to_string().contains("commits"), "{what}: {error}");
+    }
+    assert!(!dir.path().join("commits").exists(), "a refused open created the index");
+    let plan = plan_recovery(dir.path()).unwrap();
+    assert_eq!(plan.chosen.as_ref().map(|found| found.hash), hashes.last().copied());
+    plan.apply().unwrap();
+    assert_holds(&Repo::open(dir.path()).unwrap(), &hashes);
 }
