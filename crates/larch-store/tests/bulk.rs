@@ -140,7 +140,8 @@ fn bulk_keys_are_typed_and_checked() {
     let dir_key = writer.flat(&[(b"v", BulkTarget::Contents { hash: value_hash, key: value_key })]).unwrap();
     let before = writer.bytes_written();
     let foreign = ObjectKey::new(StoreId::fresh(), value_key.offset());
-    let refused: Vec<(&str, Vec<(&[u8], BulkTarget<'_>)>)> = vec![
+    type Entries<'a> = Vec<(&'a [u8], BulkTarget<'a>)>;
+    let refused: Vec<(&str, Entries<'_>)> = vec![
         ("another store", vec![(b"v", BulkTarget::Contents { hash: value_hash, key: foreign })]),
         (
             "inside a record",
