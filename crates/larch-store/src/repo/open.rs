@@ -23,6 +23,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Why a directory that is not a usable store is refused, for the writer and the readers alike.
+/// Whether the directory at `path` holds a pack file (`pack`, a chunk or a segment): a store's
+/// data, rather than a stray `control`.
+fn holds_pack_files(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|entries| {
+        entries.filter_map(|entry| entry.ok()).any(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name == FileKind::Pack.file_name()
+                || names::parse_chunk_name(&name).is_some()
+                || names::parse_segment_name(&name).is_some()
+        })
+    })
+}
+
 fn refusal(path: &Path, kind: DirKind) -> StoreError {
     let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
     match kind {
@@ -222,9 +235,13 @@ impl Repo {
             let file_path = path.join(kind.file_name());
             match FileStorage::open(&file_path, writable, create) {
                 Ok(file) => Ok(Arc::new(file)),
-                // A store's `control` beside chunk files, without its commit index: damage that
-                // `larch recover` repairs (it rebuilds the index from the pack's records).
-                Err(e) if e.kind() == ErrorKind::NotFound && kind == FileKind::Index => {
+                // A store's `control` beside its pack files, without its commit index: damage
+                // that `larch recover` repairs (it rebuilds the index from the pack's records).
+                Err(e)
+                    if e.kind() == ErrorKind::NotFound
+                        && kind == FileKind::Index
+                        && holds_pack_files(path) =>
+                {
                     Err(StoreError::NeedsRecovery {
                         path: path.into(),
                         reason: "the commit index `commits` is missing".into(),
