@@ -49,9 +49,11 @@ fn chunks(controller: &FaultController) -> Vec<String> {
     controller.names().into_iter().filter(|name| name.starts_with("chunk.")).collect()
 }
 
-/// The store before the move: 14 blocks over many 2 KiB chunks, closed; its two disks, its
-/// commits and the seed.
-fn store_before_the_move() -> (Arc<FaultController>, Arc<FaultController>, Vec<(Hash, Model)>, u64) {
+/// The store's two disks, its commits and the seed.
+type Before = (Arc<FaultController>, Arc<FaultController>, Vec<(Hash, Model)>, u64);
+
+/// The store before the move: 14 blocks over many 2 KiB chunks, closed.
+fn store_before_the_move() -> Before {
     let (upper, lower) = (FaultController::new(), FaultController::new());
     let mut repo = open(&upper, &lower, true);
     let (mut rng, seed) = seeded_rng("archive_fault", 23);
