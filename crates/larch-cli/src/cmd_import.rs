@@ -270,19 +270,24 @@ impl TreeSink for BulkSink<'_, '_> {
         larch_store::INLINE_MAX
     }
 
-    fn contents(&mut self, bytes: &[u8]) -> Result<u64, SinkError> {
+    fn contents(&mut self, bytes: &[u8]) -> Result<larch_core::ObjectKey, SinkError> {
         Ok(self.0.contents(bytes)?)
     }
 
-    fn flat(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError> {
+    fn flat(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<larch_core::ObjectKey, SinkError> {
         Ok(self.0.flat(&bulk_targets(entries))?)
     }
 
-    fn values(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError> {
+    fn values(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<larch_core::ObjectKey, SinkError> {
         Ok(self.0.values(&bulk_targets(entries))?)
     }
 
-    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, u64)]) -> Result<u64, SinkError> {
+    fn tree(
+        &mut self,
+        depth: u8,
+        length: u64,
+        children: &[(u8, Hash, larch_core::ObjectKey)],
+    ) -> Result<larch_core::ObjectKey, SinkError> {
         Ok(self.0.tree(depth, length, children)?)
     }
 }

@@ -5,7 +5,7 @@
 use crate::error::{IrminError, Result};
 use crate::import::MAX_NESTING;
 use crate::store::{IrminCommit, IrminStore};
-use larch_core::{Contents, ContentsRef, Entry, Hash, Node, NodeBody, NodeRef};
+use larch_core::{Contents, ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, ObjectKey};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ pub enum SinkTarget<'a> {
         /// Its hash.
         hash: Hash,
         /// The sink's key for it.
-        key: u64,
+        key: ObjectKey,
     },
     /// A small value, to be stored inside the directory record.
     Inline(&'a [u8]),
@@ -29,7 +29,7 @@ pub enum SinkTarget<'a> {
         /// Its hash.
         hash: Hash,
         /// The sink's key for it.
-        key: u64,
+        key: ObjectKey,
     },
 }
 
@@ -39,13 +39,18 @@ pub trait TreeSink {
     /// Values of at most this many bytes are given inline ([`SinkTarget::Inline`]).
     fn inline_max(&self) -> usize;
     /// Writes a contents record.
-    fn contents(&mut self, bytes: &[u8]) -> Result<u64, SinkError>;
+    fn contents(&mut self, bytes: &[u8]) -> Result<ObjectKey, SinkError>;
     /// Writes a flat directory (at most 256 entries, sorted by name).
-    fn flat(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError>;
+    fn flat(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<ObjectKey, SinkError>;
     /// Writes an inode `Values` leaf (sorted by name).
-    fn values(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError>;
+    fn values(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<ObjectKey, SinkError>;
     /// Writes an inode `Tree` with its children `(bucket, hash, key)`.
-    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, u64)]) -> Result<u64, SinkError>;
+    fn tree(
+        &mut self,
+        depth: u8,
+        length: u64,
+        children: &[(u8, Hash, ObjectKey)],
+    ) -> Result<ObjectKey, SinkError>;
 }
 
 /// What streaming one tree read and wrote.
@@ -65,8 +70,8 @@ pub struct StreamStats {
 pub const MEMO_MAX: usize = 2_000_000;
 
 enum Resolved {
-    Node(Hash, u64),
-    Contents(Hash, u64),
+    Node(Hash, ObjectKey),
+    Contents(Hash, ObjectKey),
     Inline(Arc<Contents>),
 }
 
@@ -96,10 +101,10 @@ pub fn stream_tree(
     commit: &IrminCommit,
     sink: &mut dyn TreeSink,
     progress: &mut dyn FnMut(&StreamStats),
-) -> Result<(Hash, u64, StreamStats)> {
+) -> Result<(Hash, ObjectKey, StreamStats)> {
     let mut stats = StreamStats::default();
-    let mut nodes: HashMap<u64, u64> = HashMap::new();
-    let mut contents: HashMap<u64, u64> = HashMap::new();
+    let mut nodes: HashMap<u64, ObjectKey> = HashMap::new();
+    let mut contents: HashMap<u64, ObjectKey> = HashMap::new();
     let inline_max = sink.inline_max();
     let root = store.load_node(commit.tree_offset, &commit.tree_hash)?;
     stats.nodes += 1;
@@ -197,7 +202,7 @@ fn target(resolved: &Resolved) -> SinkTarget<'_> {
     }
 }
 
-fn write_node(sink: &mut dyn TreeSink, frame: &Frame) -> Result<u64> {
+fn write_node(sink: &mut dyn TreeSink, frame: &Frame) -> Result<ObjectKey> {
     match frame.node.body() {
         NodeBody::Flat(entries) | NodeBody::Values(entries) => {
             let list: Vec<(&[u8], SinkTarget<'_>)> = entries
@@ -213,7 +218,7 @@ fn write_node(sink: &mut dyn TreeSink, frame: &Frame) -> Result<u64> {
             written.map_err(sink_error(frame.offset))
         }
         NodeBody::Tree(tree) => {
-            let children: Vec<(u8, Hash, u64)> = tree
+            let children: Vec<(u8, Hash, ObjectKey)> = tree
                 .children
                 .iter()
                 .zip(&frame.done)

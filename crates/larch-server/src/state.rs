@@ -54,12 +54,7 @@ impl ServerState {
     /// configured `max_depth` is clamped to [`MAX_DEPTH_CAP`].
     pub fn open(path: impl AsRef<Path>, config: ServerConfig) -> Result<Arc<ServerState>, ServerError> {
         let path = path.as_ref().to_path_buf();
-        let options = RepoOptions {
-            cache_bytes: config.cache_bytes,
-            lower: config.lower.clone(),
-            ..RepoOptions::default()
-        };
-        let repo = Repo::open_read_only_options(&path, options)
+        let repo = Repo::open_read_only_options(&path, repo_options(&config))
             .map_err(|source| ServerError::Open { path: path.clone(), source })?;
         let head = snapshot(&repo).map_err(|source| ServerError::Head { path: path.clone(), source })?;
         let mut config = config;
@@ -125,15 +120,25 @@ impl ServerState {
     }
 
     fn reload_inner(&self) -> Result<bool, StoreError> {
-        let changed = {
+        let (changed, reopened) = {
             let mut repo = write(&self.repo);
             *self.last_reload.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
-            repo.reload()?
+            match repo.reload() {
+                // The store went back to an older state (a recovery, a writer's fallback): the
+                // handle's commit map belongs to the timeline left, so it is replaced by a new one
+                // (and the head's tree, which reads through the old one, too).
+                Err(StoreError::Rewound { reason, .. }) => {
+                    tracing::warn!(%reason, "the store was rewound; reopening it");
+                    *repo = Repo::open_read_only_options(&self.path, repo_options(&self.config))?;
+                    (true, true)
+                }
+                other => (other?, false),
+            }
         };
         if changed {
             let repo = read(&self.repo);
             let current = self.head();
-            if repo.head() != current {
+            if repo.head() != current || reopened {
                 let snapshot = snapshot(&repo)?;
                 if let Some(new) = &snapshot {
                     tracing::debug!(head = %new.details.hash, commits = repo.commit_count(), "new head");
@@ -198,6 +203,11 @@ impl ServerState {
     pub(crate) fn commit_count(&self) -> usize {
         read(&self.repo).commit_count()
     }
+}
+
+/// The options of the server's read-only handle.
+fn repo_options(config: &ServerConfig) -> RepoOptions {
+    RepoOptions { cache_bytes: config.cache_bytes, lower: config.lower.clone(), ..RepoOptions::default() }
 }
 
 fn no_head() -> ApiError {

@@ -87,3 +87,51 @@ fn new_commits_are_served_while_a_writer_commits() {
     assert_eq!(server.json("/health").1["commits"], COMMITS + 1);
     repo.close().unwrap();
 }
+
+/// Issue 39 item 5: the store is rewound under the running server (its chunk cut short, then
+/// `recover --apply` drops the commits past the cut) and regrown past its old ends by a writer.
+/// The server's reload sees the new lineage and reopens: it serves the new head, and a dropped
+/// hash is unknown (404), never another commit's tree.
+#[test]
+fn a_rewound_store_is_reopened_by_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let mut hashes = Vec::new();
+    let mut repo = Repo::open(&path).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..8u64 {
+        tree.add(&["k", &format!("{i:04}")], format!("a{i:04}").into_bytes()).unwrap();
+        let parents: Vec<_> = hashes.last().copied().into_iter().collect();
+        hashes.push(repo.commit(&tree, &parents, CommitInfo::tezos(i as i64, i.to_string())).unwrap());
+    }
+    repo.close().unwrap();
+    let config = ServerConfig { reload_interval: Duration::from_secs(3600), ..ServerConfig::default() };
+    let server = TestServer::start(&path, config);
+    assert_eq!(server.json("/commits/head").1["hash"], hashes[7].to_base58());
+    // Cut the chunk at 60%: recovery finds a shorter chain.
+    let chunk = path.join("chunk.000000");
+    let len = std::fs::metadata(&chunk).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&chunk).unwrap().set_len(len * 6 / 10).unwrap();
+    let plan = larch_store::plan_recovery(&path).unwrap();
+    let chosen = plan.chosen.as_ref().unwrap().hash;
+    let kept = hashes.iter().position(|hash| *hash == chosen).unwrap() + 1;
+    assert!(kept < 8, "the cut dropped nothing");
+    plan.apply().unwrap();
+    let dropped = hashes.split_off(kept);
+    let mut repo = Repo::open(&path).unwrap();
+    let mut tree = repo.checkout(&chosen).unwrap();
+    for i in kept as u64..12 {
+        tree.add(&["k", &format!("{i:04}")], format!("b{i:04}").into_bytes()).unwrap();
+        hashes
+            .push(repo.commit(&tree, &[*hashes.last().unwrap()], CommitInfo::tezos(i as i64, "b")).unwrap());
+    }
+    repo.close().unwrap();
+    assert!(server.state.reload().unwrap(), "the reload reopened the store");
+    assert_eq!(server.state.head(), hashes.last().copied());
+    assert_eq!(server.json("/commits/head").1["hash"], hashes.last().unwrap().to_base58());
+    for hash in &dropped {
+        assert_eq!(server.get(&format!("/commits/{hash}")).status, 404);
+    }
+    let response = server.get("/context/head/raw/bytes/k/0011");
+    assert_eq!(response.status, 200, "{}", response.text());
+}

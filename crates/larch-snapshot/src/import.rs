@@ -9,7 +9,7 @@ use crate::records::*;
 use crate::{Counts, Progress};
 use larch_core::ocaml_hash::inode_index;
 use larch_core::schema::{self, INODE_MAX_DEPTH, INODE_VALUES_MAX, Kind, STABLE_HASH_MAX};
-use larch_core::{CommitInfo, Hash};
+use larch_core::{CommitInfo, Hash, ObjectKey, StoreId};
 use larch_store::{BulkTarget, BulkWriter};
 use std::io::Read;
 use std::ops::Range;
@@ -17,26 +17,26 @@ use std::ops::Range;
 /// Where verified objects go.
 pub trait Sink {
     /// Stores a contents value; returns its key.
-    fn contents(&mut self, bytes: &[u8]) -> Result<u64>;
+    fn contents(&mut self, bytes: &[u8]) -> Result<ObjectKey>;
     /// Stores a flat directory; returns its key.
-    fn flat(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<u64>;
+    fn flat(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey>;
     /// Stores an inode `Values` leaf; returns its key.
-    fn values(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<u64>;
+    fn values(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey>;
     /// Stores an inode `Tree`; returns its key.
-    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, u64)]) -> Result<u64>;
+    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, ObjectKey)]) -> Result<ObjectKey>;
 }
 
 impl Sink for BulkWriter<'_> {
-    fn contents(&mut self, bytes: &[u8]) -> Result<u64> {
+    fn contents(&mut self, bytes: &[u8]) -> Result<ObjectKey> {
         Ok(BulkWriter::contents(self, bytes)?)
     }
-    fn flat(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<u64> {
+    fn flat(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey> {
         Ok(BulkWriter::flat(self, entries)?)
     }
-    fn values(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<u64> {
+    fn values(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey> {
         Ok(BulkWriter::values(self, entries)?)
     }
-    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, u64)]) -> Result<u64> {
+    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, ObjectKey)]) -> Result<ObjectKey> {
         Ok(BulkWriter::tree(self, depth, length, children)?)
     }
 }
@@ -45,26 +45,27 @@ impl Sink for BulkWriter<'_> {
 #[derive(Debug, Default)]
 pub struct NullSink {
     next: u64,
+    store: Option<StoreId>,
 }
 
 impl NullSink {
-    fn key(&mut self) -> u64 {
+    fn key(&mut self) -> ObjectKey {
         self.next += 1;
-        self.next
+        ObjectKey::new(*self.store.get_or_insert_with(StoreId::fresh), self.next)
     }
 }
 
 impl Sink for NullSink {
-    fn contents(&mut self, _: &[u8]) -> Result<u64> {
+    fn contents(&mut self, _: &[u8]) -> Result<ObjectKey> {
         Ok(self.key())
     }
-    fn flat(&mut self, _: &[(&[u8], BulkTarget<'_>)]) -> Result<u64> {
+    fn flat(&mut self, _: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey> {
         Ok(self.key())
     }
-    fn values(&mut self, _: &[(&[u8], BulkTarget<'_>)]) -> Result<u64> {
+    fn values(&mut self, _: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey> {
         Ok(self.key())
     }
-    fn tree(&mut self, _: u8, _: u64, _: &[(u8, Hash, u64)]) -> Result<u64> {
+    fn tree(&mut self, _: u8, _: u64, _: &[(u8, Hash, ObjectKey)]) -> Result<ObjectKey> {
         Ok(self.key())
     }
 }
@@ -75,7 +76,7 @@ pub struct Decoded {
     /// The commit hash (claimed and recomputed).
     pub commit: Hash,
     /// The root directory's hash and key in the sink.
-    pub tree: (Hash, u64),
+    pub tree: (Hash, ObjectKey),
     /// The commit's parents, in commit order.
     pub parents: Vec<Hash>,
     /// The commit's date, author, message.
@@ -106,7 +107,7 @@ enum Class {
 #[derive(Clone, Copy, Debug)]
 struct Item {
     hash: Hash,
-    key: u64,
+    key: ObjectKey,
     class: Class,
     /// Entries below (inodes), for the parent's length check.
     length: u64,
@@ -365,7 +366,7 @@ impl<R: Read> Decoder<'_, R> {
         }
     }
 
-    fn store_entries(&self, sink: &mut dyn Sink, values: bool) -> Result<u64> {
+    fn store_entries(&self, sink: &mut dyn Sink, values: bool) -> Result<ObjectKey> {
         let scratch = &self.scratch;
         let list: Vec<(&[u8], BulkTarget<'_>)> = self
             .entries
@@ -455,7 +456,7 @@ impl<R: Read> Decoder<'_, R> {
         if count == 0 || count > 32 {
             return self.invalid(format!("inode Tree with {count} children"));
         }
-        let mut children: Vec<(u8, Hash, u64)> = Vec::with_capacity(usize::from(count));
+        let mut children: Vec<(u8, Hash, ObjectKey)> = Vec::with_capacity(usize::from(count));
         let mut total = 0u64;
         let mut own_path = [0u8; INODE_MAX_DEPTH as usize];
         let level = usize::from(depth);

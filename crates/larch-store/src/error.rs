@@ -199,6 +199,33 @@ pub enum StoreError {
         /// ([`StoreError::MissingFile`]): a reader opening beside a GC reads `control` again.
         missing_file: bool,
     },
+    /// A read-only handle's view belongs to a timeline the store has left: a recovery or a writer's
+    /// fallback to the older control slot went back to an older state since the handle opened (the
+    /// slot's lineage changed, or a commit it knows is no longer at its offset). Its commit map and
+    /// offsets may name other records now; nothing was read from them. Reopen the store.
+    #[error(
+        "the store {} went back to an older state since this handle opened it ({reason}); reopen the store",
+        path.display()
+    )]
+    Rewound {
+        /// The store directory (empty for a store opened on in-memory files).
+        path: PathBuf,
+        /// What showed it.
+        reason: String,
+    },
+    /// `larch recover --apply` ([`RecoveryPlan::apply`](crate::RecoveryPlan::apply)) was refused:
+    /// the control file changed since the plan was made (a writer published, or opened and
+    /// repaired it, meanwhile). Nothing was written; planning again sees the new state.
+    #[error(
+        "{}: the control file changed since recovery was planned (a writer published meanwhile); nothing was \
+         written: run `larch recover {}` again",
+        path.display(),
+        path.display()
+    )]
+    StalePlan {
+        /// The store directory.
+        path: PathBuf,
+    },
     /// `larch recover` found no layout of the store's files to recover from (no valid control
     /// slot, and the chunk and segment files present do not form one): the reason says what is
     /// missing.

@@ -134,10 +134,27 @@ impl Repo {
         }
     }
 
-    /// What commit `hash` records.
-    pub fn commit_details(&self, hash: &Hash) -> Result<CommitDetails> {
+    /// The record of commit `hash` and its offset, checked to be that commit's: a reader whose
+    /// store was rewound and regrown since it loaded its commit map may find another commit there
+    /// ([`StoreError::Rewound`]; corruption for a writer, whose map is its own).
+    fn commit_record(&self, hash: &Hash) -> Result<(u64, CommitData)> {
         let offset = self.commit_offset(hash)?;
         let data = self.source.reader.commit(offset)?;
+        let found = data.hash();
+        if found != *hash {
+            let reason = format!("commit {hash} was at offset {offset}, which now holds commit {found}");
+            return Err(if self.writable {
+                StoreError::corrupt(FileKind::Pack, offset, reason)
+            } else {
+                StoreError::Rewound { path: self.path.clone().unwrap_or_default(), reason }
+            });
+        }
+        Ok((offset, data))
+    }
+
+    /// What commit `hash` records.
+    pub fn commit_details(&self, hash: &Hash) -> Result<CommitDetails> {
+        let (offset, data) = self.commit_record(hash)?;
         Ok(CommitDetails {
             hash: *hash,
             offset,
@@ -150,10 +167,10 @@ impl Repo {
 
     /// The tree of commit `hash`, loaded lazily through the cache.
     pub fn checkout(&self, hash: &Hash) -> Result<Tree> {
-        let offset = self.commit_offset(hash)?;
+        // The commit's hash checked against its record: never another commit's tree.
+        let (_, data) = self.commit_record(hash)?;
         // A new tree: the reading ahead counts its misses from zero.
         self.source.prefetch().new_tree();
-        let data = self.source.reader.commit(offset)?;
         let root = Entry::Node(NodeRef::Stored {
             hash: data.tree_hash,
             key: self.source.reader.key(data.tree_offset),
@@ -437,7 +454,7 @@ impl Repo {
             if !seen.insert(next) {
                 continue;
             }
-            let data = self.source.reader.commit(self.commit_offset(&next)?)?;
+            let (_, data) = self.commit_record(&next)?;
             out.commits.push(next);
             for (parent, offset) in data.parents.iter().rev() {
                 match offset {

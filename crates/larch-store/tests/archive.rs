@@ -409,3 +409,52 @@ fn readers_on_other_threads_read_throughout_the_moves() {
     assert!(names(&low).len() >= 5, "{:?}", names(&low));
     check_all(&repo, &commits, "writer after the moves");
 }
+
+/// The archive clean-up never runs on a fallback open (issue 39): the newest slot is valid but
+/// names a pack end its chunk does not reach and was never confirmed, so the writer stands on the
+/// older slot; the upper copy of a moved chunk (both copies complete, as a crash after the rename
+/// leaves them) is left by that open, and removed by the next one, which stands on the newest slot.
+#[test]
+fn the_archive_clean_up_does_not_run_on_a_fallback_open() {
+    use larch_store::testing::control::{CONFIRM_AT, ControlFileState, FLAG_ARCHIVE, PAGE, encode_confirm};
+    let upper = tempfile::tempdir().unwrap();
+    let lower = tempfile::tempdir().unwrap();
+    let (dir, low) = (upper.path(), lower.path());
+    let (commits, commit_chunk) = archived_store(dir, low, "archive_fallback");
+    // Two more publishes: both slots carry the archive flag.
+    let mut repo = Repo::open_with(dir, options(Some(low))).unwrap();
+    let mut tree = repo.checkout(&commits.last().unwrap().0).unwrap();
+    let mut extra = vec![commits.last().unwrap().0];
+    for i in 0..2u64 {
+        tree.add(&["extra", &i.to_string()], vec![i as u8; 10]).unwrap();
+        extra.push(repo.commit(&tree, &[*extra.last().unwrap()], info(100 + i)).unwrap());
+    }
+    repo.close().unwrap();
+    let k = commit_chunk - 1;
+    std::fs::copy(low.join(chunk(k)), dir.join(chunk(k))).unwrap();
+    let mut bytes = std::fs::read(dir.join("control")).unwrap();
+    let decoded = ControlFileState::decode(&bytes).unwrap();
+    let newest = decoded.newest().unwrap();
+    let older = decoded.state(1 - newest).unwrap().clone();
+    assert!(older.flags & FLAG_ARCHIVE != 0 && older.head_chunk > k, "the older slot alone would clean up");
+    let mut ahead = decoded.state(newest).unwrap().clone();
+    ahead.generation = older.generation + 1;
+    ahead.pack_end += 1 << 20;
+    let page = newest * PAGE as usize;
+    bytes[page..page + PAGE as usize].fill(0);
+    let encoded = ahead.encode().unwrap();
+    bytes[page..page + encoded.len()].copy_from_slice(&encoded);
+    bytes[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(older.generation));
+    std::fs::write(dir.join("control"), &bytes).unwrap();
+    let repo = Repo::open_with(dir, options(Some(low))).unwrap();
+    assert!(dir.join(chunk(k)).exists(), "a fallback open removed the upper copy of {}", chunk(k));
+    assert_eq!(repo.head(), older.branches.get("main").map(|(hash, _)| *hash), "on the older slot");
+    assert!(extra.contains(&repo.head().unwrap()));
+    let kept = &commits;
+    check_all(&repo, kept, "fallback open");
+    repo.close().unwrap();
+    let repo = Repo::open_with(dir, options(Some(low))).unwrap();
+    assert!(!dir.join(chunk(k)).exists(), "the next open cleans up");
+    check_all(&repo, kept, "next open");
+    assert!(repo.fsck().is_clean(), "{}", repo.fsck());
+}

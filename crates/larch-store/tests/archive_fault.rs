@@ -49,9 +49,11 @@ fn chunks(controller: &FaultController) -> Vec<String> {
     controller.names().into_iter().filter(|name| name.starts_with("chunk.")).collect()
 }
 
-#[test]
-fn every_cut_of_a_move_and_every_power_loss_opens_and_completes() {
-    // The store before the move: 14 blocks over many 2 KiB chunks.
+/// The store's two disks, its commits and the seed.
+type Before = (Arc<FaultController>, Arc<FaultController>, Vec<(Hash, Model)>, u64);
+
+/// The store before the move: 14 blocks over many 2 KiB chunks, closed.
+fn store_before_the_move() -> Before {
     let (upper, lower) = (FaultController::new(), FaultController::new());
     let mut repo = open(&upper, &lower, true);
     let (mut rng, seed) = seeded_rng("archive_fault", 23);
@@ -67,6 +69,68 @@ fn every_cut_of_a_move_and_every_power_loss_opens_and_completes() {
         commits.push((repo.commit(&tree, &parents, info(block)).unwrap(), model.clone()));
     }
     repo.close().unwrap();
+    (upper, lower, commits, seed)
+}
+
+/// Issue 39, the fault model: a move cut on either disk, the process dying with its page caches
+/// kept as page caches (`Survival::ProcessCrash`), then the next writer's open (which cleans up
+/// the move: removes `.tmp` copies, syncs lower copies, unlinks upper ones) cut at each of its
+/// operations on either disk, then a power loss on both: the store opens with every commit,
+/// fsck-clean, and completes the move.
+#[test]
+fn a_move_cut_then_a_cleanup_cut_by_a_power_loss_loses_nothing() {
+    let (upper, lower, commits, seed) = store_before_the_move();
+    let target = commits[10].0;
+    let losses = [Survival::Durable, Survival::Pages(seed ^ 0x5eed)];
+    let (mut images, mut cleanups) = (0, 0);
+    // The move cut every third operation of each disk (the open cuts multiply them).
+    let moving = |side: &str, cut: u64| {
+        let (up, low) = (upper.restart(Survival::Written), lower.restart(Survival::Written));
+        let mut repo = open(&up, &low, true);
+        let controller = if side == "upper" { &up } else { &low };
+        controller.crash_at(Some(controller.ops() + cut));
+        let failed = repo.archive(&target).is_err();
+        drop(repo);
+        failed.then(|| (up.restart(Survival::ProcessCrash), low.restart(Survival::ProcessCrash)))
+    };
+    for side in ["upper", "lower"] {
+        for cut in (0..).step_by(3) {
+            let Some((up, low)) = moving(side, cut) else { break };
+            // The uncut open: its operations on each disk.
+            let (u, l) = (up.restart(Survival::ProcessCrash), low.restart(Survival::ProcessCrash));
+            drop(open(&u, &l, true));
+            for (open_side, open_ops) in [("upper", u.ops()), ("lower", l.ops())] {
+                for open_cut in 0..open_ops {
+                    let (u, l) = (up.restart(Survival::ProcessCrash), low.restart(Survival::ProcessCrash));
+                    let controller = if open_side == "upper" { &u } else { &l };
+                    controller.crash_at(Some(open_cut));
+                    drop(Repo::open_files(files(&u, &l), true, options(), None));
+                    if !controller.has_crashed() {
+                        continue;
+                    }
+                    cleanups += 1;
+                    for loss in losses {
+                        let what = format!(
+                            "seed {seed}, move {side} cut {cut}, open {open_side} cut {open_cut}/{open_ops}, {loss:?}"
+                        );
+                        let (u, l) = (u.restart(loss), l.restart(loss));
+                        let mut writer = open(&u, &l, true);
+                        check_all(&writer, &commits, &what);
+                        assert!(writer.fsck().is_clean(), "{what}: {}", writer.fsck());
+                        writer.archive(&target).unwrap_or_else(|e| panic!("{what}: archive again: {e}"));
+                        images += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(cleanups > 0, "no cut fell inside an open");
+    eprintln!("{cleanups} cut opens, {images} images checked");
+}
+
+#[test]
+fn every_cut_of_a_move_and_every_power_loss_opens_and_completes() {
+    let (upper, lower, commits, seed) = store_before_the_move();
     let target = commits[10].0;
 
     // A clean run: how many operations the move makes on each disk, and what it leaves.

@@ -3,7 +3,7 @@
 //! commit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use larch_core::{CommitInfo, Hash, Kind, MemoryRepo, schema};
+use larch_core::{CommitInfo, Hash, Kind, MemoryRepo, ObjectKey, StoreId, schema};
 use larch_store::INLINE_MAX;
 use larch_store::{BulkTarget, Repo, StoreError};
 
@@ -67,7 +67,10 @@ fn bad_objects_are_refused_and_an_abandoned_writer_publishes_nothing() {
         assert!(matches!(writer.flat(&unsorted), Err(StoreError::BulkInput(_))));
         let twice = [(&b"a"[..], BulkTarget::Inline(b"1")), (b"a", BulkTarget::Inline(b"2"))];
         assert!(matches!(writer.flat(&twice), Err(StoreError::BulkInput(_))));
-        let later = [(&b"a"[..], BulkTarget::Contents { hash, key: key + 1000 })];
+        let later = [(
+            &b"a"[..],
+            BulkTarget::Contents { hash, key: ObjectKey::new(key.store(), key.offset() + 1000) },
+        )];
         assert!(matches!(writer.flat(&later), Err(StoreError::BulkInput(_))));
         assert!(matches!(writer.values(&[]), Err(StoreError::BulkInput(_))));
         assert!(matches!(writer.tree(10, 40, &[(0, hash, key)]), Err(StoreError::BulkInput(_))));
@@ -116,4 +119,89 @@ fn a_bulk_commit_is_visible_to_readers_at_once_and_too_many_parents_are_refused(
     let reopened = Repo::open_read_only(dir.path()).unwrap();
     assert_eq!(reopened.head(), Some(commit));
     assert!(reopened.fsck().is_clean());
+}
+
+/// Issue 39 item 7: the writer's keys are the store's typed keys, checked. A key of another store
+/// is `OtherStoreKey`; one inside a record, or naming a record of the wrong kind (a value where a
+/// directory is expected, a directory as an inode child), is `BulkInput`; a key of a record an
+/// earlier bulk commit published is accepted (read back through the pack reader), and once a GC
+/// collected that record it is `CollectedObject`. Nothing is written for a refused object.
+#[test]
+fn bulk_keys_are_typed_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1 KiB chunks: the GC below collects the chunk of the first two commits.
+    let options = larch_store::RepoOptions { chunk_bytes: 1024, ..larch_store::RepoOptions::default() };
+    let mut repo = Repo::open_with(dir.path(), options).unwrap();
+    let value = vec![9u8; INLINE_MAX + 10];
+    let value_hash = schema::contents_hash(&value);
+    let mut writer = repo.bulk_writer().unwrap();
+    let value_key = writer.contents(&value).unwrap();
+    let dir_hash = schema::flat_node_hash(1, [(&b"v"[..], Kind::Contents, value_hash)].into_iter());
+    let dir_key = writer.flat(&[(b"v", BulkTarget::Contents { hash: value_hash, key: value_key })]).unwrap();
+    let before = writer.bytes_written();
+    let foreign = ObjectKey::new(StoreId::fresh(), value_key.offset());
+    type Entries<'a> = Vec<(&'a [u8], BulkTarget<'a>)>;
+    let refused: Vec<(&str, Entries<'_>)> = vec![
+        ("another store", vec![(b"v", BulkTarget::Contents { hash: value_hash, key: foreign })]),
+        (
+            "inside a record",
+            vec![(
+                b"v",
+                BulkTarget::Contents {
+                    hash: value_hash,
+                    key: ObjectKey::new(value_key.store(), value_key.offset() + 1),
+                },
+            )],
+        ),
+        ("a value as a directory", vec![(b"d", BulkTarget::Node { hash: value_hash, key: value_key })]),
+        ("a directory as a value", vec![(b"v", BulkTarget::Contents { hash: dir_hash, key: dir_key })]),
+    ];
+    for (what, entries) in &refused {
+        let error = writer.flat(entries).unwrap_err();
+        match *what {
+            "another store" => assert!(matches!(error, StoreError::OtherStoreKey { .. }), "{what}: {error}"),
+            _ => assert!(matches!(error, StoreError::BulkInput(_)), "{what}: {error}"),
+        }
+    }
+    let error = writer.tree(1, 40, &[(0, dir_hash, dir_key)]).unwrap_err();
+    assert!(matches!(error, StoreError::BulkInput(_)), "a directory as an inode child: {error}");
+    let error = writer.commit(Some("main"), (value_hash, value_key), &[], info()).unwrap_err();
+    assert!(matches!(error, StoreError::BulkInput(_)), "a value as the commit's tree: {error}");
+    // (`commit` consumed the writer: a new one, the same records written again.)
+    let mut writer = repo.bulk_writer().unwrap();
+    let value_key = writer.contents(&value).unwrap();
+    let dir_key = writer.flat(&[(b"v", BulkTarget::Contents { hash: value_hash, key: value_key })]).unwrap();
+    assert_eq!(writer.bytes_written(), before);
+    let first = writer.commit(Some("main"), (dir_hash, dir_key), &[], info()).unwrap();
+    // A second bulk commit refers to the published directory and value of the first.
+    let root_hash = schema::flat_node_hash(
+        2,
+        [(&b"old"[..], Kind::Node, dir_hash), (b"v", Kind::Contents, value_hash)].into_iter(),
+    );
+    let mut writer = repo.bulk_writer().unwrap();
+    let root_key = writer
+        .flat(&[
+            (b"old", BulkTarget::Node { hash: dir_hash, key: dir_key }),
+            (b"v", BulkTarget::Contents { hash: value_hash, key: value_key }),
+        ])
+        .unwrap();
+    let later = CommitInfo::tezos(1530374900, "bulk 2");
+    let second = writer.commit(Some("main"), (root_hash, root_key), &[first], later).unwrap();
+    assert!(repo.fsck().is_clean(), "{}", repo.fsck());
+    // A third commit, on another tree, then a GC keeping only it: the first two's records go.
+    let mut tree = repo.empty_tree();
+    for i in 0..6u8 {
+        tree.add(&["other", &i.to_string()], vec![i; 700]).unwrap();
+    }
+    let third = repo.commit(&tree, &[second], CommitInfo::tezos(1530374999, "third")).unwrap();
+    // Commits roll chunks before they write: the fourth starts chunk 1, on a tree of its own.
+    let mut tree = repo.empty_tree();
+    tree.add(&["new"], b"n".to_vec()).unwrap();
+    let fourth = repo.commit(&tree, &[third], CommitInfo::tezos(1530375000, "fourth")).unwrap();
+    let report = repo.gc(&fourth).unwrap();
+    assert!(report.region_bytes > 0, "{report:?}");
+    let mut writer = repo.bulk_writer().unwrap();
+    let error = writer.flat(&[(b"old", BulkTarget::Node { hash: dir_hash, key: dir_key })]).unwrap_err();
+    assert!(matches!(error, StoreError::CollectedObject { .. }), "{error}");
+    assert_eq!(writer.bytes_written(), 0, "nothing written for refused objects");
 }

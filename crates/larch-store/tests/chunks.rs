@@ -274,7 +274,7 @@ fn bulk_commits_roll_chunks_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let mut repo = Repo::open_with(dir.path(), options(1024)).unwrap();
     let mut parents = Vec::new();
-    let mut previous: Option<(Hash, u64)> = None;
+    let mut previous: Option<(Hash, larch_core::ObjectKey)> = None;
     for round in 0..6u8 {
         let value = vec![round; 1500];
         let value_hash = schema::contents_hash(&value);

@@ -313,11 +313,20 @@ fn unknown_versions_and_missing_files_on_disk() {
     std::fs::write(&pack_path, &pack).unwrap();
     assert!(Repo::open_read_only(dir.path()).is_ok());
 
+    // A missing commit index: a store `larch recover` repairs, not "not a larch store" (issue 39
+    // item 13; the recovery itself: `tests/recover_edges.rs`).
     std::fs::remove_file(dir.path().join("commits")).unwrap();
     let error = Repo::open_read_only(dir.path()).unwrap_err();
-    assert!(matches!(&error, StoreError::NotAStore { reason, .. } if reason.contains("commits")), "{error}");
+    assert!(
+        matches!(&error, StoreError::NeedsRecovery { reason, .. } if reason.contains("commits")),
+        "{error}"
+    );
+    assert!(error.to_string().contains("larch recover"), "{error}");
     // A writer reports it too, and does not recreate the file.
     let error = Repo::open(dir.path()).unwrap_err();
-    assert!(matches!(&error, StoreError::NotAStore { reason, .. } if reason.contains("commits")), "{error}");
+    assert!(
+        matches!(&error, StoreError::NeedsRecovery { reason, .. } if reason.contains("commits")),
+        "{error}"
+    );
     assert!(!dir.path().join("commits").exists());
 }

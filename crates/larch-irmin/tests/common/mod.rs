@@ -3,8 +3,8 @@
 //! streamed tree arrives children first and hashes to what Irmin recorded.
 #![allow(dead_code)]
 
-use larch_core::Hash;
 use larch_core::schema::{self, Kind};
+use larch_core::{Hash, ObjectKey, StoreId};
 use larch_irmin::{SinkError, SinkTarget, TreeSink};
 
 #[derive(Default)]
@@ -14,10 +14,13 @@ pub struct HashingSink {
     pub flat: usize,
     pub values: usize,
     pub trees: usize,
+    /// The identity of its keys.
+    pub store: Option<StoreId>,
 }
 
 impl HashingSink {
-    fn check(&self, key: u64, hash: &Hash) -> Result<(), SinkError> {
+    fn check(&self, key: ObjectKey, hash: &Hash) -> Result<(), SinkError> {
+        let key = key.offset_in(self.store.ok_or("no key written yet")?).ok_or("a key of another sink")?;
         match self.hashes.get(key as usize) {
             Some(known) if known == hash => Ok(()),
             Some(known) => Err(format!("key {key} holds {known}, the reference says {hash}").into()),
@@ -46,9 +49,9 @@ impl HashingSink {
             .collect()
     }
 
-    fn push(&mut self, hash: Hash) -> u64 {
+    fn push(&mut self, hash: Hash) -> ObjectKey {
         self.hashes.push(hash);
-        (self.hashes.len() - 1) as u64
+        ObjectKey::new(*self.store.get_or_insert_with(StoreId::fresh), (self.hashes.len() - 1) as u64)
     }
 }
 
@@ -57,24 +60,29 @@ impl TreeSink for HashingSink {
         32
     }
 
-    fn contents(&mut self, bytes: &[u8]) -> Result<u64, SinkError> {
+    fn contents(&mut self, bytes: &[u8]) -> Result<ObjectKey, SinkError> {
         Ok(self.push(schema::contents_hash(bytes)))
     }
 
-    fn flat(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError> {
+    fn flat(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<ObjectKey, SinkError> {
         let list = self.entries(entries)?;
         self.flat += 1;
         Ok(self.push(schema::flat_node_hash(list.len(), list.iter().map(|(n, k, h)| (n.as_slice(), *k, *h)))))
     }
 
-    fn values(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<u64, SinkError> {
+    fn values(&mut self, entries: &[(&[u8], SinkTarget<'_>)]) -> Result<ObjectKey, SinkError> {
         let list = self.entries(entries)?;
         self.values += 1;
         Ok(self
             .push(schema::values_inode_hash(list.len(), list.iter().map(|(n, k, h)| (n.as_slice(), *k, *h)))))
     }
 
-    fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, u64)]) -> Result<u64, SinkError> {
+    fn tree(
+        &mut self,
+        depth: u8,
+        length: u64,
+        children: &[(u8, Hash, ObjectKey)],
+    ) -> Result<ObjectKey, SinkError> {
         for (_, hash, key) in children {
             self.check(*key, hash)?;
         }

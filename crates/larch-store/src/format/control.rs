@@ -26,6 +26,10 @@ pub const SLOT_VERSION_2: u32 = 2;
 /// Bit 0 of a layout-3 slot's flags: the store is in archive mode, chunk files may be in the lower
 /// directory (`docs/format.md`).
 pub const FLAG_ARCHIVE: u32 = 1;
+/// Bit 1 of a layout-3 slot's flags: the record carries a non-zero lineage (`u64`, after the
+/// branches: [`ControlState::lineage`]). Set by the encoder exactly when the lineage is not 0, so a
+/// store never rewound keeps the bytes of earlier builds (`docs/format.md` §2).
+pub const FLAG_LINEAGE: u32 = 2;
 /// Bit 63 of a segment entry's generation: the entry names a chunk kept in place by a GC
 /// (`chunk.<seq>`, `seq` in the low 32 bits) instead of a segment file `seg.<generation>`
 /// (docs/gc-design.md §13, *Chunks kept in place*). Its footer CRC is 0.
@@ -115,7 +119,13 @@ pub struct ControlState {
     /// Global start of the head chunk (checked against its header).
     pub head_start: u64,
     /// Flags: bit 0 ([`FLAG_ARCHIVE`]) = chunk files may be in the lower directory; other bits 0.
+    /// Bit 1 ([`FLAG_LINEAGE`]) is not kept here: it is derived from [`ControlState::lineage`].
     pub flags: u32,
+    /// The lineage of the published timeline: 0 for a store never rewound, incremented by every
+    /// publish that goes back to an older state (`larch recover --apply`, a writer's open that falls
+    /// back to the older slot). Offsets and index positions of one lineage mean nothing in another:
+    /// a reader that sees it change must reopen (`docs/store.md`, *Readers*).
+    pub lineage: u64,
     /// GC segments, by increasing range (none in this build).
     pub segments: Vec<SegmentRef>,
     /// Branch name → commit.
@@ -137,6 +147,7 @@ impl Default for ControlState {
             head_chunk: 0,
             head_start: crate::format::codec::PACK_HEADER_LEN,
             flags: 0,
+            lineage: 0,
             segments: Vec::new(),
             branches: BTreeMap::new(),
         }
@@ -195,6 +206,11 @@ impl ControlFileState {
     pub fn max_generation(&self) -> u64 {
         let slots = self.slots.iter().filter_map(|slot| slot.state().map(|state| state.generation));
         slots.chain(self.confirmed).max().unwrap_or(0)
+    }
+
+    /// The largest lineage of any valid slot (0 when none has one).
+    pub fn max_lineage(&self) -> u64 {
+        self.slots.iter().filter_map(|slot| slot.state().map(|state| state.lineage)).max().unwrap_or(0)
     }
 
     /// The state of slot `i`, if valid.
@@ -308,7 +324,8 @@ impl ControlState {
         out.extend_from_slice(&self.first_chunk.to_le_bytes());
         out.extend_from_slice(&self.head_chunk.to_le_bytes());
         out.extend_from_slice(&self.head_start.to_le_bytes());
-        out.extend_from_slice(&self.flags.to_le_bytes());
+        let lineage_flag = if self.lineage == 0 { 0 } else { FLAG_LINEAGE };
+        out.extend_from_slice(&((self.flags & !FLAG_LINEAGE) | lineage_flag).to_le_bytes());
         out.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
         for segment in &self.segments {
             out.extend_from_slice(&segment.generation.to_le_bytes());
@@ -323,6 +340,9 @@ impl ControlState {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(hash.as_bytes());
             out.extend_from_slice(&offset.to_le_bytes());
+        }
+        if self.lineage != 0 {
+            out.extend_from_slice(&self.lineage.to_le_bytes());
         }
         if out.len() + 4 > PAGE as usize {
             return Err(StoreError::TooLarge(format!(
@@ -415,6 +435,14 @@ impl ControlState {
             state.branches.insert(name, (hash, offset));
             at = hash_at + 40;
         }
+        if state.flags & FLAG_LINEAGE != 0 {
+            state.flags &= !FLAG_LINEAGE;
+            state.lineage = u64_at(at)?;
+            if state.lineage == 0 {
+                return Err(corrupt(at, "lineage flag with a lineage of 0"));
+            }
+            at += 8;
+        }
         if at != body.len() {
             return Err(corrupt(at, "trailing bytes"));
         }
@@ -457,7 +485,7 @@ impl ControlState {
             });
         }
         let pack_start = crate::format::codec::PACK_HEADER_LEN;
-        if self.flags & !FLAG_ARCHIVE != 0 {
+        if self.flags & !(FLAG_ARCHIVE | FLAG_LINEAGE) != 0 {
             return Err(corrupt(88, &format!("unknown flags {:#x}", self.flags)));
         }
         if self.first_chunk > self.head_chunk {
@@ -668,13 +696,47 @@ mod tests {
         assert_eq!(hex_of(&plain[88..92]), "00000000");
     }
 
+    /// A lineage (issue 39 item 5): flag bit 1 at offset 88 and a `u64` after the branches, before
+    /// the checksum; lineage 0 writes neither (the bytes of earlier builds). A flag without a
+    /// lineage, or a lineage of 0 under the flag, is damage.
+    #[test]
+    fn the_lineage_follows_the_branches_under_flag_bit_1() {
+        let rewound = ControlState { lineage: 3, flags: FLAG_ARCHIVE, ..state() };
+        let bytes = rewound.encode().unwrap();
+        let plain = ControlState { flags: FLAG_ARCHIVE, ..state() }.encode().unwrap();
+        assert_eq!(bytes.len(), plain.len() + 8);
+        assert_eq!(hex_of(&bytes[88..92]), "03000000");
+        assert_eq!(hex_of(&bytes[plain.len() - 4..plain.len() + 4]), "0300000000000000");
+        assert_eq!(bytes[..12], plain[..12]);
+        assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize, plain.len() + 8);
+        assert_eq!(bytes[16..88], plain[16..88]);
+        assert_eq!(bytes[92..plain.len() - 4], plain[92..plain.len() - 4]);
+        assert_eq!(ControlState::decode(&bytes, 0).unwrap(), rewound);
+        // The flag passed in `flags` is ignored: the lineage decides.
+        let stray = ControlState { flags: FLAG_LINEAGE, ..state() };
+        assert_eq!(stray.encode().unwrap(), state().encode().unwrap());
+        // The flag without the field, and the field 0 under the flag.
+        let reframe = |mut body: Vec<u8>| {
+            let total = (body.len() + 4) as u32;
+            body[12..16].copy_from_slice(&total.to_le_bytes());
+            let crc = crc32fast::hash(&body);
+            body.extend_from_slice(&crc.to_le_bytes());
+            body
+        };
+        let mut flag_only = plain[..plain.len() - 4].to_vec();
+        flag_only[88] |= FLAG_LINEAGE as u8;
+        assert!(ControlState::decode(&reframe(flag_only.clone()), 0).is_err());
+        flag_only.extend_from_slice(&0u64.to_le_bytes());
+        assert!(ControlState::decode(&reframe(flag_only), 0).is_err());
+    }
+
     /// The layout-3 fields are validated: values a store without GC cannot have are refused.
     #[test]
     fn layout_fields_out_of_range_are_refused() {
         let good = state();
         assert!(ControlState::decode(&good.encode().unwrap(), 0).is_ok());
         let bad = [
-            ControlState { flags: 2, ..good.clone() },
+            ControlState { flags: 4, ..good.clone() },
             ControlState { flags: 0x8000_0001, ..good.clone() },
             ControlState { first_chunk: 3, head_chunk: 2, ..good.clone() },
             ControlState { head_start: 8, ..good.clone() },

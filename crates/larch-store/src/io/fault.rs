@@ -2,8 +2,10 @@
 //! `fault-injection`, enabled by the store's own tests only). Each file keeps a "written" image (what
 //! the process wrote, as the page cache holds it), a "durable" image (what the last sync made
 //! durable) and the writes since that sync. A controller counts every write and sync across the
-//! files of a store and can cut (crash) at the N-th one, tearing that write in half, or refuse
-//! writes past a space limit with `StorageFull`.
+//! files of a store and can cut (crash) at the N-th one, tearing that write in half or after any
+//! number of 512-byte sectors ([`FaultController::tear_sectors`]), fail a sync with `EIO` or
+//! `ENOSPC` while the process goes on ([`FaultController::fail_sync_at`]), or refuse writes past a
+//! space limit with `StorageFull`.
 //!
 //! What survives a crash ([`Survival`]): a process crash keeps every write (the page cache
 //! survives); a power loss keeps the durable image and, of each unsynced write, any subset of its
@@ -18,6 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Granularity at which a power loss keeps or loses unsynced bytes.
 pub const FAULT_PAGE: u64 = 4096;
+/// The unit of a torn write ([`FaultController::tear_sectors`]): a disk sector.
+pub const SECTOR: u64 = 512;
 
 /// The names of the two files that exist from the start (the pack's chunks are created).
 const FIXED_FILES: [&str; 2] = ["control", "commits"];
@@ -41,6 +45,12 @@ struct FaultState {
     crash_at: Option<u64>,
     crashed: bool,
     space_limit: Option<u64>,
+    /// How much of the write at the cut lands: `None` its first half, `Some(n)` its first `n`
+    /// sectors of [`SECTOR`] bytes (at most the whole write).
+    tear_sectors: Option<u64>,
+    /// The first sync at or after this operation fails with this error (and makes nothing
+    /// durable); the process goes on.
+    fail_sync: Option<(u64, ErrorKind)>,
 }
 
 impl Default for FaultState {
@@ -52,6 +62,8 @@ impl Default for FaultState {
             crash_at: None,
             crashed: false,
             space_limit: None,
+            tear_sectors: None,
+            fail_sync: None,
         }
     }
 }
@@ -145,6 +157,20 @@ impl FaultController {
     /// Whether the cut happened.
     pub fn has_crashed(&self) -> bool {
         self.state().crashed
+    }
+
+    /// How the write at the cut is torn: `None` (the default) lands its first half, `Some(n)` its
+    /// first `n` sectors of [`SECTOR`] bytes (0: nothing; at most the whole write), so that a record
+    /// smaller than a page (a control slot) can be torn at any sector.
+    pub fn tear_sectors(&self, sectors: Option<u64>) {
+        self.state().tear_sectors = sectors;
+    }
+
+    /// Makes the first sync (of a file or of the directory) at or after operation `n` fail with
+    /// an error of `kind` (`EIO`: `ErrorKind::Other`; `ENOSPC`: `ErrorKind::StorageFull`), as a
+    /// disk does: nothing becomes durable, and the process goes on (no cut). `None`: never.
+    pub fn fail_sync_at(&self, n: Option<u64>, kind: ErrorKind) {
+        self.state().fail_sync = n.map(|n| (n, kind));
     }
 
     /// Limits the total bytes of all files (writes past it fail with `StorageFull`), or lifts it.
@@ -302,6 +328,7 @@ impl Directory for FaultDirectory {
         if FaultyStorage::step(&mut state)? {
             return Err(crashed());
         }
+        FaultyStorage::sync_fault(&mut state)?;
         for image in state.files.values_mut() {
             image.durable_exists = image.exists;
         }
@@ -347,6 +374,17 @@ impl FaultyStorage {
         }
         Ok(cut)
     }
+
+    /// The injected sync failure, once, at the first sync counted at or after its operation.
+    fn sync_fault(state: &mut FaultState) -> io::Result<()> {
+        match state.fail_sync {
+            Some((from, kind)) if state.ops > from => {
+                state.fail_sync = None;
+                Err(io::Error::new(kind, "simulated sync failure"))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Storage for FaultyStorage {
@@ -375,9 +413,15 @@ impl Storage for FaultyStorage {
         {
             return Err(io::Error::new(ErrorKind::StorageFull, "simulated full disk (ENOSPC)"));
         }
+        // A torn write at the cut: only its first half, or its first sectors, land.
+        let torn = match state.tear_sectors {
+            None => data.len() / 2,
+            Some(sectors) => {
+                usize::try_from(sectors.saturating_mul(SECTOR)).unwrap_or(usize::MAX).min(data.len())
+            }
+        };
         let image = state.files.get_mut(&self.name).ok_or_else(crashed)?;
-        // A torn write at the cut: only its first half lands.
-        let landed = if cut { data.get(..data.len() / 2).unwrap_or_default() } else { data };
+        let landed = if cut { data.get(..torn).unwrap_or_default() } else { data };
         write_image(&mut image.written, offset, landed)?;
         image.pending.push((offset, landed.to_vec()));
         if cut { Err(crashed()) } else { Ok(()) }
@@ -388,6 +432,7 @@ impl Storage for FaultyStorage {
         if Self::step(&mut state)? {
             return Err(crashed());
         }
+        Self::sync_fault(&mut state)?;
         let image = state.files.get_mut(&self.name).ok_or_else(crashed)?;
         image.durable = image.written.clone();
         image.pending.clear();

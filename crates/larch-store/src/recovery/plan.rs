@@ -63,6 +63,9 @@ pub struct RecoveryPlan {
     pub rebuilt_layout: Option<String>,
     state: Option<ControlState>,
     entries: Vec<(Hash, u64)>,
+    /// The control file the plan was made from (`None`: it could not be read): publishing is
+    /// refused unless `control` still holds exactly these bytes.
+    planned_control: Option<Vec<u8>>,
 }
 
 impl RecoveryPlan {
@@ -90,7 +93,8 @@ impl RecoveryPlan {
 
     /// Publishes the chosen commit: rewrites the commit index, then both control slots (each
     /// synced), under the writer's lock. The pack is not modified; bytes past the chosen end
-    /// become its tail.
+    /// become its tail. Refused with [`StoreError::StalePlan`] when `control` changed since the
+    /// plan was made (a writer published meanwhile): planning again sees its commits.
     pub fn apply(&self) -> Result<()> {
         if self.state.is_none() {
             return Err(StoreError::NeedsRecovery {
@@ -132,8 +136,10 @@ impl RecoveryPlan {
         Ok(())
     }
 
-    /// [`RecoveryPlan::apply`] on `files` (no lock taken): rewrites the commit index (synced), then
-    /// both control slots (each synced) and the confirmation. The pack is not written.
+    /// [`RecoveryPlan::apply`] on `files` (no lock taken: the caller excludes writers): checks that
+    /// `control` is byte for byte the one planned from ([`StoreError::StalePlan`] otherwise), then
+    /// rewrites the commit index (synced), both control slots (each synced) and the confirmation.
+    /// The pack is not written.
     pub fn apply_to(&self, files: &StoreFiles) -> Result<()> {
         let Some(state) = &self.state else {
             return Err(StoreError::NeedsRecovery {
@@ -142,6 +148,9 @@ impl RecoveryPlan {
                 missing_file: false,
             });
         };
+        if files.control.read_all().ok() != self.planned_control {
+            return Err(StoreError::StalePlan { path: self.path.clone() });
+        }
         let mut bytes = index::header().to_vec();
         for (hash, offset) in &self.entries {
             index::encode_entry(&mut bytes, hash, *offset);
@@ -250,7 +259,26 @@ pub fn plan_recovery_files(files: StoreFiles) -> Result<RecoveryPlan> {
 }
 
 fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<RecoveryPlan> {
-    let control_state = readable_control(&*files.control)?;
+    // The plan is made from one reading of `control`, kept: publishing it is refused if a writer
+    // changed the file since (issue 39 item 4).
+    let planned_control = files.control.read_all().ok();
+    let control_state = match &planned_control {
+        Some(bytes) => readable_control(&MemStorage::from_bytes(bytes.clone()))?,
+        None => readable_control(&*files.control)?,
+    };
+    let mut plan = plan_candidates(&files, path, open_error, &control_state)?;
+    plan.planned_control = planned_control;
+    Ok(plan)
+}
+
+/// The plan on the published state's layout, or on the first layout rebuilt from the files that
+/// gives a complete commit.
+fn plan_candidates(
+    files: &StoreFiles,
+    path: PathBuf,
+    open_error: Option<String>,
+    control_state: &ControlFileState,
+) -> Result<RecoveryPlan> {
     let published = control_state.newest().and_then(|slot| control_state.state(slot)).cloned();
     if let Some(state) = &published {
         // Archive mode: chunk files may be only in the lower directory.
@@ -261,7 +289,7 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
         // the first live one).
         let collected = Some(state.clone()).filter(|state| state.gc_generation > 0);
         let candidate = Candidate { gc: collected, gc_commit: None, description: String::new() };
-        return plan_on(&files, path, open_error, &control_state, &candidate);
+        return plan_on(files, path, open_error, control_state, &candidate);
     }
     // No valid slot: the layouts the files allow, tried in turn until one gives a complete
     // commit (docs/gc-design.md §8).
@@ -270,7 +298,7 @@ fn plan(files: StoreFiles, path: PathBuf, open_error: Option<String>) -> Result<
     let mut first_plan = None;
     let mut failures = Vec::new();
     for candidate in &candidates {
-        match plan_on(&files, path.clone(), open_error.clone(), &control_state, candidate) {
+        match plan_on(files, path.clone(), open_error.clone(), control_state, candidate) {
             Ok(plan) if plan.chosen.is_some() => return Ok(plan),
             Ok(plan) => {
                 failures.push(format!("{}: no complete commit", candidate.description));
@@ -414,6 +442,7 @@ fn plan_on(
         rebuilt_layout: (!candidate.description.is_empty()).then(|| candidate.description.clone()),
         state: None,
         entries: Vec::new(),
+        planned_control: None,
     };
     for position in (0..found.len()).rev().take(MAX_CANDIDATES) {
         let Some(candidate) = found.get(position).cloned() else { continue };
@@ -433,6 +462,8 @@ fn plan_on(
             // Archive mode: a recovered state keeps saying that chunks may be in the lower
             // directory (when the published state said so, or recovery was given a lower one).
             flags: archive_flag,
+            // A new lineage: readers holding the timeline recovery leaves reopen (issue 39 item 5).
+            lineage: control_state.max_lineage() + 1,
             ..ControlState::default()
         };
         state.index_synced = state.index_end;

@@ -8,17 +8,21 @@
 //! the records written so far in the unpublished tail. Encoded bytes are held in memory up to 8 MiB,
 //! then written out, so memory does not depend on the size of the tree.
 //!
-//! The writer checks the format's shape rules (sorted entries, counts, depths, keys of earlier
-//! records) but not the hashes it is given: the caller computes them (a snapshot import recomputes
-//! every hash from the bytes before it writes), and `fsck` verifies them.
+//! The writer checks the format's shape rules (sorted entries, counts, depths) and every key it is
+//! given: an [`ObjectKey`] of this store (as its methods return, or of a published record), below
+//! the next record, where a record of the right kind starts (read back and its checksum checked:
+//! from memory, from the unpublished tail, or through the pack reader, which refuses space a
+//! garbage collection removed). It does not check the hashes it is given: the caller computes them
+//! (a snapshot import recomputes every hash from the bytes before it writes), and `fsck` verifies
+//! them.
 
 use crate::commit::writer::{FLUSH_BYTES, WriteCounts};
 use crate::error::{FileKind, Result, StoreError};
-use crate::format::codec::{self, EncodedTarget, PACK_HEADER_LEN, RecordKind};
+use crate::format::codec::{self, EncodedTarget, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::io::storage::Storage;
 use crate::repo::Repo;
 use larch_core::schema::{self, INODE_MAX_DEPTH, INODE_VALUES_MAX, STABLE_HASH_MAX};
-use larch_core::{CommitInfo, Hash};
+use larch_core::{CommitInfo, Hash, ObjectKey, StoreId};
 use std::sync::Arc;
 
 /// The target of an entry given to a [`BulkWriter`].
@@ -28,8 +32,8 @@ pub enum BulkTarget<'a> {
     Node {
         /// Its hash.
         hash: Hash,
-        /// Its key (pack offset), as returned by the writer or of a published record.
-        key: u64,
+        /// Its key, as returned by the writer or of a published record of this store.
+        key: ObjectKey,
     },
     /// A contents value stored inline in the directory record.
     Inline(&'a [u8]),
@@ -38,14 +42,24 @@ pub enum BulkTarget<'a> {
         /// Its hash.
         hash: Hash,
         /// Its key.
-        key: u64,
+        key: ObjectKey,
     },
 }
+
+/// The record kinds a directory entry's node, a commit's tree, may be: a flat directory or an
+/// inode tree (the root of a large directory), or a patch of one (published records only).
+const DIRECTORY_KINDS: &[RecordKind] =
+    &[RecordKind::Flat, RecordKind::Tree, RecordKind::PatchEntries, RecordKind::PatchTree];
+/// The record kinds an inode tree's child may be.
+const INODE_KINDS: &[RecordKind] =
+    &[RecordKind::Values, RecordKind::Tree, RecordKind::PatchEntries, RecordKind::PatchTree];
 
 /// Appends the records of one commit, object by object (see the module documentation).
 pub struct BulkWriter<'r> {
     repo: &'r mut Repo,
     pack: Arc<dyn Storage>,
+    /// The identity of the store's keys.
+    store: StoreId,
     /// The published pack end when the writer started: its first record goes there.
     base: u64,
     /// Bytes already written past `base` (before `buf`).
@@ -68,9 +82,11 @@ impl Repo {
     /// A writer of one commit's objects, one by one, for imports (see [`BulkWriter`]).
     pub fn bulk_writer(&mut self) -> Result<BulkWriter<'_>> {
         let (base, pack) = self.bulk_start()?;
+        let store = self.reader().store();
         Ok(BulkWriter {
             repo: self,
             pack,
+            store,
             base,
             flushed: 0,
             buf: Vec::with_capacity(FLUSH_BYTES + (1 << 16)),
@@ -85,8 +101,12 @@ fn invalid(what: impl Into<String>) -> StoreError {
 }
 
 impl BulkWriter<'_> {
-    /// The pack offset the next record will have.
-    pub fn next_key(&self) -> u64 {
+    /// The key the next record will have.
+    pub fn next_key(&self) -> ObjectKey {
+        ObjectKey::new(self.store, self.next_offset())
+    }
+
+    fn next_offset(&self) -> u64 {
         self.base + self.flushed + self.buf.len() as u64
     }
 
@@ -100,19 +120,71 @@ impl BulkWriter<'_> {
         self.counts
     }
 
-    fn check_key(&self, key: u64) -> Result<()> {
-        if key < PACK_HEADER_LEN || key >= self.next_key() {
+    /// The offset of `key` after checking it: a key of this store, of an earlier record, where a
+    /// record of one of the `kinds` starts (its framing and checksum hold), not in collected space.
+    fn check_key(&self, key: ObjectKey, kinds: &[RecordKind]) -> Result<u64> {
+        let offset = key.offset_in(self.store).ok_or(StoreError::OtherStoreKey { key, store: self.store })?;
+        if offset < PACK_HEADER_LEN || offset >= self.next_offset() {
             return Err(invalid(format!("key {key} is not an earlier record of this store")));
         }
-        Ok(())
+        let kind = self.kind_at(offset).map_err(|e| match e {
+            StoreError::Corrupt { reason, .. } => {
+                invalid(format!("key {key} is not where a record starts ({reason})"))
+            }
+            other => other,
+        })?;
+        if !kinds.contains(&kind) {
+            let expected: Vec<&str> = kinds.iter().map(|kind| kind.name()).collect();
+            return Err(invalid(format!(
+                "key {key} holds a {} record, not a {}",
+                kind.name(),
+                expected.join(" or ")
+            )));
+        }
+        Ok(offset)
     }
 
-    fn record(&mut self, kind: RecordKind, fill: impl FnOnce(&mut Vec<u8>, u64)) -> Result<u64> {
-        let offset = self.next_key();
+    /// The kind of the record at `offset`, its framing and checksum checked: a published one
+    /// through the pack reader (which refuses collected space), one of this writer from memory or
+    /// from the unpublished tail.
+    fn kind_at(&self, offset: u64) -> Result<RecordKind> {
+        if offset < self.base {
+            return Ok(self.repo.reader().with_record(offset, |kind, _| Ok(kind))?.0);
+        }
+        let in_memory = self.base + self.flushed;
+        let record: Vec<u8>;
+        let bytes: &[u8] = if offset >= in_memory {
+            self.buf.get((offset - in_memory) as usize..).unwrap_or_default()
+        } else {
+            let read = |at: u64, len: u64| -> Result<Vec<u8>> {
+                let mut out = vec![0u8; usize::try_from(len).unwrap_or(0)];
+                self.pack.read_at(at, &mut out).map_err(|e| StoreError::io(FileKind::Pack, at, "read", e))?;
+                Ok(out)
+            };
+            let head = read(offset, (in_memory - offset).min(11))?;
+            let total = codec::record_len(&head, offset)?.min(in_memory - offset);
+            record = read(offset, total)?;
+            &record
+        };
+        let corrupt = |reason: &str| StoreError::corrupt(FileKind::Pack, offset, reason);
+        let total = codec::record_len(bytes.get(..bytes.len().min(11)).unwrap_or_default(), offset)?;
+        let total = usize::try_from(total).map_err(|_| corrupt("huge record"))?;
+        let record = bytes.get(..total).ok_or_else(|| corrupt("record runs past the records written"))?;
+        let (data, crc) = record.split_at(total.saturating_sub(4));
+        if crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default()) {
+            return Err(corrupt("record checksum mismatch"));
+        }
+        data.first()
+            .and_then(|byte| RecordKind::from_byte(*byte))
+            .ok_or_else(|| corrupt("unknown record kind"))
+    }
+
+    fn record(&mut self, kind: RecordKind, fill: impl FnOnce(&mut Vec<u8>, u64)) -> Result<ObjectKey> {
+        let offset = self.next_offset();
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         fill(&mut scratch, offset);
-        if scratch.len() as u64 > codec::MAX_BODY_LEN {
+        if scratch.len() as u64 > MAX_BODY_LEN {
             self.scratch = scratch;
             return Err(StoreError::TooLarge(format!(
                 "a {} record of {} bytes",
@@ -128,16 +200,21 @@ impl BulkWriter<'_> {
             self.flushed += self.buf.len() as u64;
             self.buf.clear();
         }
-        Ok(offset)
+        Ok(ObjectKey::new(self.store, offset))
     }
 
     /// Writes a contents record holding `bytes`; returns its key.
-    pub fn contents(&mut self, bytes: &[u8]) -> Result<u64> {
+    pub fn contents(&mut self, bytes: &[u8]) -> Result<ObjectKey> {
         self.counts.contents += 1;
         self.record(RecordKind::Contents, |out, _| out.extend_from_slice(bytes))
     }
 
-    fn check_entries(&self, entries: &[(&[u8], BulkTarget<'_>)], max: usize) -> Result<()> {
+    /// Checks the entries and returns their targets with the keys' offsets.
+    fn check_entries<'e>(
+        &self,
+        entries: &[(&'e [u8], BulkTarget<'e>)],
+        max: usize,
+    ) -> Result<Vec<(&'e [u8], EncodedTarget<'e>)>> {
         if entries.len() > max {
             return Err(invalid(format!("{} entries, at most {max}", entries.len())));
         }
@@ -148,51 +225,60 @@ impl BulkWriter<'_> {
                 return Err(invalid("entries not sorted by name, or a name twice"));
             }
         }
-        for (_, target) in entries {
-            match target {
-                BulkTarget::Node { key, .. } | BulkTarget::Contents { key, .. } => self.check_key(*key)?,
-                BulkTarget::Inline(_) => {}
-            }
-        }
-        Ok(())
+        entries
+            .iter()
+            .map(|(name, target)| {
+                Ok((
+                    *name,
+                    match *target {
+                        BulkTarget::Node { hash, key } => {
+                            EncodedTarget::Node(hash, self.check_key(key, DIRECTORY_KINDS)?)
+                        }
+                        BulkTarget::Contents { hash, key } => {
+                            EncodedTarget::Contents(hash, self.check_key(key, &[RecordKind::Contents])?)
+                        }
+                        BulkTarget::Inline(bytes) => EncodedTarget::Inline(bytes),
+                    },
+                ))
+            })
+            .collect()
     }
 
-    fn entries_record(&mut self, kind: RecordKind, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<u64> {
+    fn entries_record(
+        &mut self,
+        kind: RecordKind,
+        entries: &[(&[u8], EncodedTarget<'_>)],
+    ) -> Result<ObjectKey> {
         self.counts.inline +=
-            entries.iter().filter(|(_, t)| matches!(t, BulkTarget::Inline(_))).count() as u64;
+            entries.iter().filter(|(_, t)| matches!(t, EncodedTarget::Inline(_))).count() as u64;
         self.record(kind, |out, offset| {
             larch_varint::encode(out, entries.len() as u64);
             for (name, target) in entries {
-                let target = match *target {
-                    BulkTarget::Node { hash, key } => EncodedTarget::Node(hash, key),
-                    BulkTarget::Inline(bytes) => EncodedTarget::Inline(bytes),
-                    BulkTarget::Contents { hash, key } => EncodedTarget::Contents(hash, key),
-                };
-                codec::encode_entry(out, offset, name, &target);
+                codec::encode_entry(out, offset, name, target);
             }
         })
     }
 
     /// Writes a flat directory (at most 256 entries, sorted by name); returns its key.
-    pub fn flat(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<u64> {
-        self.check_entries(entries, STABLE_HASH_MAX)?;
+    pub fn flat(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey> {
+        let entries = self.check_entries(entries, STABLE_HASH_MAX)?;
         self.counts.flat += 1;
-        self.entries_record(RecordKind::Flat, entries)
+        self.entries_record(RecordKind::Flat, &entries)
     }
 
     /// Writes an inode `Values` leaf (1 to 32 entries, sorted by name); returns its key.
-    pub fn values(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<u64> {
+    pub fn values(&mut self, entries: &[(&[u8], BulkTarget<'_>)]) -> Result<ObjectKey> {
         if entries.is_empty() {
             return Err(invalid("an empty inode Values leaf"));
         }
-        self.check_entries(entries, INODE_VALUES_MAX)?;
+        let entries = self.check_entries(entries, INODE_VALUES_MAX)?;
         self.counts.values += 1;
-        self.entries_record(RecordKind::Values, entries)
+        self.entries_record(RecordKind::Values, &entries)
     }
 
     /// Writes an inode `Tree` at `depth` holding `length` entries below, with its children
     /// `(bucket, hash, key)` by increasing bucket (1 to 32 of them); returns its key.
-    pub fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, u64)]) -> Result<u64> {
+    pub fn tree(&mut self, depth: u8, length: u64, children: &[(u8, Hash, ObjectKey)]) -> Result<ObjectKey> {
         if depth >= INODE_MAX_DEPTH {
             return Err(invalid(format!("inode tree at depth {depth}")));
         }
@@ -200,17 +286,18 @@ impl BulkWriter<'_> {
             return Err(invalid(format!("inode tree with {} children", children.len())));
         }
         let mut previous = None;
-        for (bucket, _, key) in children {
+        let mut checked = Vec::with_capacity(children.len());
+        for (bucket, hash, key) in children {
             if *bucket >= 32 || previous.is_some_and(|p| p >= *bucket) {
                 return Err(invalid("inode tree buckets not increasing below 32"));
             }
             previous = Some(*bucket);
-            self.check_key(*key)?;
+            checked.push((*bucket, *hash, self.check_key(*key, INODE_KINDS)?));
         }
         self.counts.tree += 1;
         self.record(RecordKind::Tree, |out, offset| {
-            codec::encode_tree_head(out, depth, length, children.len());
-            for (bucket, hash, key) in children {
+            codec::encode_tree_head(out, depth, length, checked.len());
+            for (bucket, hash, key) in &checked {
                 codec::encode_tree_child(out, offset, *bucket, hash, *key);
             }
         })
@@ -223,12 +310,12 @@ impl BulkWriter<'_> {
     pub fn commit(
         mut self,
         branch: Option<&str>,
-        tree: (Hash, u64),
+        tree: (Hash, ObjectKey),
         parents: &[Hash],
         info: CommitInfo,
     ) -> Result<Hash> {
         let (tree_hash, tree_key) = tree;
-        self.check_key(tree_key)?;
+        let tree_key = self.check_key(tree_key, DIRECTORY_KINDS)?;
         if parents.len() > codec::MAX_PARENTS {
             return Err(StoreError::TooLarge(format!(
                 "{} parents (at most {} are allowed)",
@@ -248,8 +335,9 @@ impl BulkWriter<'_> {
         let parents: Vec<(Hash, Option<u64>)> =
             parents.iter().map(|parent| (*parent, self.repo.commit_offset_of(parent))).collect();
         let commit = codec::CommitData { tree_hash, tree_offset: tree_key, parents, info };
-        let commit_offset =
-            self.record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit))?;
+        let commit_offset = self
+            .record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit))?
+            .offset();
         let BulkWriter { repo, flushed, buf, counts, .. } = self;
         repo.bulk_finish(branch, flushed, &buf, hash, commit_offset, counts)?;
         Ok(hash)

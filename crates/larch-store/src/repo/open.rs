@@ -23,6 +23,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Why a directory that is not a usable store is refused, for the writer and the readers alike.
+/// Whether the directory at `path` holds a pack file (`pack`, a chunk or a segment): a store's
+/// data, rather than a stray `control`.
+fn holds_pack_files(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|entries| {
+        entries.filter_map(|entry| entry.ok()).any(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name == FileKind::Pack.file_name()
+                || names::parse_chunk_name(&name).is_some()
+                || names::parse_segment_name(&name).is_some()
+        })
+    })
+}
+
 fn refusal(path: &Path, kind: DirKind) -> StoreError {
     let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
     match kind {
@@ -222,6 +235,19 @@ impl Repo {
             let file_path = path.join(kind.file_name());
             match FileStorage::open(&file_path, writable, create) {
                 Ok(file) => Ok(Arc::new(file)),
+                // A store's `control` beside its pack files, without its commit index: damage
+                // that `larch recover` repairs (it rebuilds the index from the pack's records).
+                Err(e)
+                    if e.kind() == ErrorKind::NotFound
+                        && kind == FileKind::Index
+                        && holds_pack_files(path) =>
+                {
+                    Err(StoreError::NeedsRecovery {
+                        path: path.into(),
+                        reason: "the commit index `commits` is missing".into(),
+                        missing_file: false,
+                    })
+                }
                 Err(e) if e.kind() == ErrorKind::NotFound => {
                     Err(StoreError::NotAStore { path: path.into(), reason: format!("missing file {kind}") })
                 }
@@ -324,9 +350,14 @@ impl Repo {
                 return Err(StoreError::NeedsLower { path: display_path });
             }
             match Self::load(&files, writable, &options, path, &control, slot, state) {
-                // Archive mode: the writer cleans up what a move cut short.
+                // Archive mode: the writer cleans up what a move cut short. Never when standing on
+                // the older slot because the newest failed to load: which upper copies are
+                // redundant is judged from the newest valid state only (as for the deletions of
+                // `load`); a later open does it.
                 Ok(mut repo) if writable => {
-                    repo.archive_clean_up()?;
+                    if control.newest() == Some(slot) {
+                        repo.archive_clean_up()?;
+                    }
                     return Ok(repo);
                 }
                 Ok(repo) => return Ok(repo),
@@ -433,7 +464,19 @@ impl Repo {
             // no valid slot names a missing file, whichever of the two a power loss leaves.
             let other_names_more =
                 control.state(1 - slot).is_some_and(|other| names_files_beyond(other, &state));
-            if state.index_synced < state.index_end || !confirmed || spare_damaged || other_names_more {
+            // Standing on the older slot because the newest failed to load: the commits of the
+            // newest are dropped and this writer will append over them, so the state starts a new
+            // lineage (readers holding the dropped timeline reopen), published before any write.
+            let fallback = control.newest() != Some(slot);
+            if fallback {
+                state.lineage = control.max_lineage() + 1;
+            }
+            if state.index_synced < state.index_end
+                || !confirmed
+                || spare_damaged
+                || other_names_more
+                || fallback
+            {
                 files.index.sync().map_err(|e| StoreError::io(FileKind::Index, 0, "sync", e))?;
                 state.index_synced = state.index_end;
                 max_generation += 1;
@@ -558,12 +601,20 @@ impl Repo {
         if state.generation <= self.state.generation {
             return Ok(false);
         }
+        // Another lineage: a recovery or a writer's fallback went back to an older state, and the
+        // offsets this handle maps commits to may hold other records now, even once the pack has
+        // grown past its old end again. Nothing is kept: the caller reopens.
+        let rewound =
+            |reason: String| StoreError::Rewound { path: self.path.clone().unwrap_or_default(), reason };
+        if state.lineage != self.state.lineage {
+            return Err(rewound(format!(
+                "the control file's lineage is {}, this handle loaded lineage {}",
+                state.lineage, self.state.lineage
+            )));
+        }
+        // A store written by a build without lineages: the published state shrank.
         if state.pack_end < self.state.pack_end || state.index_end < self.state.index_end {
-            return Err(StoreError::corrupt(
-                FileKind::Control,
-                0,
-                "the published state went back to an older one (a writer recovered); reopen the store",
-            ));
+            return Err(rewound("the published pack or commit index is shorter than this handle's".into()));
         }
         let layout = self.source.reader.layout().clone();
         if state.gc_generation != self.state.gc_generation || state.segments != self.state.segments {
