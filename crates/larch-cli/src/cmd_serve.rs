@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// Burst admitted above the rate.
     #[arg(long, default_value_t = Limits::default().burst)]
     burst: f64,
+    /// The most sealed chunk files the server keeps open at once (docs/store.md *Descriptors*);
+    /// others are opened again when a read needs them.
+    #[arg(long, value_name = "N", default_value_t = larch_store::DEFAULT_OPEN_FILES,
+          value_parser = clap::value_parser!(u64).range(1..).map(|n| usize::try_from(n).unwrap_or(usize::MAX)))]
+    open_files: usize,
     /// Worker threads of the runtime (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -61,6 +66,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         reload_interval: Duration::from_millis(args.reload_ms.max(1)),
         cache_bytes: args.cache,
         blocking_reads: args.blocking_reads,
+        open_files: args.open_files,
         // Archive mode: the global `--lower DIR`.
         lower: crate::inspect::lower(),
         ..ServerConfig::default()

@@ -94,6 +94,9 @@ pub struct ServerConfig {
     /// The lower directory of a store in archive mode (`--lower DIR`): chunk files moved there
     /// are read from it.
     pub lower: Option<std::path::PathBuf>,
+    /// The most sealed chunk files the server's handle keeps open at once
+    /// ([`larch_store::RepoOptions::open_files`], `docs/store.md` *Descriptors*).
+    pub open_files: usize,
 }
 
 impl Default for ServerConfig {
@@ -106,6 +109,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(5),
             header_read_timeout: Duration::from_secs(10),
             lower: None,
+            open_files: larch_store::DEFAULT_OPEN_FILES,
         }
     }
 }

@@ -28,6 +28,8 @@ pub(crate) struct Metrics {
     pub reloads_changed: AtomicU64,
     pub reload_errors: AtomicU64,
     pub rate_limited: AtomicU64,
+    /// Requests answered once more, after a reload, because a store read found a chunk file gone.
+    pub missing_file_retries: AtomicU64,
 }
 
 /// What `/metrics` shows of the store, sampled when it is asked.
@@ -137,6 +139,12 @@ impl Metrics {
             "counter",
             "Reloads that failed (the previous state is kept).",
             load(&self.reload_errors).to_string(),
+        );
+        metric(
+            "larch_store_missing_file_retries_total",
+            "counter",
+            "Requests answered again after a reload because a chunk file they read was retired by a GC.",
+            load(&self.missing_file_retries).to_string(),
         );
         metric(
             "larch_store_seconds_since_reload",

@@ -207,7 +207,12 @@ impl ServerState {
 
 /// The options of the server's read-only handle.
 fn repo_options(config: &ServerConfig) -> RepoOptions {
-    RepoOptions { cache_bytes: config.cache_bytes, lower: config.lower.clone(), ..RepoOptions::default() }
+    RepoOptions {
+        cache_bytes: config.cache_bytes,
+        lower: config.lower.clone(),
+        open_files: config.open_files,
+        ..RepoOptions::default()
+    }
 }
 
 fn no_head() -> ApiError {
