@@ -41,8 +41,7 @@ pub struct ServeArgs {
     burst: f64,
     /// The most sealed chunk files the server keeps open at once (docs/store.md *Descriptors*);
     /// others are opened again when a read needs them.
-    #[arg(long, value_name = "N", default_value_t = larch_store::DEFAULT_OPEN_FILES,
-          value_parser = clap::value_parser!(u64).range(1..).map(|n| usize::try_from(n).unwrap_or(usize::MAX)))]
+    #[arg(long, value_name = "N", default_value_t = larch_store::DEFAULT_OPEN_FILES, value_parser = parse_open_files)]
     open_files: usize,
     /// Worker threads of the runtime (default: one per core).
     #[arg(long)]
@@ -50,6 +49,15 @@ pub struct ServeArgs {
     /// Run store reads on the blocking thread pool instead of the worker threads.
     #[arg(long)]
     blocking_reads: bool,
+}
+
+/// `--open-files`: a count of at least 1.
+fn parse_open_files(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("at least one chunk file must be kept open".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a count of files: {e}")),
+    }
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.

@@ -14,7 +14,7 @@ use larch_core::{CommitInfo, Hash};
 use larch_server::ServerConfig;
 use larch_store::{Repo, RepoOptions};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const COMMITS: u64 = 24;
 
@@ -45,6 +45,16 @@ fn metric(server: &TestServer, name: &str) -> u64 {
 
 #[test]
 fn reads_of_chunks_retired_by_a_gc_are_answered_after_a_reload() {
+    race(false);
+}
+
+/// The same, with every request answered on the blocking pool (`--blocking-reads`).
+#[test]
+fn reads_on_the_blocking_pool_are_answered_after_a_reload() {
+    race(true);
+}
+
+fn race(blocking_reads: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
     // One commit per chunk: the writer rolls at every commit once its head chunk holds a byte.
@@ -66,9 +76,16 @@ fn reads_of_chunks_retired_by_a_gc_are_answered_after_a_reload() {
         open_files: 1,
         cache_bytes: 1,
         reload_interval: Duration::from_secs(3600),
+        blocking_reads,
         ..ServerConfig::default()
     };
     let server = TestServer::start(&path, config);
+    // The reload timer's first tick is immediate: let it pass, so that no reload comes later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(&server, "larch_store_reloads_total") == 0 {
+        assert!(Instant::now() < deadline, "the reload task never ran");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     assert_eq!(server.json("/commits/head").1["hash"], head.to_base58());
     // Reads across the chunks: the pool opens and evicts them one after the other.
     for i in (1..COMMITS).step_by(2) {
