@@ -26,6 +26,17 @@ pub const DICT_CAPACITY: usize = 100_000;
 pub const MEMO_MAX: usize = 2_000_000;
 /// Directories nested deeper than this are refused (the walk recurses once per level).
 pub const MAX_EXPORT_NESTING: usize = 256;
+/// Where the tree of a placeholder dangling-parent record points: the largest offset an OCaml
+/// `int63` holds, past the end of any store, so nothing is found there — as the offsets of the
+/// collected tree and parents in the records Irmin's GC keeps. A placeholder stands for a parent
+/// known by hash only; its other fields are empty (no parents, date 0, empty author and
+/// message). Irmin never decodes a `P` record's value: its GC copies the record's bytes, and
+/// its reads treat the record as absent; what it needs is the record's hash and length, so that
+/// it reads the commit's parent as a key with an offset. A parent given by hash instead is read
+/// as an index key, and Irmin's GC refuses that in the commit it keeps
+/// (`Commit_parent_key_is_indexed`, irmin-pack `gc_worker.ml`), which `create_one_commit_store`
+/// (Octez's snapshot export) and any GC targeting the commit run into.
+pub const PLACEHOLDER_OFFSET: u64 = (1 << 62) - 1;
 
 /// A parent of the exported commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,8 +53,10 @@ pub enum ExportParent {
         /// Its date, author, message.
         info: CommitInfo,
     },
-    /// A parent known by hash only (absent from the source store): the commit refers to it by
-    /// hash.
+    /// A parent known by hash only (absent from the source store): written as a placeholder
+    /// dangling-parent record (kind `P`) that carries the parent's hash and no known field (see
+    /// [`PLACEHOLDER_OFFSET`]), so that the commit still refers to its parent by offset, as
+    /// Irmin's GC requires.
     HashOnly(Hash),
 }
 
@@ -472,7 +485,8 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Writes the one-commit irmin-pack store of `commit`, whose tree is `root` (read through
 /// `source`), into the empty directory `dir`: `store.1.prefix` (the tree children first, then
-/// the dangling-parent records, then the commit), `store.1.mapping` (one record: the prefix holds
+/// a dangling-parent record for each parent, then the commit, which refers to its tree and
+/// parents by offset), `store.1.mapping` (one record: the prefix holds
 /// global offsets 0 to its size), an empty `store.1.suffix`, `store.dict` (the steps the tree
 /// uses), `store.control`, `index/log` and `store.branches`. Every file and directory is synced.
 /// The commit's hash is checked against its fields and the tree's hash first.
@@ -535,7 +549,12 @@ pub fn write_one_commit(
                 parents.push(Address::Offset(writer.emit(hash, b'P')?));
                 writer.stats.dangling_parents += 1;
             }
-            ExportParent::HashOnly(hash) => parents.push(Address::Hash(*hash)),
+            ExportParent::HashOnly(hash) => {
+                let info = CommitInfo { date: 0, author: String::new(), message: String::new() };
+                writer.commit_body(Address::Offset(PLACEHOLDER_OFFSET), &[], &info);
+                parents.push(Address::Offset(writer.emit(hash, b'P')?));
+                writer.stats.dangling_parents += 1;
+            }
         }
     }
     writer.commit_body(Address::Offset(tree_offset), &parents, &commit.info);

@@ -188,6 +188,13 @@ impl IrminStore {
         entry::decode(&self.inner.layout, &self.inner.dict, offset, false)
     }
 
+    /// Decodes the pack entry at global `offset` as it is stored, without verifying its hash or
+    /// following its references: for tools and tests that compare stores entry by entry. Dict
+    /// steps come back as their bytes; the next entry starts at `offset +` [`Decoded::length`].
+    pub fn entry_at(&self, offset: u64) -> Result<Decoded> {
+        self.decode(offset)
+    }
+
     /// Resolves an address to an offset (a hash through the index), refusing forward references.
     fn resolve(&self, address: Address, from: &Decoded) -> Result<u64> {
         let offset = match address {
