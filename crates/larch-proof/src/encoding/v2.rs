@@ -35,7 +35,7 @@ pub fn encode(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
 }
 
 /// The compact length: (2-bit class, payload).
-fn put_length(length: u64) -> Result<(u8, Vec<u8>), EncodeError> {
+pub(crate) fn put_length(length: u64) -> Result<(u8, Vec<u8>), EncodeError> {
     Ok(if let Ok(n) = u8::try_from(length) {
         (0, alloc::vec![n])
     } else if let Ok(n) = u16::try_from(length) {
@@ -165,7 +165,7 @@ pub fn decode(bytes: &[u8]) -> Result<Proof, DecodeError> {
     Ok(Proof { version, before, after, state })
 }
 
-fn get_length(r: &mut Reader<'_>, class: u8) -> Result<u64, DecodeError> {
+pub(crate) fn get_length(r: &mut Reader<'_>, class: u8) -> Result<u64, DecodeError> {
     Ok(match class & 3 {
         0 => u64::from(r.u8("length")?),
         1 => u64::from(r.u16("length")?),
