@@ -226,6 +226,37 @@ module Proof = struct
            (Array.of_list (List.map op_arg ops)))
     in
     (Bytes.to_string before, Bytes.to_string after, results ops raw)
+
+  let produce_stream_proof_of_tree ?(encoding = V2) tree ops =
+    let proof, before, after, raw =
+      ok
+        (Larch_raw.produce_stream_proof
+           tree
+           (Array.of_list (List.map op_arg ops))
+           (v2 encoding))
+    in
+    {
+      proof;
+      before = Bytes.to_string before;
+      after = Bytes.to_string after;
+      results = results ops raw;
+    }
+
+  let produce_stream_proof ?encoding index hash ops =
+    produce_stream_proof_of_tree
+      ?encoding
+      (get_tree (checkout_exn index hash))
+      ops
+
+  let verify_stream_proof ?(encoding = V2) proof ops =
+    let before, after, raw =
+      ok
+        (Larch_raw.verify_stream_proof
+           (Bytes.to_string proof)
+           (v2 encoding)
+           (Array.of_list (List.map op_arg ops)))
+    in
+    (Bytes.to_string before, Bytes.to_string after, results ops raw)
 end
 
 let to_hex s =
