@@ -10,7 +10,7 @@
 use crate::tree::OTree;
 use crate::{Bytes, Outcome, guard};
 use larch_proof::encoding::{stream, v1, v2};
-use larch_proof::{Op, OpResult, Proof, StreamProof};
+use larch_proof::{KindedHash, Op, OpResult, Proof, StreamProof};
 
 /// One operation from OCaml: `(kind, path, value)`.
 type OpArg = (ocaml::Int, Vec<Bytes2>, Bytes2);
@@ -55,6 +55,16 @@ fn results_of(results: Vec<OpResult>) -> ResultsOut {
         .collect()
 }
 
+/// What a producing external returns: `(proof, before hash, after hash, results)`.
+fn produced_out(
+    bytes: Vec<u8>,
+    before: &KindedHash,
+    after: &KindedHash,
+    results: Vec<OpResult>,
+) -> (Bytes, Bytes, Bytes, ResultsOut) {
+    (Bytes(bytes), Bytes(before.hash.0.to_vec()), Bytes(after.hash.0.to_vec()), results_of(results))
+}
+
 fn encode(proof: &Proof, v2: bool) -> Outcome<Vec<u8>> {
     let encoded = if v2 { v2::encode(proof) } else { v1::encode(proof) };
     encoded.map_err(|err| format!("larch: encoding the proof: {err}"))
@@ -82,12 +92,7 @@ pub fn larch_produce_tree_proof(
         let produced =
             larch_core::proof::produce(&tree, &ops).map_err(|err| format!("larch: proof: {err}"))?;
         let bytes = encode(&produced.proof, v2)?;
-        Ok((
-            Bytes(bytes),
-            Bytes(produced.proof.before.hash.0.to_vec()),
-            Bytes(produced.proof.after.hash.0.to_vec()),
-            results_of(produced.results),
-        ))
+        Ok(produced_out(bytes, &produced.proof.before, &produced.proof.after, produced.results))
     })
 }
 
@@ -143,12 +148,7 @@ pub fn larch_produce_stream_proof(
         let produced = larch_core::proof::produce_stream(&tree, &ops)
             .map_err(|err| format!("larch: stream proof: {err}"))?;
         let bytes = encode_stream(&produced.proof, v2)?;
-        Ok((
-            Bytes(bytes),
-            Bytes(produced.proof.before.hash.0.to_vec()),
-            Bytes(produced.proof.after.hash.0.to_vec()),
-            results_of(produced.results),
-        ))
+        Ok(produced_out(bytes, &produced.proof.before, &produced.proof.after, produced.results))
     })
 }
 

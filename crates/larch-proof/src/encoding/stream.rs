@@ -213,19 +213,14 @@ pub mod v1 {
 /// V2 (`Merkle_proof_encoding.V2.Tree32.stream_proof_encoding`, `Data_encoding.Compact`).
 pub mod v2 {
     use super::*;
-    use crate::encoding::v2::{get_length, put_length};
+    use crate::encoding::v2::{get_header, get_length, header, put_length};
 
     const DENSE_FROM: usize = 15;
     const LONG_LIST_FROM: usize = 63;
 
     /// Encodes a stream proof in V2.
     pub fn encode(proof: &StreamProof) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::new();
-        let bit = |kh: &KindedHash| u8::from(kh.kind == Kind::Node);
-        out.push(bit(&proof.before) | (bit(&proof.after) << 1));
-        out.extend_from_slice(&proof.version.to_be_bytes());
-        out.extend_from_slice(&proof.before.hash.0);
-        out.extend_from_slice(&proof.after.hash.0);
+        let mut out = header(proof.version, &proof.before, &proof.after);
         let mut body = Vec::new();
         for elt in &proof.elts {
             put_elt(&mut body, elt)?;
@@ -296,15 +291,7 @@ pub mod v2 {
     /// Decodes a V2 stream proof; the whole input must be one proof.
     pub fn decode(bytes: &[u8]) -> Result<StreamProof, DecodeError> {
         let mut r = Reader::new(bytes);
-        let offset = r.offset();
-        let tag = r.u8("proof tag")?;
-        if tag > 3 {
-            return Err(DecodeError::BadTag { offset, tag, what: "stream proof" });
-        }
-        let kind = |node: bool| if node { Kind::Node } else { Kind::Contents };
-        let version = r.i16("version")?;
-        let before = KindedHash { kind: kind(tag & 1 != 0), hash: r.hash()? };
-        let after = KindedHash { kind: kind(tag & 2 != 0), hash: r.hash()? };
+        let (version, before, after) = get_header(&mut r)?;
         let elts = get_elts(&mut r, get_elt)?;
         r.finish()?;
         Ok(StreamProof { version, before, after, elts })
