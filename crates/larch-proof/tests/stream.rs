@@ -77,6 +77,15 @@ fn a_hand_built_stream_verifies_and_rejects_what_it_must() {
         verify_stream(&unsorted, &find(b"c")),
         Err(VerifyError::StreamMismatch { index: 0, .. })
     ));
+    // The root listing with d's hash changed: well formed, but not the directory `before` names.
+    let mut forged = proof.clone();
+    if let Elt::Node(entries) = &mut forged.elts[0] {
+        entries[1].1.hash = hc;
+    }
+    assert!(matches!(
+        verify_stream(&forged, &find(b"c")),
+        Err(VerifyError::StreamMismatch { index: 0, hash, .. }) if hash == root
+    ));
     // The after hash must be the replay's.
     let mut after = proof.clone();
     after.after.hash = hc;
