@@ -196,36 +196,41 @@ module Proof = struct
 
   let v2 = function V1 -> false | V2 -> true
 
-  let produce_tree_proof_of_tree ?(encoding = V2) tree ops =
-    let proof, before, after, raw =
-      ok
-        (Larch_raw.produce_tree_proof
-           tree
-           (Array.of_list (List.map op_arg ops))
-           (v2 encoding))
+  (* The tree and stream variants share their arguments and results. *)
+  let produce_with raw ?(encoding = V2) tree ops =
+    let proof, before, after, r =
+      ok (raw tree (Array.of_list (List.map op_arg ops)) (v2 encoding))
     in
     {
       proof;
       before = Bytes.to_string before;
       after = Bytes.to_string after;
-      results = results ops raw;
+      results = results ops r;
     }
 
-  let produce_tree_proof ?encoding index hash ops =
-    produce_tree_proof_of_tree
-      ?encoding
-      (get_tree (checkout_exn index hash))
-      ops
-
-  let verify_tree_proof ?(encoding = V2) proof ops =
-    let before, after, raw =
-      ok
-        (Larch_raw.verify_tree_proof
-           (Bytes.to_string proof)
-           (v2 encoding)
-           (Array.of_list (List.map op_arg ops)))
+  let verify_with raw ?(encoding = V2) proof ops =
+    let before, after, r =
+      ok (raw (Bytes.to_string proof) (v2 encoding) (Array.of_list (List.map op_arg ops)))
     in
-    (Bytes.to_string before, Bytes.to_string after, results ops raw)
+    (Bytes.to_string before, Bytes.to_string after, results ops r)
+
+  let produce_tree_proof_of_tree ?encoding tree ops =
+    produce_with Larch_raw.produce_tree_proof ?encoding tree ops
+
+  let produce_tree_proof ?encoding index hash ops =
+    produce_tree_proof_of_tree ?encoding (get_tree (checkout_exn index hash)) ops
+
+  let verify_tree_proof ?encoding proof ops =
+    verify_with Larch_raw.verify_tree_proof ?encoding proof ops
+
+  let produce_stream_proof_of_tree ?encoding tree ops =
+    produce_with Larch_raw.produce_stream_proof ?encoding tree ops
+
+  let produce_stream_proof ?encoding index hash ops =
+    produce_stream_proof_of_tree ?encoding (get_tree (checkout_exn index hash)) ops
+
+  let verify_stream_proof ?encoding proof ops =
+    verify_with Larch_raw.verify_stream_proof ?encoding proof ops
 end
 
 let to_hex s =

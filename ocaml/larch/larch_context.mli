@@ -199,6 +199,18 @@ module Proof : sig
   (** [(before, after, results)], or {!Error} when the proof is rejected. *)
   val verify_tree_proof :
     ?encoding:encoding -> bytes -> op list -> hash * hash * result list
+
+  (** The stream proof of [ops] on commit [hash] (Octez [produce_stream_proof]): the objects
+      read, in order, in [Merkle_proof_encoding]'s [stream_proof_encoding] (default [V2]). *)
+  val produce_stream_proof :
+    ?encoding:encoding -> index -> hash -> op list -> produced
+
+  val produce_stream_proof_of_tree : ?encoding:encoding -> tree -> op list -> produced
+
+  (** [(before, after, results)], or {!Error} when the stream proof is rejected (too short, too
+      long, or an element that does not hash to what the replay looks for). *)
+  val verify_stream_proof :
+    ?encoding:encoding -> bytes -> op list -> hash * hash * result list
 end
 
 (** {1 Hashes as text} *)

@@ -141,6 +141,20 @@ external verify_tree_proof :
   (int * string array * string) array ->
   (bytes * bytes * (bytes option * bool) array) res = "larch_verify_tree_proof"
 
+(* Stream proofs: the same arguments and results as the tree proofs'. *)
+external produce_stream_proof :
+  tree ->
+  (int * string array * string) array ->
+  bool ->
+  (bytes * bytes * bytes * (bytes option * bool) array) res
+  = "larch_produce_stream_proof"
+
+external verify_stream_proof :
+  string ->
+  bool ->
+  (int * string array * string) array ->
+  (bytes * bytes * (bytes option * bool) array) res = "larch_verify_stream_proof"
+
 (* Traces (src/trace.rs): for replaying a trace through the context API. *)
 external trace_open : string -> trace res = "larch_trace_open"
 

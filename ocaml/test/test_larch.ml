@@ -502,6 +502,67 @@ let test_proofs () =
   C.close index ;
   remove_dir dir
 
+(* ---- Stream proofs: produced and verified through the bindings and `larch proof --stream` ---- *)
+
+let test_stream_proofs () =
+  let dir = temp_dir "stream-proofs" in
+  let index = C.init (Filename.concat dir "store") in
+  let ctxt = ref (C.empty index) in
+  for i = 0 to 299 do
+    ctxt := C.add !ctxt ["data"; "big"; string_of_int i] (Bytes.of_string (string_of_int (i * i)))
+  done ;
+  ctxt := C.add !ctxt ["data"; "a"; "b"] (Bytes.of_string "hello") ;
+  let commit = C.commit ~time:0L ~message:"stream proofs" !ctxt in
+  let root = C.Tree.hash (C.get_tree (C.checkout_exn index commit)) in
+  let ops =
+    C.Proof.[
+      Find ["data"; "a"; "b"];
+      Find ["data"; "big"; "17"];
+      Add (["data"; "big"; "7"], Bytes.of_string "new");
+    ]
+  in
+  List.iter
+    (fun (encoding, name) ->
+      let produced = C.Proof.produce_stream_proof ~encoding index commit ops in
+      Alcotest.(check string) (name ^ ": before is the tree") (hex root) (hex produced.before) ;
+      let before, after, results = C.Proof.verify_stream_proof ~encoding produced.proof ops in
+      Alcotest.(check string) (name ^ ": verified before") (hex root) (hex before) ;
+      Alcotest.(check string) (name ^ ": verified after") (hex produced.after) (hex after) ;
+      (match results with
+      | [C.Proof.Value (Some v); C.Proof.Value (Some w); C.Proof.Unit] ->
+          Alcotest.(check string) "found" "hello" (Bytes.to_string v) ;
+          Alcotest.(check string) "found 17" "289" (Bytes.to_string w)
+      | _ -> Alcotest.fail "unexpected results") ;
+      (* The after hash is the one the context computes for the same update. *)
+      let updated = C.add (C.checkout_exn index commit) ["data"; "big"; "7"] (Bytes.of_string "new") in
+      Alcotest.(check string) (name ^ ": after is the context's") (hex (C.Tree.hash (C.get_tree updated)))
+        (hex after) ;
+      (* Not a tree proof; not a proof of fewer operations; not when one byte changes. *)
+      raises_error (name ^ ": read as a tree proof") (fun () ->
+          C.Proof.verify_tree_proof ~encoding produced.proof ops) ;
+      raises_error (name ^ ": too long for fewer operations") (fun () ->
+          C.Proof.verify_stream_proof ~encoding produced.proof [C.Proof.Find ["data"; "a"; "b"]]) ;
+      let tampered = Bytes.copy produced.proof in
+      let last = Bytes.length tampered - 1 in
+      Bytes.set tampered last (Char.chr (Char.code (Bytes.get tampered last) lxor 1)) ;
+      raises_error (name ^ ": one byte changed") (fun () ->
+          C.Proof.verify_stream_proof ~encoding tampered ops) ;
+      let file = Filename.concat dir ("stream." ^ name) in
+      let oc = open_out_bin file in
+      output_bytes oc produced.proof ;
+      close_out oc ;
+      let code, out =
+        run
+          [larch_bin (); "proof"; "verify"; file; "--stream"; "--encoding"; name; "--hash"; hex root;
+           "--find"; "data/a/b"; "--find"; "data/big/17"; "--update"; "add:data/big/7=" ^ hex "new"]
+      in
+      Alcotest.(check int) (name ^ ": larch proof verify --stream accepts it") 0 code ;
+      Alcotest.(check bool) (name ^ ": and the after hash") true
+        (List.mem ("after " ^ C.hash_to_b58 produced.after) (String.split_on_char '\n' out)))
+    [(C.Proof.V1, "v1"); (C.Proof.V2, "v2")] ;
+  C.close index ;
+  remove_dir dir
+
 (* ---- GC, sync, snapshot export through the index ---- *)
 
 let test_gc_sync_snapshot () =
@@ -582,6 +643,7 @@ let () =
       ("collector", [Alcotest.test_case "Gc.full_major with live trees" `Quick test_gc_full_major]);
       ("errors", [Alcotest.test_case "exceptions" `Quick test_errors]);
       ("proofs", [Alcotest.test_case "verified by larch proof verify" `Quick test_proofs]);
+      ("stream proofs", [Alcotest.test_case "produced, verified, tampered" `Quick test_stream_proofs]);
       ("index", [Alcotest.test_case "gc, sync, export_snapshot" `Quick test_gc_sync_snapshot]);
       ("threads", [Alcotest.test_case "commit releases the runtime lock" `Quick test_runtime_lock]);
     ]

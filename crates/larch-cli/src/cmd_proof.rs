@@ -1,5 +1,6 @@
 //! `larch proof produce|verify`: Merkle proofs of a store's context (Irmin tree proofs, Octez
-//! V1/V2 encodings or Irmin's repr JSON; see docs/proofs.md).
+//! V1/V2 encodings or Irmin's repr JSON; with `--stream`, stream proofs in V1/V2; see
+//! docs/proofs.md).
 //!
 //! Paths are `/`-separated steps. The operations are the `--find`s in order, then the `--update`s
 //! in order. Both commands print `before <hash>`, one `find <path> <hex|none>` line per find, and
@@ -9,8 +10,8 @@
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use larch_core::Hash;
-use larch_proof::encoding::{v1, v2};
-use larch_proof::{Op, OpResult, Proof};
+use larch_proof::encoding::{stream, v1, v2};
+use larch_proof::{Op, OpResult, Proof, StreamProof};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -58,6 +59,9 @@ pub struct ProduceArgs {
     /// Encoding of the written proof.
     #[arg(long, value_enum, default_value = "v2")]
     encoding: Encoding,
+    /// Write a stream proof (the objects read, in order) instead of a tree proof (v1 or v2 only).
+    #[arg(long)]
+    stream: bool,
     /// Where to write the proof.
     out: PathBuf,
 }
@@ -70,6 +74,9 @@ pub struct VerifyArgs {
     /// Encoding of the proof.
     #[arg(long, value_enum, default_value = "v2")]
     encoding: Encoding,
+    /// The file is a stream proof (v1 or v2 only).
+    #[arg(long)]
+    stream: bool,
     /// The hash the proof must start from (`Co…` or hex), e.g. a commit's tree hash.
     #[arg(long)]
     hash: Option<String>,
@@ -147,8 +154,27 @@ fn decode(bytes: &[u8], encoding: Encoding) -> anyhow::Result<Proof> {
     })
 }
 
+fn encode_stream(proof: &StreamProof, encoding: Encoding) -> anyhow::Result<Vec<u8>> {
+    Ok(match encoding {
+        Encoding::V1 => stream::v1::encode(proof)?,
+        Encoding::V2 => stream::v2::encode(proof)?,
+        Encoding::Json => bail!("stream proofs have no JSON encoding; use --encoding v1 or v2"),
+    })
+}
+
+fn decode_stream(bytes: &[u8], encoding: Encoding) -> anyhow::Result<StreamProof> {
+    Ok(match encoding {
+        Encoding::V1 => stream::v1::decode(bytes)?,
+        Encoding::V2 => stream::v2::decode(bytes)?,
+        Encoding::Json => bail!("stream proofs have no JSON encoding; use --encoding v1 or v2"),
+    })
+}
+
 fn produce(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     let ops = parse_ops(&args.ops)?;
+    if args.stream && matches!(args.encoding, Encoding::Json) {
+        bail!("stream proofs have no JSON encoding; use --encoding v1 or v2");
+    }
     let options = larch_store::RepoOptions {
         create: false,
         lower: crate::inspect::lower(),
@@ -161,10 +187,17 @@ fn produce(args: ProduceArgs) -> anyhow::Result<ExitCode> {
         None => repo.head().context("the store has no head commit (branch main); give --commit")?,
     };
     let tree = repo.checkout(&commit).with_context(|| format!("checking out {commit}"))?;
-    let produced = larch_core::proof::produce(&tree, &ops)?;
-    let bytes = encode(&produced.proof, args.encoding)?;
+    let (bytes, before, results, after) = if args.stream {
+        let produced = larch_core::proof::produce_stream(&tree, &ops)?;
+        let bytes = encode_stream(&produced.proof, args.encoding)?;
+        (bytes, produced.proof.before, produced.results, produced.proof.after)
+    } else {
+        let produced = larch_core::proof::produce(&tree, &ops)?;
+        let bytes = encode(&produced.proof, args.encoding)?;
+        (bytes, produced.proof.before, produced.results, produced.proof.after)
+    };
     std::fs::write(&args.out, &bytes).with_context(|| format!("writing {}", args.out.display()))?;
-    print_outcome(&produced.proof.before, &ops, &produced.results, &produced.proof.after);
+    print_outcome(&before, &ops, &results, &after);
     eprintln!("wrote {} ({} bytes)", args.out.display(), bytes.len());
     Ok(ExitCode::SUCCESS)
 }
@@ -175,23 +208,37 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         Some(text) => Some(text.parse::<Hash>().with_context(|| format!("hash {text:?}"))?),
         None => None,
     };
+    if args.stream && matches!(args.encoding, Encoding::Json) {
+        bail!("stream proofs have no JSON encoding; use --encoding v1 or v2");
+    }
     let bytes = std::fs::read(&args.proof).with_context(|| format!("reading {}", args.proof.display()))?;
-    let proof = match decode(&bytes, args.encoding) {
-        Ok(proof) => proof,
+    let decoded = if args.stream {
+        decode_stream(&bytes, args.encoding).map(|proof| (proof.before, Err(proof)))
+    } else {
+        decode(&bytes, args.encoding).map(|proof| (proof.before, Ok(proof)))
+    };
+    let (before, proof) = match decoded {
+        Ok(decoded) => decoded,
         Err(err) => {
             eprintln!("rejected: cannot decode the proof: {err:#}");
             return Ok(ExitCode::FAILURE);
         }
     };
     if let Some(expected) = expected
-        && proof.before.hash.0 != expected.0
+        && before.hash.0 != expected.0
     {
-        eprintln!("rejected: the proof starts from {}, not {expected}", show(&proof.before.hash));
+        eprintln!("rejected: the proof starts from {}, not {expected}", show(&before.hash));
         return Ok(ExitCode::FAILURE);
     }
-    match larch_proof::verify(&proof, &ops) {
-        Ok(verified) => {
-            print_outcome(&verified.before, &ops, &verified.results, &verified.after);
+    let outcome = match proof {
+        Ok(tree_proof) => larch_proof::verify(&tree_proof, &ops).map(|v| (v.before, v.results, v.after)),
+        Err(stream_proof) => {
+            larch_proof::verify_stream(&stream_proof, &ops).map(|v| (v.before, v.results, v.after))
+        }
+    };
+    match outcome {
+        Ok((before, results, after)) => {
+            print_outcome(&before, &ops, &results, &after);
             Ok(ExitCode::SUCCESS)
         }
         Err(err) => {

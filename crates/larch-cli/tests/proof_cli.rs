@@ -144,3 +144,73 @@ fn bad_arguments_are_errors_not_panics() {
     let run = larch(&["proof", "produce", dir.path().join("nope").to_str().unwrap(), "--find", "a", "out"]);
     assert_eq!(run.status.code(), Some(2));
 }
+
+#[test]
+fn stream_proofs_produce_verify_and_reject_tampering() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    tezos_like_store(&store);
+    let store = store.to_str().unwrap();
+    let vectors = vectors();
+    let before = case(&vectors, "tezos_find_one")["proof"]["before"]["b58"].as_str().unwrap().to_string();
+    let key = "data/contracts/index/0000000000000000000000000000000004538453d7/balance";
+    for encoding in ["v1", "v2"] {
+        let out = dir.path().join(format!("stream.{encoding}"));
+        let out = out.to_str().unwrap();
+        let run = larch(&["proof", "produce", store, "--stream", "--encoding", encoding, "--find", key, out]);
+        assert!(run.status.success(), "{encoding}: {}", text(&run.stderr));
+        assert!(text(&run.stdout).contains(&format!("before {before}")), "{}", text(&run.stdout));
+        let found = format!("find {key} {}", hex::encode("1000007"));
+        assert!(text(&run.stdout).contains(&found), "{}", text(&run.stdout));
+        let run = larch(&[
+            "proof",
+            "verify",
+            out,
+            "--stream",
+            "--encoding",
+            encoding,
+            "--hash",
+            &before,
+            "--find",
+            key,
+        ]);
+        assert!(run.status.success(), "{encoding}: {}", text(&run.stderr));
+        assert!(text(&run.stdout).contains(&found), "{}", text(&run.stdout));
+        // Read as a tree proof, or for another key, or altered: rejected (exit 1).
+        let run = larch(&["proof", "verify", out, "--encoding", encoding, "--find", key]);
+        assert_eq!(run.status.code(), Some(1), "{encoding}: a stream read as a tree proof");
+        let run =
+            larch(&["proof", "verify", out, "--stream", "--encoding", encoding, "--find", "data/version"]);
+        assert_eq!(run.status.code(), Some(1), "{encoding}: another key");
+        let mut bytes = std::fs::read(out).unwrap();
+        let last = bytes.len() - 2;
+        bytes[last] ^= 0x01;
+        let tampered = dir.path().join(format!("tampered.{encoding}"));
+        std::fs::write(&tampered, bytes).unwrap();
+        let run = larch(&[
+            "proof",
+            "verify",
+            tampered.to_str().unwrap(),
+            "--stream",
+            "--encoding",
+            encoding,
+            "--find",
+            key,
+        ]);
+        assert_eq!(run.status.code(), Some(1), "{encoding}: tampered");
+        assert!(text(&run.stderr).contains("rejected"), "{}", text(&run.stderr));
+    }
+    let out = dir.path().join("stream.json");
+    let run = larch(&[
+        "proof",
+        "produce",
+        store,
+        "--stream",
+        "--encoding",
+        "json",
+        "--find",
+        key,
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(2), "no JSON stream encoding: a usage error");
+}

@@ -25,7 +25,7 @@ use crate::tree::node::{ContentsRef, Entries, Entry, NodeBody, NodeRef};
 use crate::tree::source::ObjectSource;
 use crate::tree::{Tree, TreeError, dir};
 use larch_proof::model::{PInode, PNode, PTree, PValues};
-use larch_proof::{Context, KindedHash, Op, Produced, Proof, VerifyError};
+use larch_proof::{Context, KindedHash, Op, Produced, ProducedStream, Proof, StreamProof, VerifyError};
 use std::collections::{BTreeMap, HashMap};
 
 /// Why a proof could not be produced.
@@ -181,6 +181,14 @@ pub fn produce_with<T>(
     tree: &Tree,
     f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
 ) -> Result<(Proof, T), ProduceError> {
+    with_source(tree, |source, root| larch_proof::produce_with(source, root, f))
+}
+
+/// Runs a `larch_proof` producer over `tree`'s objects, reporting a load failure as such.
+fn with_source<R>(
+    tree: &Tree,
+    run: impl FnOnce(&mut TreeSource<'_>, KindedHash) -> Result<R, VerifyError>,
+) -> Result<R, ProduceError> {
     let mut source = TreeSource {
         source: &**tree.source(),
         nodes: HashMap::new(),
@@ -197,12 +205,28 @@ pub fn produce_with<T>(
             source.contents.insert(root_hash, contents.clone());
         }
     }
-    let outcome = larch_proof::produce_with(&mut source, root, f);
+    let outcome = run(&mut source, root);
     match (outcome, source.failure.take()) {
         (Ok(done), _) => Ok(done),
         (Err(_), Some(failure)) => Err(ProduceError::Tree(failure)),
         (Err(error), None) => Err(ProduceError::Proof(error)),
     }
+}
+
+/// Produces the stream proof of the computation `f` run on `tree` (Irmin's `produce_stream`,
+/// Octez's `produce_stream_proof`): the objects `f` reads from `tree`, in the order it reads them
+/// (see `larch_proof::stream`). Returns the proof and `f`'s result.
+pub fn produce_stream_with<T>(
+    tree: &Tree,
+    f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
+) -> Result<(StreamProof, T), ProduceError> {
+    with_source(tree, |source, root| larch_proof::produce_stream_with(source, root, f))
+}
+
+/// Produces the stream proof of `ops` run on `tree`, with their results.
+pub fn produce_stream(tree: &Tree, ops: &[Op]) -> Result<ProducedStream, ProduceError> {
+    let (proof, results) = produce_stream_with(tree, |context| context.apply_all(ops))?;
+    Ok(ProducedStream { proof, results })
 }
 
 /// Produces the proof of `ops` run on `tree`, with their results.

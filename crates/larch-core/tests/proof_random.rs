@@ -7,17 +7,15 @@
 //!   repr JSON round trips.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod proof_helpers;
+
 use larch_core::ocaml_hash::{inode_index, ocaml_seeded_hash};
-use larch_core::{CommitInfo, Kind, MemoryRepo, Tree, proof, schema};
+use larch_core::{Kind, MemoryRepo, Tree, proof, schema};
 use larch_proof::encoding::{v1, v2};
 use larch_proof::{Op, OpResult, json, verify};
 use larch_testkit::rand::Rng;
-use larch_testkit::{TestRng, seeded_rng};
-
-fn random_bytes(rng: &mut TestRng, max: usize) -> Vec<u8> {
-    let len = rng.random_range(0..=max);
-    (0..len).map(|_| rng.random()).collect()
-}
+use larch_testkit::seeded_rng;
+use proof_helpers::{apply_to_larch, random_bytes, random_op, random_tree};
 
 #[test]
 fn proof_hashing_agrees_with_larch_core() {
@@ -74,96 +72,6 @@ fn proof_hashing_agrees_with_larch_core() {
 }
 
 /// Directory names and sizes that exercise flat nodes, inode tries and the 256/257 boundary.
-fn random_tree(rng: &mut TestRng, repo: &mut MemoryRepo) -> (Tree, Vec<Vec<Vec<u8>>>) {
-    let mut tree = repo.empty_tree();
-    let mut paths = Vec::new();
-    let dirs = rng.random_range(1..5);
-    for d in 0..dirs {
-        let size = match rng.random_range(0..7) {
-            0 => rng.random_range(1..10),
-            5 => rng.random_range(1000..1300),
-            1 => rng.random_range(30..40),
-            2 => rng.random_range(255..259),
-            3 => rng.random_range(290..700),
-            _ => rng.random_range(1..120),
-        };
-        let dir = format!("d{d}").into_bytes();
-        for i in 0..size {
-            let mut path = vec![dir.clone(), format!("k{i}").into_bytes()];
-            if rng.random_bool(0.1) {
-                path.push(b"sub".to_vec());
-            }
-            let value = random_bytes(rng, 40);
-            tree.add(&path, value).unwrap();
-            paths.push(path);
-        }
-    }
-    tree.add(&[b"top".to_vec()], b"top value".to_vec()).unwrap();
-    paths.push(vec![b"top".to_vec()]);
-    let commit = repo.commit(&tree, &[], CommitInfo::tezos(0, "")).unwrap();
-    (repo.checkout(&commit).unwrap(), paths)
-}
-
-fn random_path(rng: &mut TestRng, paths: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
-    // Half the time, a path of the same directory as the previous pick would be: the first one.
-    let pick = if rng.random_bool(0.3) {
-        rng.random_range(0..paths.len().min(1300))
-    } else {
-        rng.random_range(0..paths.len())
-    };
-    let mut path = paths[pick].clone();
-    match rng.random_range(0..8) {
-        0 => path.truncate(1),
-        1 => {
-            let last = path.len() - 1;
-            path[last].push(b'~'); // absent
-        }
-        2 => path.push(b"deeper".to_vec()), // through a value (or absent)
-        _ => {}
-    }
-    path
-}
-
-fn random_op(rng: &mut TestRng, paths: &[Vec<Vec<u8>>]) -> Op {
-    let path = random_path(rng, paths);
-    match rng.random_range(0..10) {
-        0 | 1 => Op::Find(path),
-        2 => Op::Mem(path),
-        3 => Op::MemTree(path),
-        4 => Op::List(path[..1].to_vec()),
-        5 | 6 => Op::Add(path, random_bytes(rng, 20)),
-        7 | 8 => Op::Remove(path),
-        _ => Op::Copy { from: path, to: random_path(rng, paths) },
-    }
-}
-
-fn apply_to_larch(tree: &mut Tree, op: &Op) -> OpResult {
-    match op {
-        Op::Find(path) => OpResult::Value(tree.find(path).unwrap().map(|c| c.as_bytes().to_vec())),
-        Op::Mem(path) => OpResult::Bool(tree.mem(path).unwrap()),
-        Op::MemTree(path) => OpResult::Bool(tree.mem_tree(path).unwrap()),
-        Op::List(path) => {
-            // The proof operation lists by name (`larch_proof::Op::List`), not in Irmin's
-            // order of a stored directory (`Tree::list`).
-            let entries = tree.list_sorted(path, 0, None).unwrap();
-            let kind = |t: &Tree| match t.kind() {
-                Kind::Node => larch_proof::Kind::Node,
-                Kind::Contents => larch_proof::Kind::Contents,
-            };
-            OpResult::List(entries.iter().map(|(name, t)| (name.as_bytes().to_vec(), kind(t))).collect())
-        }
-        Op::Add(path, value) => {
-            tree.add(path, value.clone()).unwrap();
-            OpResult::Unit
-        }
-        Op::Remove(path) => {
-            tree.remove(path).unwrap();
-            OpResult::Unit
-        }
-        Op::Copy { from, to } => OpResult::Copied(tree.copy(from, to).unwrap()),
-    }
-}
-
 #[test]
 fn produced_proofs_verify_and_agree_with_larch_core() {
     let (mut rng, _) = seeded_rng("produced_proofs_verify_and_agree_with_larch_core", 2026);

@@ -39,9 +39,34 @@ pub enum VerifyError {
     },
     /// More than 32 names share their buckets down to Irmin's inode depth limit.
     MaxDepth,
-    /// The proof's `version` is not 0 (Octez: bit 0 marks a stream proof, bit 1 a binary-tree
+    /// The proof's `version` is not 0 for a tree proof, 1 for a stream proof (Octez: bit 0 marks a stream proof, bit 1 a binary-tree
     /// context; neither is a tree proof of the 32-ary context).
     UnsupportedVersion(i16),
+    /// A stream proof ends before the replay has read everything it needs.
+    StreamTooShort {
+        /// The operation that needed the object.
+        op: &'static str,
+        /// What it needed: "contents", "node" or "inode".
+        what: &'static str,
+        /// The hash it was looking for.
+        hash: Hash,
+    },
+    /// A stream proof has elements left after the replay and the after hash.
+    StreamTooLong {
+        /// Elements used.
+        used: usize,
+        /// Elements in the stream.
+        len: usize,
+    },
+    /// A stream element is not the object the replay was looking for.
+    StreamMismatch {
+        /// Position of the element in the stream.
+        index: usize,
+        /// Why it does not fit.
+        why: &'static str,
+        /// The hash the replay was looking for.
+        hash: Hash,
+    },
     /// A producer's source failed to load an object (production only).
     Source {
         /// What was being loaded.
@@ -72,7 +97,19 @@ impl fmt::Display for VerifyError {
                 f.write_str("inode trie deeper than Irmin's limit (more than 32 colliding names)")
             }
             VerifyError::UnsupportedVersion(version) => {
-                write!(f, "proof version {version} is not a tree proof of the 32-ary context (version 0)")
+                write!(
+                    f,
+                    "proof version {version} is not a proof of the 32-ary context of this kind (tree: 0, stream: 1)"
+                )
+            }
+            VerifyError::StreamTooShort { op, what, hash } => {
+                write!(f, "stream proof too short: {op} needs the {what} {hash} after the last element")
+            }
+            VerifyError::StreamTooLong { used, len } => {
+                write!(f, "stream proof too long: {used} of its {len} elements used")
+            }
+            VerifyError::StreamMismatch { index, why, hash } => {
+                write!(f, "stream element {index} does not match {hash}: {why}")
             }
             VerifyError::Source { what, hash } => {
                 write!(f, "the producer's source cannot load {what:?} {hash}")

@@ -9,6 +9,8 @@
 //! - Octez's [`encoding::v1`] and [`encoding::v2`] binary forms (read and write, strict);
 //! - [`produce()`]: the same replay over a [`Source`] that loads what the operations read, which
 //!   gives the proof in Irmin's shape (`larch-core` provides the source for its trees);
+//! - stream proofs ([`stream`]: [`produce_stream`], [`verify_stream`], Octez's V1/V2 stream
+//!   encodings in [`encoding::stream`]): the objects read, in order, checked as they are consumed;
 //! - with the `json` feature (default, needs `std`): Irmin's repr JSON form ([`json`]).
 //!
 //! ```
@@ -42,11 +44,16 @@ pub mod hash;
 pub mod json;
 pub mod model;
 pub mod ops;
+pub mod stream;
 pub mod types;
 pub mod verify;
 
 pub use error::{DecodeError, EncodeError, VerifyError};
 pub use hash::{Hash, Kind};
 pub use ops::{Op, OpResult, Path};
+pub use stream::{
+    Elt, ProducedStream, STREAM_VERSION, StreamProof, VerifiedStream, produce_stream, produce_stream_with,
+    verify_stream, verify_stream_with,
+};
 pub use types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Stats, Tree};
 pub use verify::{Context, Produced, Source, Verified, produce, produce_with, verify, verify_with};

@@ -64,6 +64,16 @@ pub struct Context<'r> {
     unchanged: Option<KindedHash>,
 }
 
+impl<'r> Context<'r> {
+    pub(crate) fn new(
+        root: PNode,
+        resolver: &'r mut dyn Resolver,
+        unchanged: Option<KindedHash>,
+    ) -> Context<'r> {
+        Context { root, resolver, unchanged }
+    }
+}
+
 impl Context<'_> {
     /// Runs one operation.
     pub fn apply(&mut self, op: &Op) -> Result<OpResult, VerifyError> {

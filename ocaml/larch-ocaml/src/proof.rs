@@ -1,5 +1,6 @@
-//! Merkle tree proofs in Octez's encodings (`Merkle_proof_encoding.V1.Tree32` / `V2.Tree32`,
-//! docs/proofs.md): produced from a tree for a list of operations, verified against them.
+//! Merkle tree proofs and stream proofs in Octez's encodings (`Merkle_proof_encoding.V1.Tree32` /
+//! `V2.Tree32`, docs/proofs.md): produced from a tree for a list of operations, verified against
+//! them.
 //!
 //! Octez passes a closure over a tree to `produce_tree_proof`; across the language boundary the
 //! computation is a list of operations instead, each `(kind, path, value)` (the path an array of steps): kind 0 `find`, 1
@@ -8,8 +9,8 @@
 
 use crate::tree::OTree;
 use crate::{Bytes, Outcome, guard};
-use larch_proof::encoding::{v1, v2};
-use larch_proof::{Op, OpResult, Proof};
+use larch_proof::encoding::{stream, v1, v2};
+use larch_proof::{KindedHash, Op, OpResult, Proof, StreamProof};
 
 /// One operation from OCaml: `(kind, path, value)`.
 type OpArg = (ocaml::Int, Vec<Bytes2>, Bytes2);
@@ -54,6 +55,16 @@ fn results_of(results: Vec<OpResult>) -> ResultsOut {
         .collect()
 }
 
+/// What a producing external returns: `(proof, before hash, after hash, results)`.
+fn produced_out(
+    bytes: Vec<u8>,
+    before: &KindedHash,
+    after: &KindedHash,
+    results: Vec<OpResult>,
+) -> (Bytes, Bytes, Bytes, ResultsOut) {
+    (Bytes(bytes), Bytes(before.hash.0.to_vec()), Bytes(after.hash.0.to_vec()), results_of(results))
+}
+
 fn encode(proof: &Proof, v2: bool) -> Outcome<Vec<u8>> {
     let encoded = if v2 { v2::encode(proof) } else { v1::encode(proof) };
     encoded.map_err(|err| format!("larch: encoding the proof: {err}"))
@@ -81,12 +92,7 @@ pub fn larch_produce_tree_proof(
         let produced =
             larch_core::proof::produce(&tree, &ops).map_err(|err| format!("larch: proof: {err}"))?;
         let bytes = encode(&produced.proof, v2)?;
-        Ok((
-            Bytes(bytes),
-            Bytes(produced.proof.before.hash.0.to_vec()),
-            Bytes(produced.proof.after.hash.0.to_vec()),
-            results_of(produced.results),
-        ))
+        Ok(produced_out(bytes, &produced.proof.before, &produced.proof.after, produced.results))
     })
 }
 
@@ -107,6 +113,62 @@ pub fn larch_verify_tree_proof(
         let proof = decode(&proof, v2)?;
         let verified = larch_proof::verify(&proof, &ops)
             .map_err(|err| format!("larch: the proof is rejected: {err}"))?;
+        Ok((
+            Bytes(verified.before.hash.0.to_vec()),
+            Bytes(verified.after.hash.0.to_vec()),
+            results_of(verified.results),
+        ))
+    })
+}
+
+fn encode_stream(proof: &StreamProof, v2: bool) -> Outcome<Vec<u8>> {
+    let encoded = if v2 { stream::v2::encode(proof) } else { stream::v1::encode(proof) };
+    encoded.map_err(|err| format!("larch: encoding the stream proof: {err}"))
+}
+
+fn decode_stream(bytes: &[u8], v2: bool) -> Outcome<StreamProof> {
+    let decoded = if v2 { stream::v2::decode(bytes) } else { stream::v1::decode(bytes) };
+    decoded.map_err(|err| format!("larch: decoding the stream proof: {err}"))
+}
+
+/// Produces the stream proof of `ops` on `tree` (Octez `produce_stream_proof`), encoded in V2
+/// (`v2`) or V1: `(proof, before hash, after hash, results)`.
+#[ocaml::func]
+#[ocaml::sig(
+    "tree -> (int * string array * string) array -> bool -> ((bytes * bytes * bytes * (bytes option * bool) array), string) result"
+)]
+pub fn larch_produce_stream_proof(
+    tree: &OTree,
+    ops: Vec<OpArg>,
+    v2: bool,
+) -> Outcome<(Bytes, Bytes, Bytes, ResultsOut)> {
+    let tree = tree.0.clone();
+    guard(|| {
+        let ops = ops_of(ops)?;
+        let produced = larch_core::proof::produce_stream(&tree, &ops)
+            .map_err(|err| format!("larch: stream proof: {err}"))?;
+        let bytes = encode_stream(&produced.proof, v2)?;
+        Ok(produced_out(bytes, &produced.proof.before, &produced.proof.after, produced.results))
+    })
+}
+
+/// Verifies an encoded stream proof for `ops` (Octez `verify_stream_proof`): `(before hash,
+/// after hash, results)`, or an error when the proof is rejected.
+#[ocaml::func]
+#[ocaml::sig(
+    "string -> bool -> (int * string array * string) array -> ((bytes * bytes * (bytes option * bool) array), string) result"
+)]
+pub fn larch_verify_stream_proof(
+    proof: &[u8],
+    v2: bool,
+    ops: Vec<OpArg>,
+) -> Outcome<(Bytes, Bytes, ResultsOut)> {
+    let proof = proof.to_vec();
+    guard(|| {
+        let ops = ops_of(ops)?;
+        let proof = decode_stream(&proof, v2)?;
+        let verified = larch_proof::verify_stream(&proof, &ops)
+            .map_err(|err| format!("larch: the stream proof is rejected: {err}"))?;
         Ok((
             Bytes(verified.before.hash.0.to_vec()),
             Bytes(verified.after.hash.0.to_vec()),

@@ -3,6 +3,7 @@
 //! against the bytes left before anything is allocated, nesting is bounded by
 //! [`crate::model::MAX_NESTING`] levels, and trailing bytes are an error.
 
+pub mod stream;
 pub mod v1;
 pub mod v2;
 

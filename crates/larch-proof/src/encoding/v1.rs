@@ -30,7 +30,7 @@ pub fn encode(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
     Ok(out)
 }
 
-fn put_kh(out: &mut Vec<u8>, kh: &KindedHash) {
+pub(crate) fn put_kh(out: &mut Vec<u8>, kh: &KindedHash) {
     out.push(match kh.kind {
         Kind::Contents => 0,
         Kind::Node => 1,
@@ -38,7 +38,7 @@ fn put_kh(out: &mut Vec<u8>, kh: &KindedHash) {
     out.extend_from_slice(&kh.hash.0);
 }
 
-fn put_sized(
+pub(crate) fn put_sized(
     out: &mut Vec<u8>,
     f: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
 ) -> Result<(), EncodeError> {
@@ -167,7 +167,7 @@ pub fn decode(bytes: &[u8]) -> Result<Proof, DecodeError> {
     Ok(Proof { version, before, after, state })
 }
 
-fn get_kh(r: &mut Reader<'_>) -> Result<KindedHash, DecodeError> {
+pub(crate) fn get_kh(r: &mut Reader<'_>) -> Result<KindedHash, DecodeError> {
     let offset = r.offset();
     let kind = match r.u8("kinded hash tag")? {
         0 => Kind::Contents,

@@ -24,18 +24,38 @@ const LONG_LIST_FROM: usize = 63;
 
 /// Encodes `proof` in V2.
 pub fn encode(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
-    let mut out = Vec::new();
-    let bit = |kh: &KindedHash| u8::from(kh.kind == Kind::Node);
-    out.push(bit(&proof.before) | (bit(&proof.after) << 1));
-    out.extend_from_slice(&proof.version.to_be_bytes());
-    out.extend_from_slice(&proof.before.hash.0);
-    out.extend_from_slice(&proof.after.hash.0);
+    let mut out = header(proof.version, &proof.before, &proof.after);
     put_tree(&mut out, &proof.state, MAX_NESTING)?;
     Ok(out)
 }
 
+/// The header shared by tree and stream proofs: kind bits, version, before and after hashes.
+pub(crate) fn header(version: i16, before: &KindedHash, after: &KindedHash) -> Vec<u8> {
+    let mut out = Vec::new();
+    let bit = |kh: &KindedHash| u8::from(kh.kind == Kind::Node);
+    out.push(bit(before) | (bit(after) << 1));
+    out.extend_from_slice(&version.to_be_bytes());
+    out.extend_from_slice(&before.hash.0);
+    out.extend_from_slice(&after.hash.0);
+    out
+}
+
+/// Reads the header written by [`header`]: `(version, before, after)`.
+pub(crate) fn get_header(r: &mut Reader<'_>) -> Result<(i16, KindedHash, KindedHash), DecodeError> {
+    let offset = r.offset();
+    let tag = r.u8("proof tag")?;
+    if tag > 3 {
+        return Err(DecodeError::BadTag { offset, tag, what: "proof" });
+    }
+    let kind = |node: bool| if node { Kind::Node } else { Kind::Contents };
+    let version = r.i16("version")?;
+    let before = KindedHash { kind: kind(tag & 1 != 0), hash: r.hash()? };
+    let after = KindedHash { kind: kind(tag & 2 != 0), hash: r.hash()? };
+    Ok((version, before, after))
+}
+
 /// The compact length: (2-bit class, payload).
-fn put_length(length: u64) -> Result<(u8, Vec<u8>), EncodeError> {
+pub(crate) fn put_length(length: u64) -> Result<(u8, Vec<u8>), EncodeError> {
     Ok(if let Ok(n) = u8::try_from(length) {
         (0, alloc::vec![n])
     } else if let Ok(n) = u16::try_from(length) {
@@ -151,21 +171,13 @@ fn put_itree(out: &mut Vec<u8>, tree: &InodeTree, nesting: usize) -> Result<(), 
 /// Decodes a V2 proof; the whole input must be one proof.
 pub fn decode(bytes: &[u8]) -> Result<Proof, DecodeError> {
     let mut r = Reader::new(bytes);
-    let offset = r.offset();
-    let tag = r.u8("proof tag")?;
-    if tag > 3 {
-        return Err(DecodeError::BadTag { offset, tag, what: "tree proof" });
-    }
-    let kind = |node: bool| if node { Kind::Node } else { Kind::Contents };
-    let version = r.i16("version")?;
-    let before = KindedHash { kind: kind(tag & 1 != 0), hash: r.hash()? };
-    let after = KindedHash { kind: kind(tag & 2 != 0), hash: r.hash()? };
+    let (version, before, after) = get_header(&mut r)?;
     let state = get_tree(&mut r, MAX_NESTING)?;
     r.finish()?;
     Ok(Proof { version, before, after, state })
 }
 
-fn get_length(r: &mut Reader<'_>, class: u8) -> Result<u64, DecodeError> {
+pub(crate) fn get_length(r: &mut Reader<'_>, class: u8) -> Result<u64, DecodeError> {
     Ok(match class & 3 {
         0 => u64::from(r.u8("length")?),
         1 => u64::from(r.u16("length")?),
