@@ -65,6 +65,15 @@ fn produced_out(
     (Bytes(bytes), Bytes(before.hash.0.to_vec()), Bytes(after.hash.0.to_vec()), results_of(results))
 }
 
+/// What a verifying external returns: `(before hash, after hash, results)`.
+fn verified_out(
+    before: &KindedHash,
+    after: &KindedHash,
+    results: Vec<OpResult>,
+) -> (Bytes, Bytes, ResultsOut) {
+    (Bytes(before.hash.0.to_vec()), Bytes(after.hash.0.to_vec()), results_of(results))
+}
+
 fn encode(proof: &Proof, v2: bool) -> Outcome<Vec<u8>> {
     let encoded = if v2 { v2::encode(proof) } else { v1::encode(proof) };
     encoded.map_err(|err| format!("larch: encoding the proof: {err}"))
@@ -113,11 +122,7 @@ pub fn larch_verify_tree_proof(
         let proof = decode(&proof, v2)?;
         let verified = larch_proof::verify(&proof, &ops)
             .map_err(|err| format!("larch: the proof is rejected: {err}"))?;
-        Ok((
-            Bytes(verified.before.hash.0.to_vec()),
-            Bytes(verified.after.hash.0.to_vec()),
-            results_of(verified.results),
-        ))
+        Ok(verified_out(&verified.before, &verified.after, verified.results))
     })
 }
 
@@ -169,10 +174,6 @@ pub fn larch_verify_stream_proof(
         let proof = decode_stream(&proof, v2)?;
         let verified = larch_proof::verify_stream(&proof, &ops)
             .map_err(|err| format!("larch: the stream proof is rejected: {err}"))?;
-        Ok((
-            Bytes(verified.before.hash.0.to_vec()),
-            Bytes(verified.after.hash.0.to_vec()),
-            results_of(verified.results),
-        ))
+        Ok(verified_out(&verified.before, &verified.after, verified.results))
     })
 }
