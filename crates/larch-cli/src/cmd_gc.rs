@@ -127,6 +127,10 @@ fn finish(repo: Repo, report: GcReport, args: &GcArgs) -> anyhow::Result<ExitCod
             "segment": report.segment,
             "kept_in_place": report.kept_in_place.as_ref().map(|(name, bytes)| json!({"file": name, "bytes": bytes})),
             "branches_removed": report.branches_removed,
+            "slices": report.slice + 1,
+            "marks": report.marks,
+            "mark_records": report.mark_records,
+            "mark_reads": report.mark_reads,
             "mark_s": report.mark_time.as_secs_f64(),
             "copy_s": report.copy_time.as_secs_f64(),
             "switch_pause_s": report.switch_pause.as_secs_f64(),
@@ -188,6 +192,13 @@ fn finish(repo: Repo, report: GcReport, args: &GcArgs) -> anyhow::Result<ExitCod
         report.mark_time.as_secs_f64(),
         report.copy_time.as_secs_f64(),
         report.switch_pause.as_secs_f64() * 1e3
+    ))?;
+    emit_line(format_args!(
+        "  mark        {} slice(s), {} mark(s): {} records visited, {} read",
+        report.slice + 1,
+        report.marks,
+        report.mark_records,
+        report.mark_reads
     ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -106,8 +106,14 @@ pub struct GcMark {
     /// Bytes read: the window once (but its summarised spans), plus every record read by the
     /// traversal and patch decoding.
     pub bytes_read: u64,
-    /// Records read by the traversal and patch decoding (the window's not included).
+    /// Records read by the traversal and patch decoding (the window's sequential scan not
+    /// included): each record the traversal visits once, plus the window's patches whose
+    /// children are needed, and each patch base read once more to decode its patch (unless the
+    /// small cache of decoded bases still held it).
     pub records_read: u64,
+    /// Records the traversal visited: each live or boundary record exactly once (the pending set
+    /// is keyed by offset and popped from the top, so no record is visited twice).
+    pub records_visited: u64,
     /// The largest number of pending offsets (the traversal's frontier).
     pub max_pending: usize,
     /// Records of `[region_end, keep_from)` traversed as *full* (their children were followed),
@@ -557,6 +563,7 @@ impl<S: RecordSource> Marker<'_, S> {
             let (kind, decoded) = decoded;
             self.result.bytes_read += total;
             self.result.records_read += 1;
+            self.result.records_visited += 1;
             let length = u32::try_from(total)
                 .map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "record too large"))?;
             if offset < region_end {

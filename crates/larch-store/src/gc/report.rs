@@ -69,6 +69,16 @@ pub struct GcReport {
     /// The slice's index within its GC (0: the first); in the report of [`crate::Repo::gc_wait`] (all the
     /// slices together), the last slice's.
     pub slice: u32,
+    /// Marks run: 1 for a GC, however many slices it took (later slices take the first one's
+    /// live set); 0 in the report of a later slice alone.
+    pub marks: u32,
+    /// Records the mark's traversal visited: each record below the GC commit that the kept
+    /// commits reach (from the first marked segment up) exactly once.
+    pub mark_records: u64,
+    /// Records the mark read: those it visited, plus those read to decode the patches whose
+    /// children it needs (the window's patches, and a patch's base once more when the small
+    /// cache of decoded bases no longer holds it).
+    pub mark_reads: u64,
 }
 
 /// The phase of a running GC.

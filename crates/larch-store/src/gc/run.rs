@@ -28,7 +28,7 @@ use crate::error::{Result, StoreError};
 use crate::gc::policy::{GcOptions, GcPolicy};
 use crate::gc::report::GcReport;
 use crate::gc::roots::RootSpans;
-use crate::gc::worker::{Counters, WorkerOutput, lock_roots};
+use crate::gc::worker::{Counters, SliceCarry, WorkerOutput, lock_roots};
 use crate::io::storage::Directory;
 use larch_core::Hash;
 use std::sync::{Arc, Mutex};
@@ -134,8 +134,8 @@ pub(crate) struct GcAfter {
     /// The deep-mark trigger's baseline: the segments' live bytes measured by the last deep mark
     /// (before any in this process: their record bytes after this handle's first GC).
     pub(crate) baseline: Option<u64>,
-    /// A sliced GC's next slice: its commit, options, index and the disk at the GC's start.
-    pub(crate) next_slice: Option<(Hash, GcOptions, u32, u64)>,
+    /// A sliced GC's next slice.
+    pub(crate) next_slice: Option<NextSlice>,
     /// The window's root summaries, from one GC's worker to the next ([`crate::gc::roots`]).
     pub(crate) root_spans: Arc<Mutex<RootSpans>>,
 }
@@ -145,6 +145,21 @@ impl GcAfter {
     pub(crate) fn with_oldest_kept(oldest_kept: Option<Hash>) -> GcAfter {
         GcAfter { oldest_kept, ..GcAfter::default() }
     }
+}
+
+/// A sliced GC's next slice, due once the current one switched.
+#[derive(Debug)]
+pub(crate) struct NextSlice {
+    /// The GC commit.
+    pub(crate) commit: Hash,
+    /// The GC's options.
+    pub(crate) options: GcOptions,
+    /// The slice's index within its GC.
+    pub(crate) slice: u32,
+    /// Bytes of the store's files when the GC started.
+    pub(crate) disk_before: u64,
+    /// The first slice's mark, for this slice and the later ones.
+    pub(crate) carry: Box<SliceCarry>,
 }
 
 /// Joins the GC worker thread: its result, or an abandoned GC if it panicked.

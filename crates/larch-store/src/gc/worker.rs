@@ -6,7 +6,7 @@
 //! or the readers use; the switch is the writer's (`gc.rs`).
 
 use crate::error::{FileKind, Result, StoreError};
-use crate::format::control::SegmentRef;
+use crate::format::control::{MAX_SEGMENTS, SegmentRef};
 use crate::format::index;
 use crate::format::names::segment_name;
 use crate::gc::mark::{self, MarkBounds};
@@ -71,6 +71,30 @@ pub(crate) struct WorkerOutput {
     pub(crate) first_chunk: Option<u32>,
     /// Live records copied.
     pub(crate) copied_records: u64,
+    /// The ends of the slices after this one, increasing (the last is the region end), planned
+    /// by the first slice; empty when this slice ends the GC.
+    pub(crate) later_ends: Vec<u64>,
+    /// Whether this slice ran a mark (the first slice of a GC does; later ones take its result).
+    pub(crate) marked: bool,
+    /// Records the mark's traversal visited, and records it read (visits and patch decoding).
+    pub(crate) mark_records: (u64, u64),
+}
+
+/// A sliced GC's mark, handed from its first slice to the next ones (docs/gc-design.md §6): the
+/// live records of the chunks not copied yet, and where each later slice ends. Later slices of
+/// the same commit need no mark of their own: the live set of the region does not change (the
+/// commit is the same), and every pointer the writer wrote below the commit meanwhile was checked
+/// against this set by the slice it was written during (late roots).
+#[derive(Debug, Default)]
+pub(crate) struct SliceCarry {
+    /// Live records of the rest of the region, increasing.
+    pub(crate) live: Vec<(u64, u32)>,
+    /// Of these, the base-only ones, increasing.
+    pub(crate) base_only: Vec<u64>,
+    /// Records of `[region_end, K)` traversed as full, increasing.
+    pub(crate) boundary_full: Vec<u64>,
+    /// The ends of the remaining slices, increasing; the first is the next slice's.
+    pub(crate) ends: Vec<u64>,
 }
 
 /// The position in `commits` of the entry of the commit at `keep_from`, searched in `[from, to)`
@@ -119,6 +143,8 @@ pub(crate) struct Job {
     pub(crate) root_spans: Arc<Mutex<RootSpans>>,
     /// [`crate::GcPolicy::root_span_bytes`].
     pub(crate) span_bytes: u64,
+    /// A later slice's mark, from the first slice: no mark is run.
+    pub(crate) carry: Option<Box<SliceCarry>>,
 }
 
 /// The late roots' lock; a poisoned lock (a thread panicked while appending) still holds valid
@@ -146,21 +172,38 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         nice: _,
         root_spans,
         span_bytes,
+        carry,
     } = job;
     let dir = layout.directory().clone();
     let floor = compaction.floor(region_start);
     counters.set_phase(GcPhase::Mark, bounds.scan_end - floor);
     let started = Instant::now();
-    let reader = PackReader::new(layout.clone(), bounds.scan_end, 0);
-    // A panicked earlier worker leaves its spans poisoned: they are only summaries, start anew.
-    let mut spans = std::mem::take(&mut *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
-    if spans.span_bytes() != span_bytes {
-        spans = RootSpans::new(span_bytes);
-    }
-    let mut mark = mark::mark_above(&reader, bounds, floor, Some(&mut spans))?;
-    spans.prune(bounds.keep_from);
-    let summary_bytes = spans.heap_bytes() as u64;
-    *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = spans;
+    let marked = carry.is_none();
+    let (mut mark, summary_bytes, planned_ends) = match carry {
+        Some(carry) => {
+            let SliceCarry { live, base_only, boundary_full, ends } = *carry;
+            (
+                mark::GcMark { bounds: Some(bounds), live, base_only, boundary_full, ..Default::default() },
+                0,
+                Some(ends),
+            )
+        }
+        None => {
+            let reader = PackReader::new(layout.clone(), bounds.scan_end, 0);
+            // A panicked earlier worker leaves its spans poisoned: they are only summaries, start
+            // anew.
+            let mut spans =
+                std::mem::take(&mut *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+            if spans.span_bytes() != span_bytes {
+                spans = RootSpans::new(span_bytes);
+            }
+            let mark = mark::mark_above(&reader, bounds, floor, Some(&mut spans))?;
+            spans.prune(bounds.keep_from);
+            let summary_bytes = spans.heap_bytes() as u64;
+            *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = spans;
+            (mark, summary_bytes, None)
+        }
+    };
     let index_keep_from = index_position(&*index, index_range, bounds.keep_from)?;
     let mark_time = started.elapsed();
     counters.done.store(bounds.scan_end - floor, Ordering::Relaxed);
@@ -178,7 +221,10 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     // The store's first chunk stays in place when most of it is live (docs/gc-design.md §13,
     // *Chunks kept in place*): copying it would cost more extra disk than it frees. It is the
     // region's start only while nothing was collected (no segment to merge).
-    let kept_chunk = keep_in_place(&layout, &compaction, region_start, bounds, &live_bytes)?;
+    let kept_chunk = match marked {
+        true => keep_in_place(&layout, &compaction, region_start, bounds, &live_bytes)?,
+        false => None,
+    };
     let region_start = kept_chunk.as_ref().map_or(region_start, |kept| kept.reference.range_end);
     let mandatory = live_bytes(region_start, bounds.region_end);
     let mandatory_start = region_start;
@@ -201,14 +247,26 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         .filter(|start| *start > chunks_start && *start < bounds.region_end)
         .chain(std::iter::once(bounds.region_end))
         .collect();
-    let slice_end = crate::gc::policy::slice_end(
-        chunks_start,
-        &boundaries,
-        compaction.slice_bytes,
-        merged_live,
-        live_bytes,
-    )
-    .min(bounds.region_end);
+    // The segments after this slice: each later slice adds one, and none may merge (they have no
+    // mark of the old segments), so the slices are planned here, at most one per free slot of
+    // the segment list, the last free slot taking the rest of the region.
+    let segments_after =
+        layout.segments().len().saturating_sub(merged) + usize::from(kept_chunk.is_some()) + 1;
+    let free_slots = MAX_SEGMENTS.saturating_sub(segments_after);
+    let (slice_end, later_ends) = match planned_ends {
+        Some(ends) => {
+            let mut ends = ends.into_iter();
+            (ends.next().unwrap_or(bounds.region_end).min(bounds.region_end), ends.collect())
+        }
+        None => plan_slices(
+            chunks_start,
+            &boundaries,
+            compaction.slice_bytes,
+            merged_live,
+            free_slots,
+            &live_bytes,
+        ),
+    };
     let first_chunk = match slice_end < bounds.region_end {
         true => match layout.chunk_holding(slice_end) {
             Some((seq, start)) if start == slice_end => Some(seq),
@@ -316,6 +374,9 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         disk_after_copy,
         first_chunk,
         copied_records: copied_count as u64,
+        later_ends,
+        marked,
+        mark_records: (mark.records_visited, mark.records_read),
     };
     // The late roots written so far are checked here, off the writer's thread; the writer checks
     // the few written after this drain at the switch.
@@ -332,6 +393,47 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     }
     counters.set_phase(GcPhase::WaitingForSwitch, 0);
     Ok(output)
+}
+
+/// The ends of a GC's slices: the first slice's and the later ones' (docs/gc-design.md §6). Each
+/// slice copies at most `slice_bytes` (the first one with the merged segments' `merged_live`),
+/// or, when the segment list has too few free slots for slices that small, an even share of
+/// the rest over the slots left; the slice taking the last of the `free_slots` segment slots
+/// left after the first slice takes the whole rest (with no free slot, the first slice does).
+fn plan_slices(
+    chunks_start: u64,
+    boundaries: &[u64],
+    slice_bytes: u64,
+    merged_live: u64,
+    free_slots: usize,
+    live_bytes: &impl Fn(u64, u64) -> u64,
+) -> (u64, Vec<u64>) {
+    let region_end = boundaries.last().copied().unwrap_or(chunks_start);
+    // The budget of a slice from `from` when `slices` slices (this one included) are left.
+    let budget = |from: u64, slices: usize| -> u64 {
+        let share = live_bytes(from, region_end).div_ceil(slices.max(1) as u64);
+        slice_bytes.max(share)
+    };
+    let first = match free_slots {
+        0 => region_end,
+        _ => {
+            let budget = budget(chunks_start, free_slots + 1).saturating_add(merged_live).max(slice_bytes);
+            crate::gc::policy::slice_end(chunks_start, boundaries, budget, merged_live, live_bytes)
+                .min(region_end)
+        }
+    };
+    let mut later = Vec::new();
+    let mut end = first;
+    while end < region_end {
+        let slots = free_slots.saturating_sub(later.len());
+        end = match slots {
+            0 | 1 => region_end,
+            _ => crate::gc::policy::slice_end(end, boundaries, budget(end, slots), 0, live_bytes)
+                .min(region_end),
+        };
+        later.push(end);
+    }
+    (first, later)
 }
 
 /// The store's first chunk, as a segment view to keep in place, when the policy's threshold says

@@ -6,10 +6,10 @@ use crate::format::codec::PACK_HEADER_LEN;
 use crate::gc::mark::MarkBounds;
 #[cfg(feature = "fault-injection")]
 use crate::gc::mark::{GcMark, mark};
-use crate::gc::policy::{GcOptions, GcPolicy, SegmentStat};
+use crate::gc::policy::{Compaction, GcOptions, GcPolicy, SegmentStat};
 use crate::gc::report::{GcPhase, GcProgress, GcReport};
 use crate::gc::run::GcRun;
-use crate::gc::worker::{Counters, Job, work};
+use crate::gc::worker::{Counters, Job, SliceCarry, work};
 use crate::io::storage::dir_bytes;
 use crate::repo::Repo;
 use larch_core::Hash;
@@ -33,10 +33,10 @@ impl Repo {
 
     /// Starts the next slice of a sliced GC, if one is due.
     fn gc_next_slice(&mut self) -> Result<bool> {
-        let Some((commit, options, slice, disk_before)) = self.gc_after.next_slice.take() else {
+        let Some(next) = self.gc_after.next_slice.take() else {
             return Ok(false);
         };
-        self.gc_start_slice(&commit, options, slice, Some(disk_before))?;
+        self.gc_start_slice(&next.commit, next.options, next.slice, Some((next.disk_before, next.carry)))?;
         Ok(true)
     }
 
@@ -65,13 +65,14 @@ impl Repo {
         self.gc_start_slice(commit, options, 0, None)
     }
 
-    /// Starts a GC's slice; a later slice counts its disk peak from the GC's start.
+    /// Starts a GC's slice; a later slice counts its disk peak from the GC's start and takes the
+    /// first slice's mark instead of marking again.
     fn gc_start_slice(
         &mut self,
         commit: &Hash,
         options: GcOptions,
         slice: u32,
-        gc_disk_before: Option<u64>,
+        later: Option<(u64, Box<SliceCarry>)>,
     ) -> Result<()> {
         if !self.writable {
             return Err(StoreError::GcRefused("a read-only handle cannot collect garbage".into()));
@@ -120,19 +121,26 @@ impl Repo {
         let newly_old = holding_start.saturating_sub(layout.first_chunk_start());
         let region_start = segments.last().map_or(PACK_HEADER_LEN, |last| last.range_end);
         let region_end = holding_start.max(region_start);
-        let disk_before = match gc_disk_before {
-            Some(bytes) => bytes,
-            None => self.disk_bytes()?,
+        let (disk_before, carry) = match later {
+            Some((bytes, carry)) => (bytes, Some(carry)),
+            None => (self.disk_bytes()?, None),
         };
-        let compaction = crate::gc::policy::plan(
-            &self.gc_after.policy,
-            options,
-            &segments,
-            newly_old,
-            state.gc_generation + 1,
-            self.gc_after.baseline,
-            disk_before,
-        );
+        // Planned never to happen; were the list full, the slice marks and merges as a first one.
+        let carry = carry.filter(|_| segments.len() < crate::format::control::MAX_SEGMENTS);
+        // A later slice marks nothing and merges nothing: the first slice planned the slices so
+        // that the segment list never fills ([`crate::gc::worker::SliceCarry`]).
+        let compaction = match carry {
+            Some(_) => Compaction { slice_bytes: u64::MAX, ..Compaction::default() },
+            None => crate::gc::policy::plan(
+                &self.gc_after.policy,
+                options,
+                &segments,
+                newly_old,
+                state.gc_generation + 1,
+                self.gc_after.baseline,
+                disk_before,
+            ),
+        };
         let floor = compaction.floor(region_start);
         let deep = compaction.deep;
         if state.keep_from == 0 && keep_from > 0 {
@@ -167,6 +175,7 @@ impl Repo {
             nice: self.gc_after.policy.worker_nice,
             root_spans: self.gc_after.root_spans.clone(),
             span_bytes: self.gc_after.policy.root_span_bytes,
+            carry,
         };
         let handle = std::thread::Builder::new()
             .name("larch-gc".into())
@@ -394,6 +403,9 @@ fn merge_slices(so_far: GcReport, next: GcReport) -> GcReport {
         merged_segments,
         segments_garbage: so_far.segments_garbage.max(next.segments_garbage),
         kept_in_place: so_far.kept_in_place.or(next.kept_in_place),
+        marks: so_far.marks + next.marks,
+        mark_records: so_far.mark_records + next.mark_records,
+        mark_reads: so_far.mark_reads + next.mark_reads,
         ..next
     }
 }

@@ -7,7 +7,8 @@ use crate::format::control::ControlState;
 use crate::format::index;
 use crate::format::names::segment_name;
 use crate::gc::report::GcReport;
-use crate::gc::run::{GcRun, Retired, Switch};
+use crate::gc::run::{GcRun, NextSlice, Retired, Switch};
+use crate::gc::worker::SliceCarry;
 use crate::gc::worker::lock_roots;
 use crate::pack::layout::SegmentExtent;
 use crate::repo::Repo;
@@ -112,8 +113,6 @@ impl Repo {
             .map(|name| run.dir.open(name, false).and_then(|file| file.len()).unwrap_or(0))
             .sum();
         let complete = output.first_chunk.is_none();
-        self.gc_after.next_slice =
-            (!complete).then_some((run.commit, run.options, run.slice + 1, run.disk_before));
         // The deep-mark trigger's baseline: measured by a deep mark (the unmerged segments' live
         // bytes and the new segment), else kept (at this handle's first GC: the segments' bytes).
         let segment_bytes: u64 =
@@ -173,8 +172,24 @@ impl Repo {
             segments_garbage,
             complete,
             slice: run.slice,
+            marks: u32::from(output.marked),
+            mark_records: output.mark_records.0,
+            mark_reads: output.mark_records.1,
         };
         self.gc_after.report = Some(report);
+        // The next slice takes this one's mark (the live records of the chunks left).
+        self.gc_after.next_slice = (!complete).then(|| NextSlice {
+            commit: run.commit,
+            options: run.options,
+            slice: run.slice + 1,
+            disk_before: run.disk_before,
+            carry: Box::new(SliceCarry {
+                live: output.live,
+                base_only: output.base_only,
+                boundary_full: output.boundary_full,
+                ends: output.later_ends,
+            }),
+        });
     }
 
     /// After a publish of control generation `generation`: unlinks the files retired by switches
