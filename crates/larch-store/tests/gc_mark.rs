@@ -334,7 +334,7 @@ fn damaged_records_give_typed_errors() {
 /// copied no chunk: slices without end, a full mark each.
 #[test]
 fn a_sliced_gc_visits_each_reached_record_once() {
-    let (mut rng, seed) = seeded_rng("a_sliced_gc_visits_each_reached_record_once", 0x5c1c_e5);
+    let (mut rng, seed) = seeded_rng("a_sliced_gc_visits_each_reached_record_once", 0x005c_1ce5);
     let dir = tempfile::tempdir().unwrap();
     let options = larch_store::RepoOptions { chunk_bytes: 4 << 10, ..larch_store::RepoOptions::default() };
     let mut repo = Repo::open_with(dir.path(), options.clone()).unwrap();
