@@ -274,7 +274,12 @@ impl Repo {
             // Pointers into collected space are refused; while a GC runs, pointers below its
             // commit are its late roots.
             let mapped_from = layout.first_chunk_start();
-            let late_below = self.gc.as_ref().map_or(0, |run| run.late_below());
+            let late_below = match (&self.gc, &self.gc_after.next_slice) {
+                (Some(run), _) => run.late_below(),
+                // Between two slices: the next one checks them against the mark it takes over.
+                (None, Some(next)) => next.keep_from,
+                (None, None) => 0,
+            };
             encoder.guard_gc(&layout, mapped_from, late_below);
             let (root_hash, root_offset) = encoder.node(root, root_base)?;
             let commit =
@@ -306,6 +311,8 @@ impl Repo {
         let index_len = written?;
         if let Some(run) = self.gc.as_mut() {
             run.add_late_roots(&late_roots);
+        } else if let Some(next) = self.gc_after.next_slice.as_mut() {
+            next.late_roots.extend_from_slice(&late_roots);
         }
         let mut state = self.state.clone();
         if let Some(name) = branch {

@@ -171,3 +171,63 @@ fn slices_switch_between_commits_and_survive_a_reopen() {
     assert!(repo.chunk_files().first().map(|c| c.1) > first_before, "seed {seed}");
     check(&repo, &main, keep, &format!("seed {seed} after the rest"));
 }
+
+/// Commits written between two slices (the first switched inside a commit's publish, the next
+/// not started yet) are late roots of the next slice, which takes over the first one's mark: a
+/// commit there of an older tree, pointing to records that mark found dead, makes the next slice
+/// mark anew, and nothing that commit needs is collected.
+#[test]
+fn a_commit_between_slices_keeps_the_dead_records_it_points_to() {
+    let (mut rng, seed) = seeded_rng("a_commit_between_slices_keeps_the_dead_records_it_points_to", 74);
+    let dir = tempfile::tempdir().unwrap();
+    let (mut repo, mut main) = build(dir.path(), &mut rng, 60);
+    repo.set_gc_policy(sliced(1));
+    let keep = 45;
+    // Trees of commits the GC collects, just below its commit: their records lie in the region's
+    // last chunks, which the first slice leaves in place.
+    let mut olds: Vec<(Tree, Model)> =
+        (keep - 4..keep).rev().map(|i| (repo.checkout(&main[i].0).unwrap(), main[i].1.clone())).collect();
+    repo.gc_start(&main[keep].0).unwrap();
+    while repo.gc_progress().map(|progress| progress.phase) != Some(larch_store::GcPhase::WaitingForSwitch) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // A commit of the head's tree switches the first slice.
+    let (head, head_model) = main.last().unwrap().clone();
+    let tree = repo.checkout(&head).unwrap();
+    let commit = repo.commit(&tree, &[head], info(1000)).unwrap();
+    main.push((commit, head_model));
+    assert!(!repo.gc_running(), "seed {seed}: the commit switched the first slice");
+    // Between the slices: an older tree, changed a little, committed on its own (refused when it
+    // points into the chunks the first slice already collected: then the next older one).
+    let mut gap = None;
+    for (old, model) in olds.iter_mut() {
+        random_op(&mut rng, old, model);
+        match repo.commit(old, &[], info(1001)) {
+            Ok(commit) => {
+                gap = Some((commit, model.clone()));
+                break;
+            }
+            Err(StoreError::CollectedObject { .. }) => {}
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    let (gap, gap_model) = gap.expect("a tree whose records the first slice left in place");
+    let mut reports: Vec<GcReport> = Vec::new();
+    while !reports.last().is_some_and(|report| report.complete) {
+        if let Some(report) = repo.gc_finish().unwrap() {
+            reports.push(report);
+        }
+        assert!(reports.len() < 100, "seed {seed}: the slices never end");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let tree = repo.checkout(&gap).unwrap_or_else(|e| panic!("seed {seed}: the commit between slices: {e}"));
+    assert_eq!(contents_of(&tree), gap_model.values, "seed {seed}");
+    check(&repo, &main, keep, &format!("seed {seed}"));
+    let marks: Vec<u32> = reports.iter().map(|report| report.marks).collect();
+    assert!(reports.len() >= 2, "seed {seed}: {} slices", reports.len());
+    assert_eq!(marks[1], 1, "seed {seed}: the slice after the commit marked anew ({marks:?})");
+    drop(repo);
+    let repo = Repo::open_with(dir.path(), options()).unwrap();
+    assert_eq!(contents_of(&repo.checkout(&gap).unwrap()), gap_model.values, "seed {seed} reopened");
+    check(&repo, &main, keep, &format!("seed {seed} reopened"));
+}

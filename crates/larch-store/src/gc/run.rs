@@ -160,6 +160,12 @@ pub(crate) struct NextSlice {
     pub(crate) disk_before: u64,
     /// The first slice's mark, for this slice and the later ones.
     pub(crate) carry: Box<SliceCarry>,
+    /// The GC commit's record offset: pointers below it written before this slice starts are
+    /// late roots too.
+    pub(crate) keep_from: u64,
+    /// Late roots of the commits written since the last slice switched, checked against `carry`
+    /// when this slice starts (one that is not safe there makes it mark anew).
+    pub(crate) late_roots: Vec<u64>,
 }
 
 /// Joins the GC worker thread: its result, or an abandoned GC if it panicked.

@@ -475,23 +475,43 @@ pub(crate) fn first_unsafe_root(
     region_end: u64,
     keep_from: u64,
 ) -> Option<u64> {
-    let (mut live_at, mut base_at, mut boundary_at) = (0, 0, 0);
-    roots.iter().copied().find(|&root| {
-        let safe = if root < region_end {
-            while output.live.get(live_at).is_some_and(|(offset, _)| *offset < root) {
-                live_at += 1;
-            }
-            while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
-                base_at += 1;
-            }
-            output.live.get(live_at).is_some_and(|(offset, _)| *offset == root)
-                && output.base_only.get(base_at) != Some(&root)
-        } else {
-            while output.boundary_full.get(boundary_at).is_some_and(|offset| *offset < root) {
-                boundary_at += 1;
-            }
-            root >= keep_from || output.boundary_full.get(boundary_at) == Some(&root)
-        };
-        !safe
-    })
+    let sets =
+        LiveSets { live: &output.live, base_only: &output.base_only, boundary_full: &output.boundary_full };
+    sets.first_unsafe(roots, region_end, keep_from)
+}
+
+/// A mark's result as the late-root check reads it.
+pub(crate) struct LiveSets<'a> {
+    /// Live records of the region, increasing.
+    pub(crate) live: &'a [(u64, u32)],
+    /// Of these, the base-only ones, increasing.
+    pub(crate) base_only: &'a [u64],
+    /// Records of `[region_end, K)` traversed as full, increasing.
+    pub(crate) boundary_full: &'a [u64],
+}
+
+impl LiveSets<'_> {
+    /// [`first_unsafe_root`] against these sets.
+    pub(crate) fn first_unsafe(&self, roots: &[u64], region_end: u64, keep_from: u64) -> Option<u64> {
+        let output = self;
+        let (mut live_at, mut base_at, mut boundary_at) = (0, 0, 0);
+        roots.iter().copied().find(|&root| {
+            let safe = if root < region_end {
+                while output.live.get(live_at).is_some_and(|(offset, _)| *offset < root) {
+                    live_at += 1;
+                }
+                while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
+                    base_at += 1;
+                }
+                output.live.get(live_at).is_some_and(|(offset, _)| *offset == root)
+                    && output.base_only.get(base_at) != Some(&root)
+            } else {
+                while output.boundary_full.get(boundary_at).is_some_and(|offset| *offset < root) {
+                    boundary_at += 1;
+                }
+                root >= keep_from || output.boundary_full.get(boundary_at) == Some(&root)
+            };
+            !safe
+        })
+    }
 }

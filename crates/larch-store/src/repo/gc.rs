@@ -9,7 +9,7 @@ use crate::gc::mark::{GcMark, mark};
 use crate::gc::policy::{Compaction, GcOptions, GcPolicy, SegmentStat};
 use crate::gc::report::{GcPhase, GcProgress, GcReport};
 use crate::gc::run::GcRun;
-use crate::gc::worker::{Counters, Job, SliceCarry, work};
+use crate::gc::worker::{Counters, Job, LiveSets, SliceCarry, work};
 use crate::io::storage::dir_bytes;
 use crate::repo::Repo;
 use larch_core::Hash;
@@ -36,7 +36,12 @@ impl Repo {
         let Some(next) = self.gc_after.next_slice.take() else {
             return Ok(false);
         };
-        self.gc_start_slice(&next.commit, next.options, next.slice, Some((next.disk_before, next.carry)))?;
+        self.gc_start_slice(
+            &next.commit,
+            next.options,
+            next.slice,
+            Some((next.disk_before, next.carry, next.late_roots)),
+        )?;
         Ok(true)
     }
 
@@ -72,7 +77,7 @@ impl Repo {
         commit: &Hash,
         options: GcOptions,
         slice: u32,
-        later: Option<(u64, Box<SliceCarry>)>,
+        later: Option<(u64, Box<SliceCarry>, Vec<u64>)>,
     ) -> Result<()> {
         if !self.writable {
             return Err(StoreError::GcRefused("a read-only handle cannot collect garbage".into()));
@@ -122,7 +127,22 @@ impl Repo {
         let region_start = segments.last().map_or(PACK_HEADER_LEN, |last| last.range_end);
         let region_end = holding_start.max(region_start);
         let (disk_before, carry) = match later {
-            Some((bytes, carry)) => (bytes, Some(carry)),
+            Some((bytes, carry, late_roots)) => {
+                // The commits written since the last slice switched point below the GC commit
+                // only to records the carried mark keeps in full; else this slice marks anew
+                // (the old segments below `region_start` are kept whole).
+                let mut roots: Vec<u64> =
+                    late_roots.into_iter().filter(|root| *root >= region_start).collect();
+                roots.sort_unstable();
+                roots.dedup();
+                let sets = LiveSets {
+                    live: &carry.live,
+                    base_only: &carry.base_only,
+                    boundary_full: &carry.boundary_full,
+                };
+                let safe = sets.first_unsafe(&roots, region_end, keep_from).is_none();
+                (bytes, safe.then_some(carry))
+            }
             None => (self.disk_bytes()?, None),
         };
         // Planned never to happen; were the list full, the slice marks and merges as a first one.

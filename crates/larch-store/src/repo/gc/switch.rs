@@ -189,6 +189,8 @@ impl Repo {
                 boundary_full: output.boundary_full,
                 ends: output.later_ends,
             }),
+            keep_from: run.keep_from,
+            late_roots: Vec::new(),
         });
     }
 
