@@ -133,6 +133,43 @@ fn names_files_beyond(other: &ControlState, chosen: &ControlState) -> bool {
         || other.segments != chosen.segments
 }
 
+/// The refresh hook of a read-only handle's layout ([`crate::pack::layout::RefreshHook`]): the
+/// layout of the state the handle would see now, when a GC switched since the layout was opened
+/// (another GC generation, or another first chunk); `None` otherwise. A state of another lineage
+/// is [`StoreError::Rewound`]: the handle's offsets may name other records there.
+fn refresh_hook(files: &StoreFiles, path: Option<&Path>, lineage: u64) -> Arc<crate::pack::layout::RefreshHook> {
+    let files = files.clone();
+    let path = path.map(Path::to_path_buf);
+    Arc::new(move |layout: &Layout| {
+        for attempt in 0..8 {
+            let control = control_file::read_control(&*files.control)?;
+            let slot = reader_slot(&control, path.as_deref(), &*files.control);
+            let Some(state) = slot.and_then(|slot| control.state(slot)) else { return Ok(None) };
+            if state.lineage != lineage {
+                return Err(StoreError::Rewound {
+                    path: path.clone().unwrap_or_default(),
+                    reason: format!(
+                        "the control file's lineage is {}, this handle loaded lineage {lineage}",
+                        state.lineage
+                    ),
+                });
+            }
+            if state.gc_generation == layout.gc_generation() && state.first_chunk == layout.first_seq() {
+                return Ok(None);
+            }
+            match Layout::open_state(files.dir.clone(), state, false, layout.pool().clone()) {
+                Ok(fresh) => return Ok(Some(fresh)),
+                // Yet another GC unlinked a file between our reading `control` and opening it.
+                Err(e) if is_missing_file(&e) => {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    })
+}
+
 fn sync_directory(path: &Path) -> Result<()> {
     File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
         path: path.into(),
@@ -396,6 +433,9 @@ impl Repo {
     ) -> Result<Repo> {
         let pool = crate::pack::handles::FilePool::new(options.open_files);
         let layout = Arc::new(Layout::open_state(files.dir.clone(), &state, writable, pool)?);
+        if !writable {
+            layout.set_refresh(refresh_hook(files, path, state.lineage));
+        }
         control_file::check_header(
             &*files.index,
             FileKind::Index,
