@@ -86,11 +86,9 @@ async fn offload(state: &Arc<ServerState>, path: String, query: Option<String>) 
         .await
         .map_err(|_| ApiError::new(503, "shutting_down", "the server is stopping"))?;
     let state = state.clone();
-    tokio::task::spawn_blocking(move || respond(&state, &path, query.as_deref(), false))
-        .await
-        .unwrap_or_else(|err| {
-            Err(ApiError::new(500, "internal_error", format!("request task failed: {err}")))
-        })
+    tokio::task::spawn_blocking(move || respond(&state, &path, query.as_deref(), false)).await.unwrap_or_else(
+        |err| Err(ApiError::new(500, "internal_error", format!("request task failed: {err}"))),
+    )
 }
 
 fn build(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Body> {

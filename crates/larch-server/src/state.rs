@@ -186,9 +186,10 @@ impl ServerState {
                 if repo.contains(&hash) {
                     // A commit a writer's GC collected since the last reload: as after it.
                     let collected = |e: StoreError| match e {
-                        StoreError::Collected { .. } => {
-                            ApiError::not_found("unknown_commit", format!("no commit {hash} in the store: {e}"))
-                        }
+                        StoreError::Collected { .. } => ApiError::not_found(
+                            "unknown_commit",
+                            format!("no commit {hash} in the store: {e}"),
+                        ),
                         e => ApiError::store(&e),
                     };
                     let details = repo.commit_details(&hash).map_err(collected)?;

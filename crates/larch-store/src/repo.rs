@@ -78,6 +78,9 @@ pub struct Repo {
     pub(crate) prime_fraction: u64,
     /// The writer's lock: the store directory, `flock`ed.
     pub(crate) _lock: Option<File>,
+    /// The identities of the keys of this handle's bulk writers (`repo/bulk.rs`), and whether
+    /// each published its records: a key of one that did not is refused by the next.
+    pub(crate) bulk_sessions: HashMap<larch_core::StoreId, bool>,
 }
 
 impl Repo {

@@ -1,10 +1,10 @@
 //! The integrity checks of a handle's published state ([`crate::check`] does the work).
 
 use crate::check::fsck::{self, FsckReport, Problem};
-use crate::error::FileKind;
-use crate::options::RepoOptions;
 use crate::check::scan::{self, ScanReport};
+use crate::error::FileKind;
 use crate::error::Result;
+use crate::options::RepoOptions;
 use crate::repo::Repo;
 use std::path::Path;
 
@@ -35,7 +35,12 @@ impl Repo {
         // The files are already layered over the lower directory, if any.
         let options = RepoOptions { lower: None, ..self.options.clone() };
         for _ in 0..FSCK_RERUNS {
-            let fresh = match Repo::open_files(self.files.clone(), false, options.clone(), self.path.as_deref()) {
+            let fresh = match Repo::open_files(
+                self.files.clone(),
+                false,
+                options.clone(),
+                self.path.as_deref(),
+            ) {
                 Ok(fresh) => fresh,
                 Err(e) => {
                     report.problems.push(Problem {
@@ -65,8 +70,7 @@ impl Repo {
         let mut report = fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index);
         // A reader beside a live writer, or a writer whose publisher thread may be writing a slot
         // now (pipelined), may read a slot while it is being written.
-        let live = self.publisher.is_some()
-            || (!self.writable && self.path.as_deref().is_none_or(|path| !super::open::no_writer(path)));
+        let live = self.publisher.is_some() || (!self.writable && !super::open::no_writer(&*self.files.dir));
         let control = crate::check::control::control_problems(&*self.files.control, live);
         report.problems.splice(0..0, control);
         report
