@@ -51,7 +51,7 @@ pub(crate) async fn handle(state: Arc<ServerState>, request: Request<Incoming>) 
     } else if state.config().blocking_reads {
         offload(&state, path, query).await
     } else {
-        match respond_retrying(&state, &path, query.as_deref(), true) {
+        match respond(&state, &path, query.as_deref(), true) {
             Err(err) if err.is_offload() => offload(&state, path, query).await,
             other => other,
         }
@@ -86,11 +86,9 @@ async fn offload(state: &Arc<ServerState>, path: String, query: Option<String>) 
         .await
         .map_err(|_| ApiError::new(503, "shutting_down", "the server is stopping"))?;
     let state = state.clone();
-    tokio::task::spawn_blocking(move || respond_retrying(&state, &path, query.as_deref(), false))
-        .await
-        .unwrap_or_else(|err| {
-            Err(ApiError::new(500, "internal_error", format!("request task failed: {err}")))
-        })
+    tokio::task::spawn_blocking(move || respond(&state, &path, query.as_deref(), false)).await.unwrap_or_else(
+        |err| Err(ApiError::new(500, "internal_error", format!("request task failed: {err}"))),
+    )
 }
 
 fn build(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Body> {
@@ -98,29 +96,6 @@ fn build(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Respo
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
-}
-
-/// [`respond`], answered once more after a reload of the handle when a store read found a chunk
-/// file gone ([`ApiError::missing_file`]): a GC retired it since the last reload, and the handle's
-/// pool of descriptors had closed it (docs/store.md *Descriptors*). The reload moves the handle,
-/// and the trees already checked out through it, to the new layout. A second failure is returned.
-fn respond_retrying(
-    state: &ServerState,
-    path: &str,
-    query: Option<&str>,
-    inline: bool,
-) -> Result<Reply, ApiError> {
-    match respond(state, path, query, inline) {
-        Err(err) if err.missing_file => {
-            state.metrics.missing_file_retries.fetch_add(1, Ordering::Relaxed);
-            tracing::info!(error = %err.message, "a chunk file is gone (GC): reloading and answering again");
-            if let Err(reload) = state.reload() {
-                tracing::warn!(%reload, "reload after a missing chunk file failed");
-            }
-            respond(state, path, query, inline)
-        }
-        other => other,
-    }
 }
 
 /// The answer to a GET of `path?query`; `inline` bounds the work (see [`render::INLINE_ENTRIES`]).

@@ -28,8 +28,9 @@ pub(crate) struct Metrics {
     pub reloads_changed: AtomicU64,
     pub reload_errors: AtomicU64,
     pub rate_limited: AtomicU64,
-    /// Requests answered once more, after a reload, because a store read found a chunk file gone.
-    pub missing_file_retries: AtomicU64,
+    /// Layout refreshes of the store handles replaced by a reopen (a rewound store): the counter
+    /// of `/metrics` adds the current handle's.
+    pub refreshes_before: AtomicU64,
 }
 
 /// What `/metrics` shows of the store, sampled when it is asked.
@@ -143,8 +144,8 @@ impl Metrics {
         metric(
             "larch_store_missing_file_retries_total",
             "counter",
-            "Requests answered again after a reload because a chunk file they read was retired by a GC.",
-            load(&self.missing_file_retries).to_string(),
+            "Store reads that found a chunk file retired by a writer's GC and were answered through the new layout.",
+            (load(&self.refreshes_before) + stats.layout_refreshes).to_string(),
         );
         metric(
             "larch_store_seconds_since_reload",

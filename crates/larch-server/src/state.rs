@@ -129,6 +129,7 @@ impl ServerState {
                 // (and the head's tree, which reads through the old one, too).
                 Err(StoreError::Rewound { reason, .. }) => {
                     tracing::warn!(%reason, "the store was rewound; reopening it");
+                    self.metrics.refreshes_before.fetch_add(repo.stats().layout_refreshes, Ordering::Relaxed);
                     *repo = Repo::open_read_only_options(&self.path, repo_options(&self.config))?;
                     (true, true)
                 }
@@ -183,8 +184,16 @@ impl ServerState {
             {
                 let repo = read(&self.repo);
                 if repo.contains(&hash) {
-                    let details = repo.commit_details(&hash).map_err(|e| ApiError::store(&e))?;
-                    let tree = repo.checkout(&hash).map_err(|e| ApiError::store(&e))?;
+                    // A commit a writer's GC collected since the last reload: as after it.
+                    let collected = |e: StoreError| match e {
+                        StoreError::Collected { .. } => ApiError::not_found(
+                            "unknown_commit",
+                            format!("no commit {hash} in the store: {e}"),
+                        ),
+                        e => ApiError::store(&e),
+                    };
+                    let details = repo.commit_details(&hash).map_err(collected)?;
+                    let tree = repo.checkout(&hash).map_err(collected)?;
                     return Ok((details, tree));
                 }
             }

@@ -270,6 +270,14 @@ pub enum StoreError {
         /// This store's identity.
         store: StoreId,
     },
+    /// A [`BulkWriter`](crate::BulkWriter) was given a key returned by an earlier bulk writer of
+    /// the same handle that was dropped (or failed) before it published: its records were never
+    /// published, and the space they took may hold other records now.
+    #[error("key {key} is of a bulk writer dropped before it published its records")]
+    UnpublishedBulkKey {
+        /// The key given.
+        key: ObjectKey,
+    },
     /// A tree operation (often a lazy load) failed.
     #[error(transparent)]
     Tree(#[from] TreeError),

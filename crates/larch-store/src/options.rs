@@ -159,6 +159,9 @@ pub struct StoreStats {
     pub chunk_files_open: u64,
     /// Chunk files opened so far (first opens and reopens after their descriptor was closed).
     pub chunk_file_opens: u64,
+    /// Reads of a read-only handle that found a chunk file gone (a writer's GC retired it since
+    /// the handle's last reload) and were answered through the newer published layout.
+    pub layout_refreshes: u64,
     /// Chunks this handle rolled to.
     pub chunk_rolls: u64,
     /// Object loads served by the cache.

@@ -78,6 +78,9 @@ pub struct Repo {
     pub(crate) prime_fraction: u64,
     /// The writer's lock: the store directory, `flock`ed.
     pub(crate) _lock: Option<File>,
+    /// The identities of the keys of this handle's bulk writers (`repo/bulk.rs`), and whether
+    /// each published its records: a key of one that did not is refused by the next.
+    pub(crate) bulk_sessions: HashMap<larch_core::StoreId, bool>,
 }
 
 impl Repo {
@@ -139,7 +142,19 @@ impl Repo {
     /// ([`StoreError::Rewound`]; corruption for a writer, whose map is its own).
     fn commit_record(&self, hash: &Hash) -> Result<(u64, CommitData)> {
         let offset = self.commit_offset(hash)?;
-        let data = self.source.reader.commit(offset)?;
+        // A reader's layout followed a writer's GC (a read found a file it retired): the commits
+        // below the new oldest kept record are collected, even while this map still names them.
+        let layout = self.source.reader.layout();
+        if !self.writable && offset < layout.keep_from() {
+            return Err(self.collected_since_reload(hash, layout.gc_generation()));
+        }
+        let data = match self.source.reader.commit(offset) {
+            // A reader's map names commits a writer's GC collected since its last reload.
+            Err(StoreError::CollectedObject { gc_generation, .. }) if !self.writable => {
+                return Err(self.collected_since_reload(hash, gc_generation));
+            }
+            other => other?,
+        };
         let found = data.hash();
         if found != *hash {
             let reason = format!("commit {hash} was at offset {offset}, which now holds commit {found}");
@@ -502,6 +517,7 @@ impl Repo {
             chunk_files: self.source.reader.layout().chunk_count() as u64,
             chunk_files_open: self.source.reader.layout().pool().entries() as u64,
             chunk_file_opens: self.source.reader.layout().pool().opens(),
+            layout_refreshes: self.source.reader.layout().refreshes(),
             ..self.stats
         }
     }

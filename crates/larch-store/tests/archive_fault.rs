@@ -83,7 +83,10 @@ fn a_move_cut_then_a_cleanup_cut_by_a_power_loss_loses_nothing() {
     let target = commits[10].0;
     let losses = [Survival::Durable, Survival::Pages(seed ^ 0x5eed)];
     let (mut images, mut cleanups) = (0, 0);
-    // The move cut every third operation of each disk (the open cuts multiply them).
+    // The move cut at every operation of each disk; the open after each cut at every third of its
+    // operations, from a phase that turns with the move's cut (0, 1, 2, 0, ...): every operation of
+    // the open is cut after one move cut in three, so that the product of the two stays the size of
+    // a run that cuts each at every third operation.
     let moving = |side: &str, cut: u64| {
         let (up, low) = (upper.restart(Survival::Written), lower.restart(Survival::Written));
         let mut repo = open(&up, &low, true);
@@ -94,13 +97,13 @@ fn a_move_cut_then_a_cleanup_cut_by_a_power_loss_loses_nothing() {
         failed.then(|| (up.restart(Survival::ProcessCrash), low.restart(Survival::ProcessCrash)))
     };
     for side in ["upper", "lower"] {
-        for cut in (0..).step_by(3) {
+        for cut in 0.. {
             let Some((up, low)) = moving(side, cut) else { break };
             // The uncut open: its operations on each disk.
             let (u, l) = (up.restart(Survival::ProcessCrash), low.restart(Survival::ProcessCrash));
             drop(open(&u, &l, true));
             for (open_side, open_ops) in [("upper", u.ops()), ("lower", l.ops())] {
-                for open_cut in 0..open_ops {
+                for open_cut in (cut % 3..open_ops).step_by(3) {
                     let (u, l) = (up.restart(Survival::ProcessCrash), low.restart(Survival::ProcessCrash));
                     let controller = if open_side == "upper" { &u } else { &l };
                     controller.crash_at(Some(open_cut));

@@ -205,3 +205,46 @@ fn bulk_keys_are_typed_and_checked() {
     assert!(matches!(error, StoreError::CollectedObject { .. }), "{error}");
     assert_eq!(writer.bytes_written(), 0, "nothing written for refused objects");
 }
+
+/// A key of an earlier bulk writer of the same handle, dropped before it published: the space its
+/// records took is the next writer's, which writes other records at the same offsets. The key is
+/// refused with a typed error, never taken for the record now there; a key of a writer that did
+/// publish names a published record and is taken.
+#[test]
+fn a_key_of_a_dropped_bulk_writer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let long = vec![3u8; INLINE_MAX + 10];
+    let long_hash = schema::contents_hash(&long);
+    let dropped_key = {
+        let mut writer = repo.bulk_writer().unwrap();
+        writer.contents(&long).unwrap()
+    };
+    let mut writer = repo.bulk_writer().unwrap();
+    // The same offset holds a contents record of this writer now.
+    let other = vec![4u8; INLINE_MAX + 10];
+    let other_key = writer.contents(&other).unwrap();
+    assert_eq!(other_key.offset(), dropped_key.offset());
+    match writer.flat(&[(b"v", BulkTarget::Contents { hash: long_hash, key: dropped_key })]) {
+        Err(StoreError::UnpublishedBulkKey { key }) => assert_eq!(key, dropped_key),
+        other => panic!("expected UnpublishedBulkKey, got {other:?}"),
+    }
+    // The writer's own key is fine; its commit publishes it.
+    let other_hash = schema::contents_hash(&other);
+    let root_hash = schema::flat_node_hash(1, [(&b"v"[..], Kind::Contents, other_hash)].into_iter());
+    let root_key = writer.flat(&[(b"v", BulkTarget::Contents { hash: other_hash, key: other_key })]).unwrap();
+    let first = writer.commit(Some("main"), (root_hash, root_key), &[], info()).unwrap();
+    // A later writer takes the published writer's keys, and still refuses the dropped one's.
+    let mut writer = repo.bulk_writer().unwrap();
+    let again = writer.flat(&[(b"w", BulkTarget::Contents { hash: other_hash, key: other_key })]).unwrap();
+    assert!(again.offset() > other_key.offset());
+    assert!(matches!(
+        writer.flat(&[(b"v", BulkTarget::Contents { hash: long_hash, key: dropped_key })]),
+        Err(StoreError::UnpublishedBulkKey { .. })
+    ));
+    drop(writer);
+    assert_eq!(repo.head(), Some(first));
+    repo.close().unwrap();
+    let report = Repo::open_read_only(dir.path()).unwrap().fsck();
+    assert!(report.is_clean(), "{report}");
+}

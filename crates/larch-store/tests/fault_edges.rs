@@ -190,3 +190,51 @@ fn a_recovery_cut_anywhere_loses_no_commit() {
         }
     }
 }
+
+/// The reader's live-writer probe under the fault model (`docs/store.md`, *Durable-only
+/// visibility*): the script cut at every operation, the process crashed, then a reader opens the
+/// image with the probe saying the writer died, that one holds the store, or that it cannot tell.
+/// A reader told the writer died stands on an unconfirmed newest slot after syncing `control`
+/// itself; whichever slot it stands on, the commit it serves survives each power loss that follows.
+#[test]
+fn what_a_reader_serves_after_a_writer_died_survives_a_power_loss() {
+    let clean = FaultController::new();
+    let (all, error) = run_script(&clean);
+    assert!(error.is_none() && all.len() == COMMITS, "{error:?}");
+    let total = clean.ops();
+    let (mut ahead, mut images) = (0, 0);
+    for cut in 0..total {
+        for probe in [Some(true), Some(false), None] {
+            let controller = FaultController::new();
+            controller.crash_at(Some(cut));
+            let (acked, _) = run_script(&controller);
+            let crashed = controller.restart(Survival::ProcessCrash);
+            crashed.set_writer_absent(probe);
+            let what = format!("cut {cut} of {total}, probe {probe:?}");
+            let seen = match Repo::open_files(crashed.files(), false, crash_options(), None) {
+                Ok(reader) => reader.head(),
+                // A store cut before its first publish, or one that needs recovery: nothing served.
+                Err(StoreError::NotAStore { .. } | StoreError::NeedsRecovery { .. }) => None,
+                Err(e) => panic!("{what}: the reader's open failed: {e}"),
+            };
+            let mut expected = acked.clone();
+            if let Some(seen) = seen
+                && !acked.iter().any(|(hash, _)| *hash == seen)
+            {
+                // A commit published but not acknowledged when the writer died: served only by a
+                // reader that knows the writer is gone (it made the slot durable first).
+                assert_eq!(probe, Some(true), "{what}: an unconfirmed state served beside a live writer");
+                let found = all.iter().find(|(hash, _)| *hash == seen);
+                expected
+                    .push(found.unwrap_or_else(|| panic!("{what}: served {seen}, never committed")).clone());
+                ahead += 1;
+            }
+            for loss in LOSSES {
+                check(&crashed.restart(loss), &expected, &format!("{what}, {loss:?}"));
+                images += 1;
+            }
+        }
+    }
+    assert!(ahead > 0, "no reader ever stood on an unconfirmed slot: the probe never ran");
+    println!("{images} images checked, {ahead} readers served a commit not yet acknowledged");
+}

@@ -51,6 +51,9 @@ struct FaultState {
     /// The first sync at or after this operation fails with this error (and makes nothing
     /// durable); the process goes on.
     fail_sync: Option<(u64, ErrorKind)>,
+    /// What the directory answers to a reader's live-writer probe
+    /// ([`Directory::writer_absent`]): `None` (the default) cannot tell.
+    writer_absent: Option<bool>,
 }
 
 impl Default for FaultState {
@@ -64,6 +67,7 @@ impl Default for FaultState {
             space_limit: None,
             tear_sectors: None,
             fail_sync: None,
+            writer_absent: None,
         }
     }
 }
@@ -173,6 +177,13 @@ impl FaultController {
         self.state().fail_sync = n.map(|n| (n, kind));
     }
 
+    /// What a reader's live-writer probe finds ([`Directory::writer_absent`]): `Some(true)` no
+    /// writer holds the store (it died), `Some(false)` one does, `None` the probe cannot tell (the
+    /// default).
+    pub fn set_writer_absent(&self, absent: Option<bool>) {
+        self.state().writer_absent = absent;
+    }
+
     /// Limits the total bytes of all files (writes past it fail with `StorageFull`), or lifts it.
     pub fn set_space_limit(&self, limit: Option<u64>) {
         self.state().space_limit = limit;
@@ -276,6 +287,10 @@ pub struct FaultDirectory {
 }
 
 impl Directory for FaultDirectory {
+    fn writer_absent(&self) -> Option<bool> {
+        self.controller.state().writer_absent
+    }
+
     fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
         let mut state = self.controller.state();
         if FaultyStorage::step(&mut state)? {

@@ -104,6 +104,10 @@ impl Directory for LayeredDirectory {
         self.upper.rename(from, to)
     }
 
+    fn writer_absent(&self) -> Option<bool> {
+        self.upper.writer_absent()
+    }
+
     fn layers(&self) -> Option<Layers<'_>> {
         Some((&self.upper, &self.lower))
     }

@@ -8,6 +8,7 @@
 
 pub mod classify;
 pub mod dirs;
+pub mod disk;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod layered;

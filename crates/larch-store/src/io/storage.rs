@@ -74,10 +74,13 @@ struct Mapping {
 /// misses only. Measured on the Tezos-shaped benchmark (docs/benchmarks.md), both give the same
 /// throughput, but a map makes the process's resident set grow with the page cache it touches
 /// (recent kernels map whole large folios per fault): peak RSS 235–340 MB with the map against 121 MB
-/// with `pread`. The map remains available ([`FileStorage::open_mapped`]).
+/// with `pread`. The map remains available (`RepoOptions::mmap`, through [`DiskDirectory`]).
 #[derive(Debug)]
 pub struct FileStorage {
     path: PathBuf,
+    /// The directory the file was opened in, by descriptor, and its name there: its identity is
+    /// checked there ([`Storage::check_identity`]), not through `path`.
+    anchor: Option<super::disk::Anchor>,
     file: File,
     writable: bool,
     mapped_reads: bool,
@@ -93,18 +96,19 @@ impl FileStorage {
             .create(writable && create)
             .truncate(false)
             .open(path)?;
-        Ok(FileStorage {
-            path: path.to_path_buf(),
-            file,
-            writable,
-            mapped_reads: false,
-            map: RwLock::new(None),
-        })
+        Ok(FileStorage::from_file(file, path.to_path_buf(), None, writable, false))
     }
 
-    /// [`FileStorage::open`], reading through a memory map.
-    pub fn open_mapped(path: &Path, writable: bool, create: bool) -> io::Result<FileStorage> {
-        Ok(FileStorage { mapped_reads: true, ..FileStorage::open(path, writable, create)? })
+    /// The open `file`, named `path` (and, with an `anchor`, the directory and name it was opened
+    /// by), written through when `writable`, read through a memory map when `mapped_reads`.
+    pub(crate) fn from_file(
+        file: File,
+        path: PathBuf,
+        anchor: Option<super::disk::Anchor>,
+        writable: bool,
+        mapped_reads: bool,
+    ) -> FileStorage {
+        FileStorage { path, anchor, file, writable, mapped_reads, map: RwLock::new(None) }
     }
 
     /// The file's path.
@@ -193,8 +197,16 @@ impl Storage for FileStorage {
     fn check_identity(&self) -> io::Result<()> {
         use std::os::unix::fs::MetadataExt;
         let open = self.file.metadata()?;
-        let named = std::fs::metadata(&self.path)?;
-        if (open.dev(), open.ino()) != (named.dev(), named.ino()) {
+        let named = match &self.anchor {
+            // The name in the directory the file was opened in (the locked store directory, even
+            // if it was renamed since): the pair (directory, name) is the file's identity.
+            Some(anchor) => anchor.identity()?,
+            None => {
+                let named = std::fs::metadata(&self.path)?;
+                (named.dev(), named.ino())
+            }
+        };
+        if (open.dev(), open.ino()) != named {
             return Err(io::Error::other(format!(
                 "{} was replaced by another file while the store was open",
                 self.path.display()
@@ -303,6 +315,13 @@ pub trait Directory: Send + Sync + Debug {
     fn file_len(&self, name: &str) -> io::Result<u64> {
         self.open(name, false)?.len()
     }
+    /// Whether no writer holds the store now, where the backend can tell (a directory on disk:
+    /// the writer's `flock` on it is free; the fault model: as its test says), else `None`. A
+    /// reader asks it only when the newest control slot is not confirmed (`docs/store.md`,
+    /// *Durable-only visibility*); `None` is taken as a live writer.
+    fn writer_absent(&self) -> Option<bool> {
+        None
+    }
     /// For a directory with a lower layer (archive mode, [`crate::io::layered::LayeredDirectory`]):
     /// the upper and the lower directory. `None` for a plain directory.
     fn layers(&self) -> Option<Layers<'_>> {
@@ -313,66 +332,7 @@ pub trait Directory: Send + Sync + Debug {
 /// The upper (store) and the lower directory of a layered directory ([`Directory::layers`]).
 pub type Layers<'a> = (&'a Arc<dyn Directory>, &'a Arc<dyn Directory>);
 
-/// A store directory on disk.
-#[derive(Debug)]
-pub struct DiskDirectory {
-    path: PathBuf,
-    mmap: bool,
-}
-
-impl DiskDirectory {
-    /// The directory at `path`; files are read through a memory map when `mmap`.
-    pub fn new(path: &Path, mmap: bool) -> DiskDirectory {
-        DiskDirectory { path: path.to_path_buf(), mmap }
-    }
-
-    fn open_file(&self, name: &str, writable: bool, create: bool) -> io::Result<Arc<dyn Storage>> {
-        let path = self.path.join(name);
-        let file = if self.mmap {
-            FileStorage::open_mapped(&path, writable, create)?
-        } else {
-            FileStorage::open(&path, writable, create)?
-        };
-        Ok(Arc::new(file))
-    }
-}
-
-impl Directory for DiskDirectory {
-    fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
-        let path = self.path.join(name);
-        OpenOptions::new().write(true).create(true).truncate(true).open(&path)?;
-        self.open_file(name, true, false)
-    }
-
-    fn open(&self, name: &str, writable: bool) -> io::Result<Arc<dyn Storage>> {
-        self.open_file(name, writable, false)
-    }
-
-    fn file_len(&self, name: &str) -> io::Result<u64> {
-        Ok(std::fs::metadata(self.path.join(name))?.len())
-    }
-
-    fn list(&self) -> io::Result<Vec<String>> {
-        let mut names = Vec::new();
-        for entry in std::fs::read_dir(&self.path)? {
-            names.push(entry?.file_name().to_string_lossy().into_owned());
-        }
-        names.sort();
-        Ok(names)
-    }
-
-    fn remove(&self, name: &str) -> io::Result<()> {
-        std::fs::remove_file(self.path.join(name))
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        File::open(&self.path)?.sync_all()
-    }
-
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        std::fs::rename(self.path.join(from), self.path.join(to))
-    }
-}
+pub use super::disk::DiskDirectory;
 
 /// A store directory in memory (tests, tools).
 #[derive(Debug, Default)]

@@ -20,7 +20,10 @@ use crate::pack::handles::{ChunkFile, FilePool};
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, RwLock};
 
+mod refresh;
 mod segments;
+
+pub use refresh::RefreshHook;
 
 pub use segments::SegmentExtent;
 
@@ -104,6 +107,8 @@ pub struct Layout {
     pending: Mutex<Pending>,
     /// The open sealed chunk files, bounded (shared with snapshots and reloads of this layout).
     pool: Arc<FilePool>,
+    /// A read-only layout's refreshes across a writer's GC (`refresh`).
+    refresher: refresh::Refresher,
 }
 
 /// A chunk file just opened and its header checked: what the layout learns of it.
@@ -288,6 +293,7 @@ impl Layout {
             extents: RwLock::new(extents),
             pending: Mutex::new(Pending { from: head, dir: false }),
             pool,
+            refresher: refresh::Refresher::default(),
         })
     }
 
@@ -313,7 +319,14 @@ impl Layout {
             last = next.clone();
             extents.push(Extent::Chunk(next.into_extent(&dir, &pool, file, false)));
         }
-        Ok(Layout { dir, writable: false, extents: RwLock::new(extents), pending: Mutex::default(), pool })
+        Ok(Layout {
+            dir,
+            writable: false,
+            extents: RwLock::new(extents),
+            pending: Mutex::default(),
+            pool,
+            refresher: refresh::Refresher::default(),
+        })
     }
 
     fn extents(&self) -> std::sync::RwLockReadGuard<'_, Vec<Extent>> {
@@ -390,9 +403,8 @@ impl Layout {
         Ok((file, position, extents.get(index).map_or(u64::MAX, Extent::start)))
     }
 
-    /// Reads `buf.len()` bytes at global offset `global`, across extents if needed. An offset
-    /// below the first extent is [`StoreError::Unmapped`].
-    pub fn read(&self, global: u64, buf: &mut [u8]) -> Result<()> {
+    /// [`Layout::read`] in the layout as it is (no refresh).
+    fn read_once(&self, global: u64, buf: &mut [u8]) -> Result<()> {
         let extents = self.extents();
         let mut at = global;
         let mut done = 0usize;

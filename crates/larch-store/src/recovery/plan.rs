@@ -117,22 +117,23 @@ impl RecoveryPlan {
             }
             Err(source) => return Err(StoreError::Directory { path: path.clone(), op: "lock", source }),
         }
+        // Every file operation goes through the directory the lock is held on.
+        let dir_error = |op, source| StoreError::Directory { path: path.clone(), op, source };
+        let directory =
+            Arc::new(DiskDirectory::open_locked(path, &dir, false).map_err(|e| dir_error("open", e))?);
         let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
-            let file = FileStorage::open(&path.join(kind.file_name()), true, true)
+            let file = directory
+                .open_file(kind.file_name(), true, true, false)
                 .map_err(|e| StoreError::io(kind, 0, "open", e))?;
             Ok(Arc::new(file))
         };
         let files = StoreFiles {
             control: open(FileKind::Control)?,
             index: open(FileKind::Index)?,
-            dir: Arc::new(DiskDirectory::new(path, false)),
+            dir: directory.clone(),
         };
         self.apply_to(&files)?;
-        File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
-            path: path.clone(),
-            op: "sync",
-            source,
-        })?;
+        directory.sync().map_err(|e| dir_error("sync", e))?;
         Ok(())
     }
 

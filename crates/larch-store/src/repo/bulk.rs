@@ -58,8 +58,11 @@ const INODE_KINDS: &[RecordKind] =
 pub struct BulkWriter<'r> {
     repo: &'r mut Repo,
     pack: Arc<dyn Storage>,
-    /// The identity of the store's keys.
+    /// The identity of the store's keys (published records, below `base`).
     store: StoreId,
+    /// The identity of this writer's keys (its records, from `base` on): drawn for each writer, so
+    /// that a key of an earlier writer dropped before it published is told from one of this one.
+    session: StoreId,
     /// The published pack end when the writer started: its first record goes there.
     base: u64,
     /// Bytes already written past `base` (before `buf`).
@@ -83,10 +86,13 @@ impl Repo {
     pub fn bulk_writer(&mut self) -> Result<BulkWriter<'_>> {
         let (base, pack) = self.bulk_start()?;
         let store = self.reader().store();
+        let session = StoreId::fresh();
+        self.bulk_sessions.insert(session, false);
         Ok(BulkWriter {
             repo: self,
             pack,
             store,
+            session,
             base,
             flushed: 0,
             buf: Vec::with_capacity(FLUSH_BYTES + (1 << 16)),
@@ -103,7 +109,7 @@ fn invalid(what: impl Into<String>) -> StoreError {
 impl BulkWriter<'_> {
     /// The key the next record will have.
     pub fn next_key(&self) -> ObjectKey {
-        ObjectKey::new(self.store, self.next_offset())
+        ObjectKey::new(self.session, self.next_offset())
     }
 
     fn next_offset(&self) -> u64 {
@@ -122,9 +128,22 @@ impl BulkWriter<'_> {
 
     /// The offset of `key` after checking it: a key of this store, of an earlier record, where a
     /// record of one of the `kinds` starts (its framing and checksum hold), not in collected space.
+    ///
+    /// A key of the store names a published record (below `base`); a key of this writer, one of its
+    /// own records; a key of an earlier writer of this handle, a record it published, or else
+    /// [`StoreError::UnpublishedBulkKey`].
     fn check_key(&self, key: ObjectKey, kinds: &[RecordKind]) -> Result<u64> {
-        let offset = key.offset_in(self.store).ok_or(StoreError::OtherStoreKey { key, store: self.store })?;
-        if offset < PACK_HEADER_LEN || offset >= self.next_offset() {
+        let (offset, below) = if key.store() == self.store || key.store() == self.session {
+            (key.offset(), if key.store() == self.session { self.next_offset() } else { self.base })
+        } else {
+            match self.repo.bulk_sessions.get(&key.store()) {
+                Some(true) => (key.offset(), self.base),
+                Some(false) => return Err(StoreError::UnpublishedBulkKey { key }),
+                None => return Err(StoreError::OtherStoreKey { key, store: self.store }),
+            }
+        };
+        if offset < PACK_HEADER_LEN || offset >= below || (key.store() == self.session && offset < self.base)
+        {
             return Err(invalid(format!("key {key} is not an earlier record of this store")));
         }
         let kind = self.kind_at(offset).map_err(|e| match e {
@@ -200,7 +219,7 @@ impl BulkWriter<'_> {
             self.flushed += self.buf.len() as u64;
             self.buf.clear();
         }
-        Ok(ObjectKey::new(self.store, offset))
+        Ok(ObjectKey::new(self.session, offset))
     }
 
     /// Writes a contents record holding `bytes`; returns its key.
@@ -338,8 +357,9 @@ impl BulkWriter<'_> {
         let commit_offset = self
             .record(RecordKind::Commit, |out, offset| codec::encode_commit(out, offset, &commit))?
             .offset();
-        let BulkWriter { repo, flushed, buf, counts, .. } = self;
+        let BulkWriter { repo, flushed, buf, counts, session, .. } = self;
         repo.bulk_finish(branch, flushed, &buf, hash, commit_offset, counts)?;
+        repo.bulk_sessions.insert(session, true);
         Ok(hash)
     }
 }

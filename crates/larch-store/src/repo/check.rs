@@ -1,8 +1,10 @@
 //! The integrity checks of a handle's published state ([`crate::check`] does the work).
 
-use crate::check::fsck::{self, FsckReport};
+use crate::check::fsck::{self, FsckReport, Problem};
 use crate::check::scan::{self, ScanReport};
+use crate::error::FileKind;
 use crate::error::Result;
+use crate::options::RepoOptions;
 use crate::repo::Repo;
 use std::path::Path;
 
@@ -11,16 +13,64 @@ pub fn fsck(path: impl AsRef<Path>) -> Result<FsckReport> {
     Ok(Repo::open_read_only(path)?.fsck())
 }
 
+/// Checks of a read-only handle's store again at most this many times when garbage collections
+/// keep changing it during the check ([`Repo::fsck`]).
+const FSCK_RERUNS: u32 = 3;
+
 impl Repo {
     /// Checks the whole store (as of this handle's published state): every commit, every reachable
     /// object, every hash and offset, and the control file (a damaged spare slot or confirmation
     /// record, a confirmed state no slot holds). Never stops at the first problem.
+    ///
+    /// A read-only handle beside a writer that collects garbage: when a GC retires files of the
+    /// handle's state during the check (its layout followed the GC: no missing file is reported),
+    /// the state checked is gone; the store is checked again as it is now, through a new handle, up
+    /// to three times.
     pub fn fsck(&self) -> FsckReport {
+        let epoch = self.reader().layout().epoch();
+        let mut report = self.fsck_once();
+        if self.writable || self.reader().layout().epoch() == epoch {
+            return report;
+        }
+        // The files are already layered over the lower directory, if any.
+        let options = RepoOptions { lower: None, ..self.options.clone() };
+        for _ in 0..FSCK_RERUNS {
+            let fresh = match Repo::open_files(
+                self.files.clone(),
+                false,
+                options.clone(),
+                self.path.as_deref(),
+            ) {
+                Ok(fresh) => fresh,
+                Err(e) => {
+                    report.problems.push(Problem {
+                        file: FileKind::Control,
+                        offset: 0,
+                        hash: None,
+                        parent: None,
+                        what: format!(
+                            "a garbage collection changed the store during the check, and opening its new state \
+                             failed: {e}"
+                        ),
+                    });
+                    return report;
+                }
+            };
+            let epoch = fresh.reader().layout().epoch();
+            report = fresh.fsck_once();
+            if fresh.reader().layout().epoch() == epoch {
+                break;
+            }
+        }
+        report
+    }
+
+    /// [`Repo::fsck`] of this handle's state, as it is.
+    fn fsck_once(&self) -> FsckReport {
         let mut report = fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index);
         // A reader beside a live writer, or a writer whose publisher thread may be writing a slot
         // now (pipelined), may read a slot while it is being written.
-        let live = self.publisher.is_some()
-            || (!self.writable && self.path.as_deref().is_none_or(|path| !super::open::no_writer(path)));
+        let live = self.publisher.is_some() || (!self.writable && !super::open::no_writer(&*self.files.dir));
         let control = crate::check::control::control_problems(&*self.files.control, live);
         report.problems.splice(0..0, control);
         report

@@ -9,7 +9,7 @@ use crate::format::control::{ControlFileState, ControlState, Slot};
 use crate::format::index;
 use crate::format::names::{self, CHUNK_HEADER_LEN};
 use crate::io::classify::{DirKind, classify};
-use crate::io::storage::{Directory, DiskDirectory, FileStorage, Storage, StoreFiles};
+use crate::io::storage::{Directory, DiskDirectory, Storage, StoreFiles};
 use crate::options::DEFAULT_CACHE_BYTES;
 use crate::options::{RepoOptions, StoreStats};
 use crate::pack::layout::Layout;
@@ -82,25 +82,21 @@ fn lock_directory(path: &Path) -> Result<File> {
     }
 }
 
-/// Whether no writer holds the store at `path` (a shared lock on the directory is free). Asked
-/// only when the newest control slot is not confirmed: then either a writer is between writing and
-/// confirming it (not yet durable), or the writer died (what survives is all there is).
-pub(crate) fn no_writer(path: &Path) -> bool {
-    let Ok(dir) = File::open(path) else { return false };
-    let free = matches!(fs4::fs_std::FileExt::try_lock_shared(&dir), Ok(true));
-    if free {
-        let _ = fs4::fs_std::FileExt::unlock(&dir);
-    }
-    free
+/// Whether no writer holds the store of `dir` ([`Directory::writer_absent`]; `false` when the
+/// backend cannot tell). Asked only when the newest control slot is not confirmed: then either a
+/// writer is between writing and confirming it (not yet durable), or the writer died (what
+/// survives is all there is).
+pub(crate) fn no_writer(dir: &dyn Directory) -> bool {
+    dir.writer_absent().unwrap_or(false)
 }
 
-/// The slot a reader of `path` stands on (see [`ControlFileState::visible`]). When the newest slot
-/// is not confirmed and no writer runs, the reader makes the control file durable itself
-/// (`fdatasync` works on a read-only descriptor) before standing on the newest slot: the writer may
-/// have died between writing the slot and syncing it.
-fn reader_slot(control: &ControlFileState, path: Option<&Path>, storage: &dyn Storage) -> Option<usize> {
+/// The slot a reader of the store of `dir` stands on (see [`ControlFileState::visible`]). When the
+/// newest slot is not confirmed and no writer runs, the reader makes the control file durable
+/// itself (`fdatasync` works on a read-only descriptor) before standing on the newest slot: the
+/// writer may have died between writing the slot and syncing it.
+fn reader_slot(control: &ControlFileState, dir: &dyn Directory, storage: &dyn Storage) -> Option<usize> {
     let visible = control.visible();
-    if visible != control.newest() && path.is_some_and(no_writer) && storage.sync().is_ok() {
+    if visible != control.newest() && no_writer(dir) && storage.sync().is_ok() {
         return control.newest();
     }
     visible
@@ -133,11 +129,44 @@ fn names_files_beyond(other: &ControlState, chosen: &ControlState) -> bool {
         || other.segments != chosen.segments
 }
 
-fn sync_directory(path: &Path) -> Result<()> {
-    File::open(path).and_then(|dir| dir.sync_all()).map_err(|source| StoreError::Directory {
-        path: path.into(),
-        op: "sync",
-        source,
+/// The refresh hook of a read-only handle's layout ([`crate::pack::layout::RefreshHook`]): the
+/// layout of the state the handle would see now, when a GC switched since the layout was opened
+/// (another GC generation, or another first chunk); `None` otherwise. A state of another lineage
+/// is [`StoreError::Rewound`]: the handle's offsets may name other records there.
+fn refresh_hook(
+    files: &StoreFiles,
+    path: Option<&Path>,
+    lineage: u64,
+) -> Arc<crate::pack::layout::RefreshHook> {
+    let files = files.clone();
+    let path = path.map(Path::to_path_buf);
+    Arc::new(move |layout: &Layout| {
+        for attempt in 0..8 {
+            let control = control_file::read_control(&*files.control)?;
+            let slot = reader_slot(&control, &*files.dir, &*files.control);
+            let Some(state) = slot.and_then(|slot| control.state(slot)) else { return Ok(None) };
+            if state.lineage != lineage {
+                return Err(StoreError::Rewound {
+                    path: path.clone().unwrap_or_default(),
+                    reason: format!(
+                        "the control file's lineage is {}, this handle loaded lineage {lineage}",
+                        state.lineage
+                    ),
+                });
+            }
+            if state.gc_generation == layout.gc_generation() && state.first_chunk == layout.first_seq() {
+                return Ok(None);
+            }
+            match Layout::open_state(files.dir.clone(), state, false, layout.pool().clone()) {
+                Ok(fresh) => return Ok(Some(fresh)),
+                // Yet another GC unlinked a file between our reading `control` and opening it.
+                Err(e) if is_missing_file(&e) => {
+                    std::thread::sleep(std::time::Duration::from_millis(1 << attempt));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
     })
 }
 
@@ -186,10 +215,16 @@ impl Repo {
             DirKind::Empty | DirKind::Interrupted if options.create => true,
             other => return Err(refusal(path, other)),
         };
-        let files = Self::disk_files(path, true, create, options.mmap)?;
+        // Every file operation goes through the directory the lock is held on (its descriptor),
+        // whatever its path names later.
+        let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
+        let dir = Arc::new(
+            DiskDirectory::open_locked(path, &lock, options.mmap).map_err(|e| dir_error("open", e))?,
+        );
+        let files = Self::disk_files(&dir, true, create)?;
         let mut repo = Repo::open_files(files, true, options, Some(path))?;
         if create {
-            sync_directory(path)?;
+            dir.sync().map_err(|e| dir_error("sync", e))?;
         }
         repo._lock = Some(lock);
         Ok(repo)
@@ -217,7 +252,12 @@ impl Repo {
         let options = RepoOptions { create: false, ..options };
         let mut attempt = 0;
         loop {
-            let files = Self::disk_files(path, false, false, options.mmap)?;
+            let dir = DiskDirectory::open(path, options.mmap).map_err(|source| StoreError::Directory {
+                path: path.into(),
+                op: "open",
+                source,
+            })?;
+            let files = Self::disk_files(&Arc::new(dir), false, false)?;
             match Repo::open_files(files, false, options.clone(), Some(path)) {
                 // A GC's deletion unlinked a file between our reading `control` and opening it:
                 // `control` names newer files now.
@@ -230,10 +270,11 @@ impl Repo {
         }
     }
 
-    fn disk_files(path: &Path, writable: bool, create: bool, mmap: bool) -> Result<StoreFiles> {
+    /// `control`, `commits` and the chunk files of the store directory `dir`.
+    fn disk_files(dir: &Arc<DiskDirectory>, writable: bool, create: bool) -> Result<StoreFiles> {
+        let path = dir.path();
         let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
-            let file_path = path.join(kind.file_name());
-            match FileStorage::open(&file_path, writable, create) {
+            match dir.open_file(kind.file_name(), writable, create, false) {
                 Ok(file) => Ok(Arc::new(file)),
                 // A store's `control` beside its pack files, without its commit index: damage
                 // that `larch recover` repairs (it rebuilds the index from the pack's records).
@@ -254,11 +295,7 @@ impl Repo {
                 Err(e) => Err(StoreError::io(kind, 0, "open", e)),
             }
         };
-        Ok(StoreFiles {
-            control: open(FileKind::Control)?,
-            index: open(FileKind::Index)?,
-            dir: Arc::new(DiskDirectory::new(path, mmap)),
-        })
+        Ok(StoreFiles { control: open(FileKind::Control)?, index: open(FileKind::Index)?, dir: dir.clone() })
     }
 
     /// Opens a store held by `files` (any [`Storage`]: memory, fault injection). A writer creates
@@ -312,7 +349,7 @@ impl Repo {
         // racing a publish can see the new confirmation beside the slot page as it was before.
         let mut rereads = 0;
         while let Some(lost) = control.lost_generation() {
-            let live_writer = path.is_none_or(|path| !no_writer(path));
+            let live_writer = !no_writer(&*files.dir);
             if writable || !live_writer || rereads == 3 {
                 return Err(StoreError::NeedsRecovery {
                     path: display_path,
@@ -330,7 +367,8 @@ impl Repo {
         }
         // A writer stands on the newest valid slot; a reader on the newest confirmed durable one.
         // Either falls back to the other slot when its state is not fully present.
-        let first = if writable { control.newest() } else { reader_slot(&control, path, &*files.control) };
+        let first =
+            if writable { control.newest() } else { reader_slot(&control, &*files.dir, &*files.control) };
         let mut candidates: Vec<usize> = first.into_iter().collect();
         candidates.extend((0..2).filter(|i| Some(*i) != first && control.state(*i).is_some()));
         if let Some(first) = first {
@@ -396,6 +434,9 @@ impl Repo {
     ) -> Result<Repo> {
         let pool = crate::pack::handles::FilePool::new(options.open_files);
         let layout = Arc::new(Layout::open_state(files.dir.clone(), &state, writable, pool)?);
+        if !writable {
+            layout.set_refresh(refresh_hook(files, path, state.lineage));
+        }
         control_file::check_header(
             &*files.index,
             FileKind::Index,
@@ -548,6 +589,7 @@ impl Repo {
             gc_after: crate::gc::run::GcAfter::with_oldest_kept(oldest_kept),
             publisher: None,
             prime_fraction: crate::repo::PRIME_FRACTION,
+            bulk_sessions: HashMap::new(),
             _lock: None,
         }
     }
@@ -589,7 +631,7 @@ impl Repo {
             return Ok(false);
         }
         let control = control_file::read_control(&*self.files.control)?;
-        let slot = reader_slot(&control, self.path.as_deref(), &*self.files.control);
+        let slot = reader_slot(&control, &*self.files.dir, &*self.files.control);
         let Some(state) = slot.and_then(|slot| control.state(slot)).cloned() else {
             return Err(StoreError::NeedsRecovery {
                 path: self.path.clone().unwrap_or_default(),

@@ -132,7 +132,14 @@ impl Layout {
             last = next.clone();
             extents.push(Extent::Chunk(next.into_extent(&dir, &pool, file, false)));
         }
-        Ok(Layout { dir, writable: false, extents: RwLock::new(extents), pending: Mutex::default(), pool })
+        Ok(Layout {
+            dir,
+            writable: false,
+            extents: RwLock::new(extents),
+            pending: Mutex::default(),
+            pool,
+            refresher: super::refresh::Refresher::at(state.gc_generation, state.keep_from),
+        })
     }
 
     /// Opens the layout a published state names: its GC segments (each checked against the
@@ -172,15 +179,8 @@ impl Layout {
             extents.extend(segments.into_iter().map(Extent::Segment));
             extents.extend(chunks);
         }
+        layout.set_published(state.gc_generation, state.keep_from);
         Ok(layout)
-    }
-
-    /// Takes the extents of `other` (a reader's reload across a GC: the same global offsets, new
-    /// files). Descriptors of files no longer named are closed when their last user drops them.
-    pub fn replace_with(&self, other: Layout) {
-        let new = other.extents.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        *extents = new;
     }
 
     /// A read-only copy of this layout as it is now (the same open files): what a GC worker
@@ -192,6 +192,7 @@ impl Layout {
             extents: RwLock::new(self.extents().clone()),
             pending: Mutex::new(Pending::default()),
             pool: self.pool.clone(),
+            refresher: super::refresh::Refresher::at(self.gc_generation(), self.keep_from()),
         }
     }
 

@@ -269,6 +269,27 @@ impl Repo {
         Ok(false)
     }
 
+    /// The error for commit `hash` of this read-only handle's commit map whose record a writer's GC
+    /// (generation `gc_generation`) collected since the handle's last reload
+    /// ([`StoreError::Collected`]); the oldest kept commit is read from the published state's
+    /// commit index.
+    pub(crate) fn collected_since_reload(&self, hash: &Hash, gc_generation: u64) -> StoreError {
+        let oldest_kept = crate::switch::control_file::read_control(&*self.files.control)
+            .ok()
+            .and_then(|control| control.newest().and_then(|slot| control.state(slot)).cloned())
+            .and_then(|state| {
+                let mut entry = [0u8; index::ENTRY_LEN];
+                self.files.index.read_at(state.index_keep_from, &mut entry).ok()?;
+                let entries = index::decode_entries(&entry, state.index_keep_from).ok()?;
+                entries.first().map(|(hash, _)| *hash)
+            });
+        StoreError::Collected {
+            commit: *hash,
+            gc_generation,
+            oldest_kept: oldest_kept.or(self.gc_after.oldest_kept).unwrap_or(Hash([0; 32])),
+        }
+    }
+
     /// The error for a commit that is not in the commit map: [`StoreError::Collected`] when GC
     /// removed it, else [`StoreError::UnknownCommit`].
     pub(crate) fn missing_commit(&self, hash: &Hash) -> StoreError {
