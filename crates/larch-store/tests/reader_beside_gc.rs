@@ -103,6 +103,17 @@ fn a_reader_reads_a_live_commit_after_a_gc_retired_its_chunks() {
         },
         other => panic!("expected a load error, got {other:?}"),
     }
+    // The writer goes on; the reader's reload, from a layout newer than its state, sees it.
+    let mut tree = repo.checkout(&head).unwrap();
+    tree.add(&["k", "after"], value(99)).unwrap();
+    let next = repo.commit(&tree, &[head], CommitInfo::tezos(99, "after")).unwrap();
+    let mut reader = reader;
+    assert!(reader.reload().unwrap());
+    assert_eq!(reader.head(), Some(next));
+    let tree = reader.checkout(&next).unwrap();
+    assert_eq!(tree.find(&["k", "after"]).unwrap().unwrap().as_bytes(), value(99));
+    assert!(matches!(reader.checkout(&hashes[0]), Err(StoreError::Collected { .. })));
+    assert!(reader.fsck().is_clean());
     repo.close().unwrap();
     eprintln!("{before} chunk files before the GC, {after} after; {refreshes} layout refresh(es)");
 }

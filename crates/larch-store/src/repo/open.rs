@@ -659,7 +659,12 @@ impl Repo {
             return Err(rewound("the published pack or commit index is shorter than this handle's".into()));
         }
         let layout = self.source.reader.layout().clone();
-        if state.gc_generation != self.state.gc_generation || state.segments != self.state.segments {
+        // (The layout may be newer than this handle's state: it followed a GC by itself,
+        // `pack/layout/refresh.rs`; then it is opened again here.)
+        if state.gc_generation != self.state.gc_generation
+            || state.segments != self.state.segments
+            || state.first_chunk != layout.first_seq()
+        {
             // A GC switched since: open the new layout (its segment, the chunks from the new first
             // one). Files of the old one this handle holds stay readable (open descriptors); a file
             // the writer unlinked between our reading `control` and opening it is not an error:
