@@ -54,8 +54,8 @@ pub(crate) fn node_mut<'a>(
                     Some(held) => arc.detached_copy(held),
                     None => Node::clone(arc),
                 };
-                if origins {
-                    copy.set_origin(arc.clone());
+                if origins && let Some(origin) = arc.origin_for_copy() {
+                    copy.set_origin(origin);
                 }
                 *arc = Arc::new(copy);
             }
