@@ -54,8 +54,8 @@ pub(crate) fn node_mut<'a>(
                     Some(held) => arc.detached_copy(held),
                     None => Node::clone(arc),
                 };
-                if origins && let Some(origin) = arc.origin_for_copy() {
-                    copy.set_origin(origin);
+                if origins {
+                    copy.set_origin(arc.origin_for_copy());
                 }
                 *arc = Arc::new(copy);
             }
