@@ -27,7 +27,7 @@ enum State {
     Own(Tree),
     /// `next`'s tree with the change at `path` undone; `consumed`: a change asked to consume this
     /// version (`~consume:true`), which refuses later uses (older versions still go through it).
-    Before { next: Arc<Version>, path: Vec<Box<[u8]>>, point: UndoPoint, consumed: bool },
+    Before { next: Arc<Version>, path: StoredPath, point: UndoPoint, consumed: bool },
     /// Given up: consumed by a change that no older version goes through, or lost by a change that
     /// failed and could not be undone (the text says which).
     Gone(String),
@@ -86,10 +86,12 @@ impl Version {
             Ok(true) => {
                 let next = Version::new(tree);
                 *state = match point {
-                    Some(point) => {
-                        let path = path.iter().map(|step| Box::from(*step)).collect();
-                        State::Before { next: next.clone(), path, point, consumed: consume }
-                    }
+                    Some(point) => State::Before {
+                        next: next.clone(),
+                        path: StoredPath::new(path),
+                        point,
+                        consumed: consume,
+                    },
                     None => State::Gone(consumed()),
                 };
                 Ok(Some(next))
@@ -108,6 +110,35 @@ impl Version {
                 Err(err)
             }
         }
+    }
+}
+
+/// A path kept with an undo point: its steps in one allocation, each as its length (u32,
+/// little-endian) and its bytes: every change keeps one, so one allocation rather than one per
+/// step.
+#[derive(Clone)]
+struct StoredPath(Box<[u8]>);
+
+impl StoredPath {
+    fn new(path: &[&[u8]]) -> StoredPath {
+        let mut bytes = Vec::with_capacity(path.iter().map(|step| 4 + step.len()).sum());
+        for step in path {
+            bytes.extend_from_slice(&u32::try_from(step.len()).unwrap_or(u32::MAX).to_le_bytes());
+            bytes.extend_from_slice(step);
+        }
+        StoredPath(bytes.into_boxed_slice())
+    }
+
+    fn steps(&self) -> Vec<&[u8]> {
+        let mut steps = Vec::new();
+        let mut rest = &self.0[..];
+        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+            let len = (u32::from_le_bytes(*len) as usize).min(tail.len());
+            let (step, tail) = tail.split_at(len);
+            steps.push(step);
+            rest = tail;
+        }
+        steps
     }
 }
 
@@ -136,8 +167,8 @@ fn own(state: &mut State) -> Outcome<Option<&mut Tree>> {
 
 /// `next`'s tree with the change at `path` undone: the newest version's tree with every change
 /// since undone, newest first.
-fn rebuild(next: &Arc<Version>, path: &[Box<[u8]>], point: &UndoPoint) -> Outcome<Tree> {
-    let mut undos = vec![(path.to_vec(), point.clone())];
+fn rebuild(next: &Arc<Version>, path: &StoredPath, point: &UndoPoint) -> Outcome<Tree> {
+    let mut undos = vec![(path.clone(), point.clone())];
     let mut version = next.clone();
     let mut tree = loop {
         let state = version.lock()?;
@@ -153,7 +184,10 @@ fn rebuild(next: &Arc<Version>, path: &[Box<[u8]>], point: &UndoPoint) -> Outcom
         version = newer;
     };
     for (path, point) in undos.iter().rev() {
-        crate::guard(|| tree.undo(path, point).map_err(|err| format!("larch: rebuilding a context: {err}")))?;
+        let path = path.steps();
+        crate::guard(|| {
+            tree.undo(&path, point).map_err(|err| format!("larch: rebuilding a context: {err}"))
+        })?;
     }
     Ok(tree)
 }
