@@ -8,8 +8,10 @@ exception Error of string
 
 type index
 
-(** A context: a tree and the commit(s) it was checked out from. An immutable value, except
-    that a change with [~consume:true] moves its tree out of it (it then raises on any use). *)
+(** A context: a tree and the commit(s) it was checked out from. An immutable value: a change
+    moves the tree into the new context and changes it in place, and the input keeps what rebuilds
+    its own tree if it is used again (docs/ocaml.md); with [~consume:true] the input raises on
+    any later use instead. *)
 type t = Larch_raw.context
 
 type context = t

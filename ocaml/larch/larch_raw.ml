@@ -175,6 +175,10 @@ external trace_next :
   option
   res = "larch_trace_next"
 
+(* The next operations (at most the count), encoded in one byte string (empty at the end):
+   decoded by Support.replay (ocaml/support/support.ml); the encoding is in src/trace.rs. *)
+external trace_next_batch : trace -> int -> bytes res = "larch_trace_next_batch"
+
 external hash_to_b58 : string -> string res = "larch_hash_to_b58"
 
 external hash_of_text : string -> string res = "larch_hash_of_text"

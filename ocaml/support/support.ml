@@ -75,6 +75,66 @@ let all_matches re text =
   in
   go 0 []
 
+(* The operations of a trace, read a batch at a time (Larch_raw.trace_next_batch, encoded as
+   ocaml/larch-ocaml/src/trace.rs says) and decoded here: [next ()] is the next operation as
+   (kind, input, output, forget_input, path, path2, value, found, hash, date, message, parents),
+   [None] at the end. *)
+let trace_reader trace =
+  let buf = ref Bytes.empty and pos = ref 0 in
+  let byte () =
+    let v = Bytes.get_uint8 !buf !pos in
+    incr pos ;
+    v
+  in
+  let u32 () =
+    let v = Int32.to_int (Bytes.get_int32_le !buf !pos) land 0xFFFF_FFFF in
+    pos := !pos + 4 ;
+    v
+  in
+  let i64 () =
+    let v = Bytes.get_int64_le !buf !pos in
+    pos := !pos + 8 ;
+    v
+  in
+  let bytes () =
+    let n = u32 () in
+    let b = Bytes.sub !buf !pos n in
+    pos := !pos + n ;
+    b
+  in
+  let strings () =
+    let rec go k acc =
+      if k = 0 then List.rev acc else go (k - 1) (Bytes.unsafe_to_string (bytes ()) :: acc)
+    in
+    go (u32 ()) []
+  in
+  let rec next () =
+    if !pos < Bytes.length !buf then (
+      let kind = byte () in
+      let forget = byte () = 1 in
+      let found = byte () = 1 in
+      let input = Int64.to_int (i64 ()) in
+      let out = Int64.to_int (i64 ()) in
+      let date = i64 () in
+      let path = strings () in
+      let path2 = strings () in
+      let value = bytes () in
+      let hash = bytes () in
+      let message = bytes () in
+      let parents = List.map Bytes.of_string (strings ()) in
+      Some
+        (kind, input, out, forget, path, path2, value, found, hash, date, message, parents))
+    else
+      match Larch_raw.trace_next_batch trace 512 with
+      | Error e -> failwith e
+      | Ok b when Bytes.length b = 0 -> None
+      | Ok b ->
+          buf := b ;
+          pos := 0 ;
+          next ()
+  in
+  next
+
 (* The replay of a trace through Larch_context, as larch-bench's replayer does it: context 0 is
    the empty tree; outputs are bound (and dropped at once when forgotten), forgotten inputs are
    dropped after use; every read and every commit hash is checked against the trace. With
@@ -100,24 +160,23 @@ let replay ?(consume = false) ~index trace_path =
   let bind id ctxt = Hashtbl.replace contexts id ctxt in
   let commits = ref [] in
   let ops = ref 0 in
+  let next = trace_reader trace in
   let rec loop () =
-    match Larch_raw.trace_next trace with
-    | Error e -> failwith e
-    | Ok None -> ()
-    | Ok
-        (Some
-          ( kind,
-            input,
-            out,
-            forget,
-            path,
-            path2,
-            value,
-            found,
-            hash,
-            date,
-            message,
-            parents )) ->
+    match next () with
+    | None -> ()
+    | Some
+        ( kind,
+          input,
+          out,
+          forget,
+          path,
+          path2,
+          value,
+          found,
+          hash,
+          date,
+          message,
+          parents ) ->
         (* Context operations, as larch replay counts them: not checkouts nor commits. *)
         if kind <> 0 && kind <> 7 then incr ops ;
         (match kind with

@@ -446,6 +446,87 @@ let test_errors () =
 
 (* ---- Proofs made through the bindings verify with `larch proof verify` ---- *)
 
+(* ---- Contexts stay values: a change moves the tree, the input is rebuilt when used ---- *)
+
+let test_old_contexts () =
+  let seed =
+    match Sys.getenv_opt "LARCH_SEED" with
+    | Some s -> int_of_string s
+    | None -> 42
+  in
+  Printf.printf "old contexts: seed %d (replay with LARCH_SEED=%d)\n%!" seed seed ;
+  Random.init seed ;
+  let dir = temp_dir "old" in
+  let index = C.init (Filename.concat dir "store") in
+  let base = ref (C.empty index) in
+  for i = 0 to 299 do
+    base := C.add !base ["big"; Printf.sprintf "n%d" i] (Bytes.of_string "v")
+  done ;
+  base := C.add !base ["a"; "b"; "c"] (Bytes.of_string "abc") ;
+  let commit = C.commit ~time:0L !base in
+  let names ctxt path = List.map fst (C.list ctxt path) in
+  (* What each context is when made: its commit hash (nothing written) and two listings. *)
+  let state ctxt = (C.hash ~time:0L ctxt, names ctxt ["big"], names ctxt ["a"]) in
+  let n = 300 in
+  let ctxts = Array.make n (C.checkout_exn index commit) in
+  let states = Array.make n (state ctxts.(0)) in
+  let consumed = Array.make n false in
+  let key () =
+    match Random.int 4 with
+    | 0 -> ["big"; Printf.sprintf "n%d" (Random.int 320)]
+    | 1 -> ["a"; "b"; Printf.sprintf "x%d" (Random.int 5)]
+    | 2 -> ["a"; "b"; "c"; "d"]
+    | _ -> [Printf.sprintf "t%d" (Random.int 3)]
+  in
+  for i = 1 to n - 1 do
+    (* Mostly the newest context, sometimes an older one (rebuilt from the newer ones). *)
+    let rec pick () =
+      let j = if Random.int 4 = 0 then Random.int i else i - 1 in
+      if consumed.(j) then pick () else j
+    in
+    let j = pick () in
+    let consume = j = i - 1 && Random.int 10 = 0 in
+    let input = ctxts.(j) in
+    let made =
+      match Random.int 6 with
+      | 0 -> C.remove ~consume input (key ())
+      | 1 -> (
+          match C.copy ~consume input ~from:(key ()) ~to_:(key ()) with
+          | Some c -> c
+          | None -> C.add ~consume input (key ()) (Bytes.of_string "copy")
+          )
+      | _ -> C.add ~consume input (key ()) (Bytes.of_string (string_of_int i))
+    in
+    if consume then consumed.(j) <- true ;
+    ctxts.(i) <- made ;
+    states.(i) <- state made ;
+    if i mod 50 = 0 then Gc.full_major ()
+  done ;
+  Gc.full_major () ;
+  (* Every context, in a random order, is what it was when made. *)
+  let order = Array.init n (fun i -> i) in
+  for i = n - 1 downto 1 do
+    let k = Random.int (i + 1) in
+    let t = order.(i) in
+    order.(i) <- order.(k) ;
+    order.(k) <- t
+  done ;
+  Array.iter
+    (fun i ->
+      if consumed.(i) then raises_error "a consumed context" (fun () -> C.find ctxts.(i) ["a"])
+      else
+        let hash, big, a = states.(i) in
+        let hash', big', a' = state ctxts.(i) in
+        Alcotest.(check string) (Printf.sprintf "context %d: hash" i) (hex hash) (hex hash') ;
+        Alcotest.(check (list string)) (Printf.sprintf "context %d: big" i) big big' ;
+        Alcotest.(check (list string)) (Printf.sprintf "context %d: a" i) a a')
+    order ;
+  (* The checked-out context lists its stored directory in its stored order, not by name. *)
+  let _, big0, _ = states.(0) in
+  Alcotest.(check bool) "stored order kept" true (big0 <> List.sort compare big0) ;
+  C.close index ;
+  remove_dir dir
+
 let test_proofs () =
   let dir = temp_dir "proofs" in
   let index = C.init (Filename.concat dir "store") in
@@ -640,6 +721,7 @@ let () =
       ("replay", [Alcotest.test_case "trace through the OCaml API" `Quick test_replay]);
       ("fold", [Alcotest.test_case "depths and orders vs larch ls" `Quick test_fold]);
       ("list", [Alcotest.test_case "Irmin's order around a commit" `Quick test_list_around_commit]);
+      ("contexts", [Alcotest.test_case "old contexts after changes" `Quick test_old_contexts]);
       ("collector", [Alcotest.test_case "Gc.full_major with live trees" `Quick test_gc_full_major]);
       ("errors", [Alcotest.test_case "exceptions" `Quick test_errors]);
       ("proofs", [Alcotest.test_case "verified by larch proof verify" `Quick test_proofs]);

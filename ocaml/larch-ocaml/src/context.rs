@@ -5,12 +5,7 @@
 use crate::index::Context;
 use crate::tree::{self, OTree};
 use crate::{Bytes, Outcome, PathArg};
-use larch_core::Tree;
 use ocaml::Pointer;
-
-fn with_tree(ctx: &Context, tree: Tree) -> Pointer<Context> {
-    ctx.with_tree(tree).into()
-}
 
 /// `find`.
 #[ocaml::func]
@@ -60,33 +55,35 @@ pub fn larch_length(ctx: &Context, path: PathArg) -> Outcome<ocaml::Int> {
     ctx.read(|tree| tree::length(tree, &path))
 }
 
-/// `add`: a new context. With `consume`, the input's tree moves into the result (changed in
-/// place where it is not shared) and the input refuses later uses.
+/// `add`: a new context. The tree moves into it and is changed in place; the input keeps what
+/// rebuilds its tree if it is used again. With `consume`, the input refuses later uses.
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> bytes -> bool -> (context, string) result")]
 pub fn larch_add(ctx: &Context, path: PathArg, value: &[u8], consume: bool) -> Outcome<Pointer<Context>> {
-    let tree = tree::add(ctx.take(consume)?, &path, value)?;
-    Ok(with_tree(ctx, tree))
+    changed(ctx.change(consume, &path.0, |tree| tree::add(tree, &path, value).map(|()| true))?)
 }
 
 /// `add_tree`: a new context (`consume` as for `add`).
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> tree -> bool -> (context, string) result")]
 pub fn larch_add_tree(ctx: &Context, path: PathArg, sub: &OTree, consume: bool) -> Outcome<Pointer<Context>> {
-    let tree = tree::add_tree(ctx.take(consume)?, &path, &sub.0)?;
-    Ok(with_tree(ctx, tree))
+    changed(ctx.change(consume, &path.0, |tree| tree::add_tree(tree, &path, &sub.0).map(|()| true))?)
 }
 
 /// `remove`: a new context (`consume` as for `add`).
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> bool -> (context, string) result")]
 pub fn larch_remove(ctx: &Context, path: PathArg, consume: bool) -> Outcome<Pointer<Context>> {
-    let tree = tree::remove(ctx.take(consume)?, &path)?;
-    Ok(with_tree(ctx, tree))
+    changed(ctx.change(consume, &path.0, |tree| tree::remove(tree, &path).map(|()| true))?)
+}
+
+/// The context a change made (every change but `copy` from a missing path makes one).
+fn changed(made: Option<Context>) -> Outcome<Pointer<Context>> {
+    made.map(Pointer::from).ok_or_else(|| "larch: a change made no context".to_string())
 }
 
 /// `copy ~from ~to_` (Octez's `Context.copy`): `None` when `from` is absent (`consume` as for
-/// `add`).
+/// `add`; an absent `from` consumes nothing).
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> string list -> bool -> (context option, string) result")]
 pub fn larch_copy(
@@ -95,10 +92,8 @@ pub fn larch_copy(
     to: PathArg,
     consume: bool,
 ) -> Outcome<Option<Pointer<Context>>> {
-    let mut tree = ctx.take(consume)?;
-    let copied = crate::guard(|| {
-        let done = tree.copy(&from.0, &to.0).map_err(|err| tree::tree_error("copy from", &from, err))?;
-        Ok(done.then_some(tree))
+    let made = ctx.change(consume, &to.0, |tree| {
+        tree.copy(&from.0, &to.0).map_err(|err| tree::tree_error("copy from", &from, err))
     })?;
-    Ok(copied.map(|tree| with_tree(ctx, tree)))
+    Ok(made.map(Pointer::from))
 }

@@ -2,6 +2,7 @@
 //! `exists`, `checkout`, `commit`, `gc`, `sync`, `export_snapshot`.
 
 use crate::tree::OTree;
+use crate::version::Version;
 use crate::{Bytes, Outcome, blocking, guard, hash_arg};
 use larch_core::{CommitInfo, Hash, Tree};
 use larch_store::{Repo, RepoOptions, SyncPolicy};
@@ -47,13 +48,14 @@ impl ocaml::Custom for Index {
 }
 
 /// A context: a tree and the commits it descends from, in an index. Immutable: every change
-/// returns a new context (as Octez's contexts are values), except a change asked to consume its
-/// input, which moves the tree out of it (the input then refuses every use).
+/// returns a new context (as Octez's contexts are values); the tree moves into it, and the input
+/// keeps what rebuilds its own tree if it is used again ([`Version`]). A change asked to consume
+/// its input gives it up (the input then refuses every use).
 pub struct Context {
     /// The index it belongs to.
     pub index: Arc<IndexInner>,
-    /// Its tree; `None` once consumed.
-    tree: Mutex<Option<Tree>>,
+    /// Its tree.
+    version: Arc<Version>,
     /// The parents its commit will have: the commit it was checked out from, if any.
     pub parents: Arc<[Hash]>,
 }
@@ -61,7 +63,7 @@ pub struct Context {
 impl Context {
     /// A context of `index` holding `tree`.
     pub fn new(index: Arc<IndexInner>, tree: Tree, parents: Arc<[Hash]>) -> Context {
-        Context { index, tree: Mutex::new(Some(tree)), parents }
+        Context { index, version: Version::new(tree), parents }
     }
 
     /// A context of the same index and parents holding `tree`.
@@ -69,20 +71,9 @@ impl Context {
         Context::new(self.index.clone(), tree, self.parents.clone())
     }
 
-    fn slot(&self) -> Outcome<MutexGuard<'_, Option<Tree>>> {
-        self.tree.lock().map_err(|_| "larch: the context's lock is poisoned".to_string())
-    }
-
-    fn consumed() -> String {
-        "larch: the context was consumed by an earlier change (~consume:true)".to_string()
-    }
-
     /// `f` of its tree.
     pub fn read<R>(&self, f: impl FnOnce(&Tree) -> Outcome<R>) -> Outcome<R> {
-        match self.slot()?.as_ref() {
-            Some(tree) => f(tree),
-            None => Err(Context::consumed()),
-        }
+        self.version.read(f)
     }
 
     /// Its tree (an O(1) clone).
@@ -90,9 +81,16 @@ impl Context {
         self.read(|tree| Ok(tree.clone()))
     }
 
-    /// Its tree, moved out when `consume` (later uses of this context are errors), else cloned.
-    pub fn take(&self, consume: bool) -> Outcome<Tree> {
-        if consume { self.slot()?.take().ok_or_else(Context::consumed) } else { self.tree() }
+    /// The context of the same index and parents whose tree is this one's changed by `change`
+    /// at `path` (`None` if `change` returns that it changed nothing), `consume` as for `add`.
+    pub fn change(
+        &self,
+        consume: bool,
+        path: &[&[u8]],
+        change: impl FnOnce(&mut Tree) -> Outcome<bool>,
+    ) -> Outcome<Option<Context>> {
+        let next = self.version.change(consume, path, change)?;
+        Ok(next.map(|version| Context { index: self.index.clone(), version, parents: self.parents.clone() }))
     }
 }
 
@@ -114,6 +112,7 @@ fn store_error(what: &str, err: impl std::fmt::Display) -> String {
 pub fn larch_index_open(path: &[u8], readonly: bool, sync: &[u8]) -> Outcome<Pointer<Index>> {
     let path = PathBuf::from(OsStr::from_bytes(path));
     let sync = String::from_utf8_lossy(sync).into_owned();
+    crate::tune_allocator();
     let opened = blocking(gc, move || {
         let repo = if readonly {
             let options = RepoOptions { create: false, ..RepoOptions::default() };

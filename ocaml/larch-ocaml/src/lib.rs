@@ -22,12 +22,34 @@ mod index;
 mod proof;
 mod trace;
 mod tree;
+mod version;
 
 use ocaml::{FromValue, Runtime, ToValue, Value};
 
 /// The Rust side's allocator: mimalloc, as in the `larch` binary (OCaml's heap is OCaml's own).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's `mi_option_purge_delay` (a member of its `mi_option_e` that `libmimalloc-sys` names
+/// no constant for; `crates/larch-cli/src/allocator.rs` tests it by its default value).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Sets the allocator's purge delay to 60 s, as the `larch` binary does (its
+/// `allocator.rs` says why), unless the environment chose one (`MIMALLOC_PURGE_DELAY`): freed
+/// pages are not given back to the OS one second after, to be faulted in and zeroed again at
+/// the next block. On the OCaml replay benchmark: 1.1–1.2x the context ops/s of the default
+/// delay (docs/ocaml.md). Once per process, at the first index opened.
+pub fn tune_allocator() {
+    static TUNED: std::sync::Once = std::sync::Once::new();
+    TUNED.call_once(|| {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            // SAFETY: `mi_option_set` stores an integer into mimalloc's option table (any thread,
+            // any time: the allocator reads it each time it schedules a purge); the index is a
+            // member of `mi_option_e`.
+            unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 60_000) }
+        }
+    });
+}
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// What an external returns when it can fail: OCaml's `('a, string) result`.

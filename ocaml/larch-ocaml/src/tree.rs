@@ -74,25 +74,16 @@ pub(crate) fn list(
         .collect())
 }
 
-pub(crate) fn add(mut tree: Tree, path: &PathArg, value: &[u8]) -> Outcome<Tree> {
-    guard(|| {
-        tree.add(&path.0, value.to_vec()).map_err(|err| tree_error("add", path, err))?;
-        Ok(tree)
-    })
+pub(crate) fn add(tree: &mut Tree, path: &PathArg, value: &[u8]) -> Outcome<()> {
+    guard(|| tree.add(&path.0, value.to_vec()).map_err(|err| tree_error("add", path, err)))
 }
 
-pub(crate) fn add_tree(mut tree: Tree, path: &PathArg, sub: &Tree) -> Outcome<Tree> {
-    guard(|| {
-        tree.add_tree(&path.0, sub).map_err(|err| tree_error("add_tree", path, err))?;
-        Ok(tree)
-    })
+pub(crate) fn add_tree(tree: &mut Tree, path: &PathArg, sub: &Tree) -> Outcome<()> {
+    guard(|| tree.add_tree(&path.0, sub).map_err(|err| tree_error("add_tree", path, err)))
 }
 
-pub(crate) fn remove(mut tree: Tree, path: &PathArg) -> Outcome<Tree> {
-    guard(|| {
-        tree.remove(&path.0).map_err(|err| tree_error("remove", path, err))?;
-        Ok(tree)
-    })
+pub(crate) fn remove(tree: &mut Tree, path: &PathArg) -> Outcome<()> {
+    guard(|| tree.remove(&path.0).map_err(|err| tree_error("remove", path, err)))
 }
 
 /// `Tree.find`.
@@ -146,21 +137,27 @@ pub fn larch_tree_length(tree: &OTree, path: PathArg) -> Outcome<ocaml::Int> {
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> bytes -> (tree, string) result")]
 pub fn larch_tree_add(tree: &OTree, path: PathArg, value: &[u8]) -> Outcome<Pointer<OTree>> {
-    Ok(OTree(add(tree.0.clone(), &path, value)?).into())
+    let mut new = tree.0.clone();
+    add(&mut new, &path, value)?;
+    Ok(OTree(new).into())
 }
 
 /// `Tree.add_tree`: a new tree.
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> tree -> (tree, string) result")]
 pub fn larch_tree_add_tree(tree: &OTree, path: PathArg, sub: &OTree) -> Outcome<Pointer<OTree>> {
-    Ok(OTree(add_tree(tree.0.clone(), &path, &sub.0)?).into())
+    let mut new = tree.0.clone();
+    add_tree(&mut new, &path, &sub.0)?;
+    Ok(OTree(new).into())
 }
 
 /// `Tree.remove`: a new tree.
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> (tree, string) result")]
 pub fn larch_tree_remove(tree: &OTree, path: PathArg) -> Outcome<Pointer<OTree>> {
-    Ok(OTree(remove(tree.0.clone(), &path)?).into())
+    let mut new = tree.0.clone();
+    remove(&mut new, &path)?;
+    Ok(OTree(new).into())
 }
 
 /// `Tree.empty`.

@@ -55,7 +55,7 @@ pub(crate) fn node_mut<'a>(
                     None => Node::clone(arc),
                 };
                 if origins {
-                    copy.set_origin(arc.clone());
+                    copy.set_origin(arc.origin_for_copy());
                 }
                 *arc = Arc::new(copy);
             }

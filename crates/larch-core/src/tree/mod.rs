@@ -9,8 +9,10 @@ mod key;
 pub mod node;
 mod prefetch;
 pub mod source;
+mod undo;
 
 pub use prefetch::{hint_child_caches, hint_memory};
+pub use undo::UndoPoint;
 
 use crate::hash::Hash;
 use crate::schema::Kind;

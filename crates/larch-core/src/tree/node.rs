@@ -543,6 +543,10 @@ pub struct Node {
     origin: Mutex<Option<Arc<Node>>>,
 }
 
+/// The most versions not stored that the origins of a node chain in memory
+/// ([`Node::origin_for_copy`]).
+pub const MAX_UNSTORED_ORIGINS: usize = 16;
+
 /// [`Node::record_chain`] not noted.
 const NO_CHAIN: u8 = u8::MAX;
 
@@ -582,8 +586,40 @@ impl Node {
     /// is stored: see [`origin`](Node::origin)).
     pub fn copy_for_change(self: &Arc<Node>) -> Node {
         let copy = Node::clone(self);
-        copy.set_origin(self.clone());
+        copy.set_origin(self.origin_for_copy());
         copy
+    }
+
+    /// The origin a copy of this node made for a change remembers: this node. But when this node
+    /// is not stored and its origins chain more than [`MAX_UNSTORED_ORIGINS`] versions that are
+    /// not stored either, this node forgets its own origin first (it is then written in full if
+    /// it is ever stored), so that a chain of versions in memory stays that short.
+    ///
+    /// A caller that keeps every version of a tree and changes the newest without ever storing
+    /// them (OCaml trees, which stay values after a change) copies a directory at each change;
+    /// each copy remembering the one before made the chain of every version of every directory it
+    /// changed stay in memory until a commit (3.5 GiB on the first block of a 100-block trace
+    /// replayed through the OCaml bindings with persistent contexts, docs/ocaml.md). The versions
+    /// that a store may still write (a commit being written while the next blocks change the
+    /// tree: `PipelinedRepo` keeps up to 4 in flight) are within the bound, so their copies keep
+    /// their patch bases.
+    pub fn origin_for_copy(self: &Arc<Node>) -> Arc<Node> {
+        let mut node = self.clone();
+        for _ in 0..MAX_UNSTORED_ORIGINS {
+            if node.stored_key().is_some() {
+                return self.clone();
+            }
+            match node.origin() {
+                Some(origin) => node = origin,
+                None => return self.clone(),
+            }
+        }
+        if node.stored_key().is_none()
+            && let Ok(mut slot) = self.origin.lock()
+        {
+            drop(slot.take());
+        }
+        self.clone()
     }
 
     /// Remembers `origin` as the version this node was copied from.

@@ -410,3 +410,39 @@ fn a_full_inode_finds_each_bucket_at_its_index() {
     assert_eq!(tree.find_bucket(3), Err(3));
     assert_eq!(tree.find_bucket(40), Err(31));
 }
+
+/// The number of origins `node` chains in memory.
+fn origin_chain(node: &Arc<Node>) -> usize {
+    let mut chain = 0;
+    let mut node = node.clone();
+    while let Some(origin) = node.origin() {
+        chain += 1;
+        node = origin;
+    }
+    chain
+}
+
+#[test]
+fn versions_never_stored_chain_their_origins_at_most_a_bound() {
+    // Each version copied from the one before, all kept, none stored (OCaml trees changed again
+    // and again): the chain is cut past the bound, so the oldest versions can be freed.
+    let first = Arc::new(Node::new(NodeBody::Flat(vec![(Name::from("a"), Entry::contents(b"1".to_vec()))])));
+    let mut versions = vec![first.clone()];
+    for _ in 0..3 * MAX_UNSTORED_ORIGINS {
+        let newest = Arc::new(versions[versions.len() - 1].copy_for_change());
+        versions.push(newest);
+    }
+    let chain = origin_chain(&versions[versions.len() - 1]);
+    assert!((1..=MAX_UNSTORED_ORIGINS + 1).contains(&chain), "a chain of {chain} origins");
+    drop(versions.drain(1..versions.len() / 2));
+    assert_eq!(Arc::strong_count(&first), 2, "the oldest versions are no one's origin any more");
+    // Versions between a stored one and the newest (commits being written) keep their chain.
+    let store = StoreId::fresh();
+    let stored = Arc::new(Node::new(NodeBody::Flat(Vec::new())));
+    stored.set_stored_key(ObjectKey::new(store, 40));
+    let a = Arc::new(stored.copy_for_change());
+    let b = Arc::new(a.copy_for_change());
+    let c = Arc::new(b.copy_for_change());
+    assert_eq!(origin_chain(&c), 3);
+    assert!(c.origin().is_some_and(|origin| Arc::ptr_eq(&origin, &b)));
+}
