@@ -1,6 +1,7 @@
 //! `larch fsck STORE`: the integrity check of a store.
 
 use crate::output::emit;
+use crate::size::parse_size;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -11,12 +12,19 @@ use std::process::ExitCode;
 pub struct FsckArgs {
     /// The store directory.
     store: PathBuf,
+    /// Byte budget of the cache of decoded objects (the bases of patches and the children of
+    /// inodes, read again while the check sweeps the pack from its end down). The check's other
+    /// memory is the records reached and not checked yet (`records waiting at most`), whatever
+    /// the store's size. Sizes: `32M` and `32MiB` are binary (K = 1024), `32MB` is decimal.
+    #[arg(long, value_parser = parse_size, default_value = "32MiB")]
+    cache_size: u64,
 }
 
 /// Checks the store; exits with 1 when it has problems (all are printed).
 pub fn run(args: FsckArgs) -> anyhow::Result<ExitCode> {
     let options = larch_store::RepoOptions {
         create: false,
+        cache_bytes: args.cache_size,
         lower: crate::inspect::lower(),
         ..larch_store::RepoOptions::default()
     };
