@@ -9,6 +9,7 @@ use crate::format::patch;
 use crate::io::storage::Storage;
 use crate::pack::reader::PackReader;
 use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, schema};
+use super::frontier::{Frontier, Reached};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
@@ -75,9 +76,33 @@ pub struct FsckStats {
     /// The GC segments: name, global range start and end, bytes of records kept.
     pub segment_files: Vec<(String, u64, u64, u64)>,
     /// The most records reached and not yet checked at one time: the check sweeps the pack
-    /// from its end down and remembers nothing else per record, so its memory is this many
-    /// entries (about 100 bytes each) besides the reader's cache.
+    /// from its end down and remembers nothing else per record; at most
+    /// [`FsckOptions::max_pending`] of them (about 100 bytes each) wait in memory, the others
+    /// in a temporary file.
     pub peak_pending: u64,
+    /// References to records that waited in the temporary file (0: all fitted in memory).
+    pub spilled_pending: u64,
+}
+
+/// Default of [`FsckOptions::max_pending`]: 1 M records reached and not checked yet in memory
+/// (about 100 MiB).
+pub const DEFAULT_FSCK_PENDING: usize = 1 << 20;
+
+/// How [`crate::Repo::fsck_with`] bounds its memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsckOptions {
+    /// The most records reached and not checked yet that wait in memory ([`DEFAULT_FSCK_PENDING`]);
+    /// past it, half of them (those the sweep reaches last) go to a temporary file.
+    pub max_pending: usize,
+    /// Where that temporary file is made ([`std::env::temp_dir`] by default); it has no name and
+    /// is gone when the check ends.
+    pub spill_dir: std::path::PathBuf,
+}
+
+impl Default for FsckOptions {
+    fn default() -> FsckOptions {
+        FsckOptions { max_pending: DEFAULT_FSCK_PENDING, spill_dir: std::env::temp_dir() }
+    }
 }
 
 /// A parent recorded as absent from the store (by hash only: the commit was imported without its
@@ -144,7 +169,11 @@ impl fmt::Display for FsckReport {
         writeln!(f, "inline contents: {} ({} bytes)", stats.inline_contents, stats.inline_bytes)?;
         writeln!(f, "hex-packed names: {}", stats.hex_names)?;
         writeln!(f, "max directory depth: {}", stats.max_depth)?;
-        writeln!(f, "records waiting at most: {}", stats.peak_pending)?;
+        writeln!(
+            f,
+            "records waiting at most: {} ({} spilled to a temporary file)",
+            stats.peak_pending, stats.spilled_pending
+        )?;
         let largest: Vec<String> =
             stats.largest_directories.iter().map(|(len, offset)| format!("{len} @ {offset}")).collect();
         writeln!(f, "largest directories: {}", largest.join(", "))?;
@@ -181,38 +210,39 @@ fn inode_role(depth: u8) -> u8 {
     depth.saturating_add(2)
 }
 
-/// A record reached from a record above it (or from a commit) and not checked yet. Every other
-/// reference to the same record must name the same full hash, all 32 bytes of it (a prefix would
-/// let a crafted store name one record by two hashes), and the same kind of object.
-struct Reached {
-    hash: Hash,
-    /// The offset of the first record that referred to it.
-    parent: u64,
-    /// The deepest directory nesting it was reached at (the root is depth 1).
-    depth: u32,
-    role: u8,
-    /// Whether its children are followed: false for a patch base below the oldest kept commit
-    /// of a collected store, checked as a base only (its children may have been collected),
-    /// unless another reference reaches it in full.
-    full: bool,
-}
-
 /// The check, as one sweep of the pack from its end down: every pointer of a record points below
 /// it (`docs/format.md` §3.3, `back` ≥ 1), so when the sweep reaches an offset, every reference
 /// to that record has been seen. The records reached and not yet checked wait in `pending`,
 /// where the references to one record meet (and are compared); nothing is remembered of a
-/// record once it is checked. The memory is that frontier, not the store: no set of visited
-/// records, no decoded directory kept beyond the reader's bounded cache.
+/// record once it is checked. The memory is that frontier (bounded by [`FsckOptions`], the rest
+/// spilled to a temporary file), not the store: no set of visited records, no decoded directory
+/// kept beyond the reader's bounded cache.
 struct Checker<'a> {
     reader: &'a PackReader,
     /// The commit index: hash to record offset.
     commits: &'a HashMap<Hash, u64>,
     report: FsckReport,
     /// Records reached and not checked yet, by offset (the sweep takes the highest first).
-    pending: BTreeMap<u64, Reached>,
+    pending: Frontier,
     reachable_bytes: u64,
     /// The oldest kept record of a collected store (0: never collected).
     keep_from: u64,
+    /// The frontier's temporary file failed: the sweep stops.
+    stopped: bool,
+}
+
+/// Another reference `other` to a record first reached as `seen`: the same hash and kind, or
+/// what is wrong. The record's children are followed if either reference follows them.
+fn meet(seen: &mut Reached, other: &Reached) -> Option<&'static str> {
+    if seen.hash != other.hash {
+        Some("referenced with two different hashes")
+    } else if seen.role != other.role {
+        Some("referenced as two different kinds of object")
+    } else {
+        seen.full |= other.full;
+        seen.depth = seen.depth.max(other.depth);
+        None
+    }
 }
 
 fn problem_of(error: StoreError, hash: Option<Hash>, parent: Option<u64>, fallback: u64) -> Problem {
@@ -245,35 +275,33 @@ impl Checker<'_> {
             let what = format!("a pointer to offset {offset}, not below its record");
             return self.problem(parent, Some(reached.hash), None, what);
         }
-        let what = match self.pending.entry(offset) {
-            std::collections::btree_map::Entry::Vacant(vacant) => {
-                vacant.insert(reached);
-                let waiting = self.pending.len() as u64;
-                let peak = &mut self.report.stats.peak_pending;
-                *peak = (*peak).max(waiting);
-                return;
+        if let Some(seen) = self.pending.get_mut(offset) {
+            if let Some(what) = meet(seen, &reached) {
+                self.problem(offset, Some(reached.hash), Some(parent), what.to_string());
             }
-            std::collections::btree_map::Entry::Occupied(mut occupied) => {
-                let seen = occupied.get_mut();
-                if seen.hash != reached.hash {
-                    "referenced with two different hashes"
-                } else if seen.role != reached.role {
-                    "referenced as two different kinds of object"
-                } else {
-                    seen.full |= reached.full;
-                    seen.depth = seen.depth.max(reached.depth);
-                    return;
-                }
-            }
-        };
-        self.problem(offset, Some(reached.hash), Some(parent), what.to_string());
+            return;
+        }
+        if let Err(e) = self.pending.push(offset, reached) {
+            self.spill_failed(e);
+        }
+    }
+
+    /// The temporary file of the frontier failed: reported as a problem of the check itself
+    /// (not damage of the store), which stops.
+    fn spill_failed(&mut self, error: std::io::Error) {
+        let what = format!("the check's temporary file failed ({error}): not damage of the store, the check stopped");
+        self.problem(0, None, None, what);
+        self.stopped = true;
     }
 
     /// Checks the records reachable from the commits, highest offset first (see [`Checker`]).
     fn sweep(&mut self, mut commits: Vec<(Hash, u64)>) {
         loop {
+            if self.stopped {
+                return;
+            }
             let next_commit = commits.last().map(|(_, offset)| *offset);
-            let next_record = self.pending.last_key_value().map(|(offset, _)| *offset);
+            let next_record = self.pending.next_offset();
             match (next_commit, next_record) {
                 (None, None) => return,
                 (Some(commit), record) if record.is_none_or(|record| commit >= record) => {
@@ -281,15 +309,23 @@ impl Checker<'_> {
                         self.commit(hash, offset);
                     }
                 }
-                _ => {
-                    if let Some((offset, reached)) = self.pending.pop_last() {
+                _ => match self.pending.pop() {
+                    Err(e) => self.spill_failed(e),
+                    Ok(None) => {}
+                    Ok(Some((offset, mut reached, others))) => {
+                        // The references to this record that waited apart (spilled) meet now.
+                        for other in others {
+                            if let Some(what) = meet(&mut reached, &other) {
+                                self.problem(offset, Some(other.hash), Some(other.parent), what.to_string());
+                            }
+                        }
                         if reached.role == CONTENTS {
                             self.contents(offset, reached.hash, reached.parent);
                         } else {
                             self.node(offset, reached);
                         }
                     }
-                }
+                },
             }
         }
     }
@@ -510,25 +546,30 @@ impl Checker<'_> {
 /// Checks the whole store as of `state`: every commit of `index` (hash to record offset), every
 /// reachable object through `reader`, every hash and offset. Never stops at the first problem.
 /// Its memory is bounded by the reader's cache and the records reached and not checked yet
-/// (reported as [`FsckStats::peak_pending`]), not by the store's size.
+/// (at most [`FsckOptions::max_pending`] in memory, the rest in a temporary file; reported as
+/// [`FsckStats::peak_pending`]), not by the store's size.
 pub(crate) fn check(
     reader: &PackReader,
     state: &ControlState,
     index: &HashMap<Hash, u64>,
     index_file: &dyn Storage,
+    options: &FsckOptions,
 ) -> FsckReport {
     let mut checker = Checker {
         reader,
         commits: index,
         report: FsckReport::default(),
-        pending: BTreeMap::new(),
+        pending: Frontier::new(options.max_pending, options.spill_dir.clone()),
         reachable_bytes: 0,
         keep_from: state.keep_from,
+        stopped: false,
     };
     let mut commits: Vec<(Hash, u64)> = index.iter().map(|(hash, offset)| (*hash, *offset)).collect();
     commits.sort_unstable_by_key(|(_, offset)| *offset);
     checker.report.stats.commits = commits.len() as u64;
     checker.sweep(commits);
+    checker.report.stats.peak_pending = checker.pending.peak;
+    checker.report.stats.spilled_pending = checker.pending.spilled_total;
     // The sweep reports problems from the end of the pack down; the report lists them by offset,
     // as a walk from the oldest commit did (problems of one record keep their order).
     checker.report.problems.sort_by_key(|problem| problem.offset);

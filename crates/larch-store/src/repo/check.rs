@@ -1,6 +1,6 @@
 //! The integrity checks of a handle's published state ([`crate::check`] does the work).
 
-use crate::check::fsck::{self, FsckReport};
+use crate::check::fsck::{self, FsckOptions, FsckReport};
 use crate::check::scan::{self, ScanReport};
 use crate::error::Result;
 use crate::repo::Repo;
@@ -16,7 +16,14 @@ impl Repo {
     /// object, every hash and offset, and the control file (a damaged spare slot or confirmation
     /// record, a confirmed state no slot holds). Never stops at the first problem.
     pub fn fsck(&self) -> FsckReport {
-        let mut report = fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index);
+        self.fsck_with(&FsckOptions::default())
+    }
+
+    /// [`Repo::fsck`] with its memory bounded by `options` (the records reached and not checked
+    /// yet held in memory; the rest wait in a temporary file).
+    pub fn fsck_with(&self, options: &FsckOptions) -> FsckReport {
+        let mut report =
+            fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index, options);
         // A reader beside a live writer, or a writer whose publisher thread may be writing a slot
         // now (pipelined), may read a slot while it is being written.
         let live = self.publisher.is_some()
