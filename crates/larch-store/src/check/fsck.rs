@@ -1,6 +1,7 @@
 //! The integrity checker: walks every commit and every object reachable from it, recomputes every
 //! hash, checks every offset and record, and reports all problems with statistics.
 
+use super::frontier::{Frontier, Reached};
 use crate::error::{FileKind, StoreError};
 use crate::format::codec::{self, EntryCounts, RecordKind};
 use crate::format::control::ControlState;
@@ -9,7 +10,6 @@ use crate::format::patch;
 use crate::io::storage::Storage;
 use crate::pack::reader::PackReader;
 use larch_core::{ContentsRef, Entry, Hash, Node, NodeBody, NodeRef, schema};
-use super::frontier::{Frontier, Reached};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
@@ -231,13 +231,18 @@ struct Checker<'a> {
     stopped: bool,
 }
 
-/// Another reference `other` to a record first reached as `seen`: the same hash and kind, or
-/// what is wrong. The record's children are followed if either reference follows them.
-fn meet(seen: &mut Reached, other: &Reached) -> Option<&'static str> {
+/// Another reference `other` to a record reached as `seen`: the same hash and kind, or what is
+/// wrong, with the reference it is said of. The reference from the highest record stands for the
+/// record (the first one the sweep made, spilled or not: the report does not depend on the
+/// frontier's bound); its children are followed if any reference follows them.
+fn meet(seen: &mut Reached, mut other: Reached) -> Option<(&'static str, Reached)> {
+    if other.parent > seen.parent {
+        std::mem::swap(seen, &mut other);
+    }
     if seen.hash != other.hash {
-        Some("referenced with two different hashes")
+        Some(("referenced with two different hashes", other))
     } else if seen.role != other.role {
-        Some("referenced as two different kinds of object")
+        Some(("referenced as two different kinds of object", other))
     } else {
         seen.full |= other.full;
         seen.depth = seen.depth.max(other.depth);
@@ -276,8 +281,8 @@ impl Checker<'_> {
             return self.problem(parent, Some(reached.hash), None, what);
         }
         if let Some(seen) = self.pending.get_mut(offset) {
-            if let Some(what) = meet(seen, &reached) {
-                self.problem(offset, Some(reached.hash), Some(parent), what.to_string());
+            if let Some((what, other)) = meet(seen, reached) {
+                self.problem(offset, Some(other.hash), Some(other.parent), what.to_string());
             }
             return;
         }
@@ -289,7 +294,9 @@ impl Checker<'_> {
     /// The temporary file of the frontier failed: reported as a problem of the check itself
     /// (not damage of the store), which stops.
     fn spill_failed(&mut self, error: std::io::Error) {
-        let what = format!("the check's temporary file failed ({error}): not damage of the store, the check stopped");
+        let what = format!(
+            "the check's temporary file failed ({error}): not damage of the store, the check stopped"
+        );
         self.problem(0, None, None, what);
         self.stopped = true;
     }
@@ -315,7 +322,7 @@ impl Checker<'_> {
                     Ok(Some((offset, mut reached, others))) => {
                         // The references to this record that waited apart (spilled) meet now.
                         for other in others {
-                            if let Some(what) = meet(&mut reached, &other) {
+                            if let Some((what, other)) = meet(&mut reached, other) {
                                 self.problem(offset, Some(other.hash), Some(other.parent), what.to_string());
                             }
                         }
@@ -481,7 +488,9 @@ impl Checker<'_> {
                         Entry::Node(NodeRef::Stored { hash, key }) => {
                             (key.offset(), *hash, DIRECTORY, depth.saturating_add(1))
                         }
-                        Entry::Contents(ContentsRef::Stored { hash, key }) => (key.offset(), *hash, CONTENTS, 0),
+                        Entry::Contents(ContentsRef::Stored { hash, key }) => {
+                            (key.offset(), *hash, CONTENTS, 0)
+                        }
                         _ => continue,
                     };
                     self.reach(child, Reached { hash: child_hash, parent: offset, depth, role, full: true });
