@@ -213,7 +213,7 @@ mod tests {
     fn reached(offset: u64) -> Reached {
         let mut bytes = [0u8; 32];
         bytes[..8].copy_from_slice(&offset.to_le_bytes());
-        Reached { hash: Hash(bytes), parent: offset + 1, depth: 3, role: 1, full: offset % 2 == 0 }
+        Reached { hash: Hash(bytes), parent: offset + 1, depth: 3, role: 1, full: offset.is_multiple_of(2) }
     }
 
     #[test]

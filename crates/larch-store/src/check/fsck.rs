@@ -1,5 +1,6 @@
-//! The integrity checker: walks every commit and every object reachable from it, recomputes every
-//! hash, checks every offset and record, and reports all problems with statistics.
+//! The integrity checker: checks every commit and every object reachable from it in one sweep of
+//! the pack from its end down, recomputes every hash, checks every offset and record, and reports
+//! all problems with statistics.
 
 use super::frontier::{Frontier, Reached};
 use crate::error::{FileKind, StoreError};
