@@ -539,10 +539,11 @@ fn run_replay<R: ContextRepo>(
                 };
                 if plain && due {
                     eprintln!(
-                        "{:>8.1} s  block {} ({kind:?}), RSS {} MiB",
+                        "{:>8.1} s  block {} ({kind:?}), RSS {} MiB (cache {} MiB)",
                         started.elapsed().as_secs_f64(),
                         block.block,
-                        block.rss_bytes.unwrap_or(0) >> 20
+                        block.rss_bytes.unwrap_or(0) >> 20,
+                        block.backend.cache_bytes.unwrap_or(0) >> 20
                     );
                 }
             };

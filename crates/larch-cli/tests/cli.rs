@@ -85,6 +85,15 @@ fn replay_into_a_store_checks_hashes_and_writes_stats_report_and_a_clean_store()
 
     let fsck = larch(&["fsck", path_str(&store)]);
     assert!(fsck.status.success(), "{}{}", stdout(&fsck), stderr(&fsck));
+    assert!(stdout(&fsck).contains("(0 spilled to a temporary file)"), "{}", stdout(&fsck));
+    // With 16 records in memory at most and a 1 MiB cache: the same report, the frontier spilled.
+    let small = larch(&["fsck", path_str(&store), "--max-pending", "16", "--cache-size", "1M"]);
+    assert!(small.status.success(), "{}{}", stdout(&small), stderr(&small));
+    assert!(!stdout(&small).contains("(0 spilled"), "{}", stdout(&small));
+    let without_frontier = |out: &str| -> String {
+        out.lines().filter(|line| !line.starts_with("records waiting")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(without_frontier(&stdout(&small)), without_frontier(&stdout(&fsck)));
 
     // The store now holds commits: a second replay into it is refused.
     let again = larch(&["replay", path_str(&trace), "--store", path_str(&store)]);
@@ -247,6 +256,12 @@ fn fsck_reports_a_corrupted_store_and_a_path_that_is_not_a_store() {
     let out = larch(&["fsck", path_str(&store)]);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("pack"), "{}", stdout(&out));
+    let spilled = larch(&["fsck", path_str(&store), "--max-pending", "4"]);
+    assert_eq!(spilled.status.code(), Some(1), "{}{}", stdout(&spilled), stderr(&spilled));
+    let problems = |out: &str| {
+        out.lines().skip_while(|line| !line.contains("problem(s)")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(problems(&stdout(&spilled)), problems(&stdout(&out)));
 
     let not_a_store = larch(&["fsck", path_str(dir.path())]);
     assert_eq!(not_a_store.status.code(), Some(2));

@@ -52,7 +52,9 @@ mod switch;
 #[cfg(feature = "fault-injection")]
 pub mod testing;
 
-pub use check::fsck::{AbsentParent, FsckReport, FsckStats, KindStats, Problem};
+pub use check::fsck::{
+    AbsentParent, DEFAULT_FSCK_PENDING, FsckOptions, FsckReport, FsckStats, KindStats, Problem,
+};
 pub use check::scan::ScanReport;
 pub use commit::writer::WriteCounts;
 pub use error::{FileKind, Result, StoreError};

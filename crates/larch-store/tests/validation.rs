@@ -255,3 +255,43 @@ fn an_inode_at_the_wrong_depth_is_refused_on_read() {
     assert!(tree.add(&["big", "n001"], b"x".to_vec()).is_err());
     assert!(!repo.fsck().is_clean());
 }
+
+/// The report of `fsck` with a frontier of 2 records in memory (the rest spilled to a temporary
+/// file) is the report with the default frontier, problems and statistics alike.
+fn same_report_when_spilled(repo: &Repo) -> larch_store::FsckReport {
+    let report = repo.fsck();
+    let dir = tempfile::tempdir().unwrap();
+    let options = larch_store::FsckOptions { max_pending: 2, spill_dir: dir.path().to_path_buf() };
+    let spilled = repo.fsck_with(&options);
+    assert_eq!(report.stats.spilled_pending, 0, "{report}");
+    assert!(spilled.stats.spilled_pending > 0, "{spilled}");
+    assert_eq!(spilled.problems, report.problems);
+    assert_eq!(spilled.absent_parents, report.absent_parents);
+    let mut stats = spilled.stats.clone();
+    (stats.peak_pending, stats.spilled_pending) = (report.stats.peak_pending, 0);
+    assert_eq!(stats, report.stats);
+    // The temporary file has no name: nothing is left in the directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    report
+}
+
+#[test]
+fn fsck_with_a_spilled_frontier_finds_the_same_problems() {
+    let (images, _) = build();
+    assert!(same_report_when_spilled(&images.open(false)).is_clean());
+    // A patch's base hash altered (byte 20), then a contents value altered: each found both ways.
+    let (mut images, _) = build();
+    let patch = records(&images.pack)
+        .into_iter()
+        .find(|r| matches!(r.kind, RecordKind::PatchEntries | RecordKind::PatchTree))
+        .expect("the second commit writes patches");
+    images.pack[patch.body + 20] ^= 0x40;
+    fix_crc(&mut images.pack, patch);
+    assert!(!same_report_when_spilled(&images.open(false)).is_clean());
+    let (mut images, _) = build();
+    let record = records(&images.pack).into_iter().find(|r| r.kind == RecordKind::Contents).unwrap();
+    images.pack[record.body] ^= 0xff;
+    fix_crc(&mut images.pack, record);
+    let report = same_report_when_spilled(&images.open(false));
+    assert!(report.problems.iter().any(|p| p.what.contains("contents hash")), "{report}");
+}

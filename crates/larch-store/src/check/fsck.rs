@@ -1,6 +1,8 @@
-//! The integrity checker: walks every commit and every object reachable from it, recomputes every
-//! hash, checks every offset and record, and reports all problems with statistics.
+//! The integrity checker: checks every commit and every object reachable from it in one sweep of
+//! the pack from its end down, recomputes every hash, checks every offset and record, and reports
+//! all problems with statistics.
 
+use super::frontier::{Frontier, Reached};
 use crate::error::{FileKind, StoreError};
 use crate::format::codec::{self, EntryCounts, RecordKind};
 use crate::format::control::ControlState;
@@ -74,6 +76,34 @@ pub struct FsckStats {
     pub chunk_files: Vec<(String, u64, u64)>,
     /// The GC segments: name, global range start and end, bytes of records kept.
     pub segment_files: Vec<(String, u64, u64, u64)>,
+    /// The most records reached and not yet checked at one time: the check sweeps the pack
+    /// from its end down and remembers nothing else per record; at most
+    /// [`FsckOptions::max_pending`] of them (about 100 bytes each) wait in memory, the others
+    /// in a temporary file.
+    pub peak_pending: u64,
+    /// References to records that waited in the temporary file (0: all fitted in memory).
+    pub spilled_pending: u64,
+}
+
+/// Default of [`FsckOptions::max_pending`]: 1 M records reached and not checked yet in memory
+/// (about 100 MiB).
+pub const DEFAULT_FSCK_PENDING: usize = 1 << 20;
+
+/// How [`crate::Repo::fsck_with`] bounds its memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsckOptions {
+    /// The most records reached and not checked yet that wait in memory ([`DEFAULT_FSCK_PENDING`]);
+    /// past it, half of them (those the sweep reaches last) go to a temporary file.
+    pub max_pending: usize,
+    /// Where that temporary file is made ([`std::env::temp_dir`] by default); it has no name and
+    /// is gone when the check ends.
+    pub spill_dir: std::path::PathBuf,
+}
+
+impl Default for FsckOptions {
+    fn default() -> FsckOptions {
+        FsckOptions { max_pending: DEFAULT_FSCK_PENDING, spill_dir: std::env::temp_dir() }
+    }
 }
 
 /// A parent recorded as absent from the store (by hash only: the commit was imported without its
@@ -140,6 +170,11 @@ impl fmt::Display for FsckReport {
         writeln!(f, "inline contents: {} ({} bytes)", stats.inline_contents, stats.inline_bytes)?;
         writeln!(f, "hex-packed names: {}", stats.hex_names)?;
         writeln!(f, "max directory depth: {}", stats.max_depth)?;
+        writeln!(
+            f,
+            "records waiting at most: {} ({} spilled to a temporary file)",
+            stats.peak_pending, stats.spilled_pending
+        )?;
         let largest: Vec<String> =
             stats.largest_directories.iter().map(|(len, offset)| format!("{len} @ {offset}")).collect();
         writeln!(f, "largest directories: {}", largest.join(", "))?;
@@ -167,45 +202,53 @@ enum Decoded {
     Patch(patch::Patch),
 }
 
-#[derive(Clone, Copy)]
-enum Expect {
-    Directory,
-    Inode(u8),
+/// How a record is reached: the kind of object its referrer expects (`role`: 0 contents, 1 a
+/// directory, 2 + d an inode of depth d).
+const CONTENTS: u8 = 0;
+const DIRECTORY: u8 = 1;
+
+fn inode_role(depth: u8) -> u8 {
+    depth.saturating_add(2)
 }
 
-/// An object still to check, and how it was reached.
-enum Task {
-    /// `full`: its children are followed; a patch base below the oldest kept commit of a
-    /// collected store is checked as a base only (its children may have been collected).
-    Node {
-        offset: u64,
-        hash: Hash,
-        parent: u64,
-        expect: Expect,
-        depth: u32,
-        full: bool,
-    },
-    Contents {
-        offset: u64,
-        hash: Hash,
-        parent: u64,
-    },
-}
-
+/// The check, as one sweep of the pack from its end down: every pointer of a record points below
+/// it (`docs/format.md` §3.3, `back` ≥ 1), so when the sweep reaches an offset, every reference
+/// to that record has been seen. The records reached and not yet checked wait in `pending`,
+/// where the references to one record meet (and are compared); nothing is remembered of a
+/// record once it is checked. The memory is that frontier (bounded by [`FsckOptions`], the rest
+/// spilled to a temporary file), not the store: no set of visited records, no decoded directory
+/// kept beyond the reader's bounded cache.
 struct Checker<'a> {
     reader: &'a PackReader,
     /// The commit index: hash to record offset.
     commits: &'a HashMap<Hash, u64>,
     report: FsckReport,
-    /// Offsets visited, with the full hash they were first reached with: every other reference
-    /// to the same record must name the same hash, all 32 bytes of it (a prefix would let a
-    /// crafted store name one record by two hashes).
-    visited: HashMap<u64, (Hash, u8), std::hash::BuildHasherDefault<crate::commit::writer::AddressHasher>>,
+    /// Records reached and not checked yet, by offset (the sweep takes the highest first).
+    pending: Frontier,
     reachable_bytes: u64,
-    /// Records visited as bases only (children not followed) so far.
-    base_only: std::collections::HashSet<u64>,
     /// The oldest kept record of a collected store (0: never collected).
     keep_from: u64,
+    /// The frontier's temporary file failed: the sweep stops.
+    stopped: bool,
+}
+
+/// Another reference `other` to a record reached as `seen`: the same hash and kind, or what is
+/// wrong, with the reference it is said of. The reference from the highest record stands for the
+/// record (the first one the sweep made, spilled or not: the report does not depend on the
+/// frontier's bound); its children are followed if any reference follows them.
+fn meet(seen: &mut Reached, mut other: Reached) -> Option<(&'static str, Reached)> {
+    if other.parent > seen.parent {
+        std::mem::swap(seen, &mut other);
+    }
+    if seen.hash != other.hash {
+        Some(("referenced with two different hashes", other))
+    } else if seen.role != other.role {
+        Some(("referenced as two different kinds of object", other))
+    } else {
+        seen.full |= other.full;
+        seen.depth = seen.depth.max(other.depth);
+        None
+    }
 }
 
 fn problem_of(error: StoreError, hash: Option<Hash>, parent: Option<u64>, fallback: u64) -> Problem {
@@ -229,33 +272,73 @@ impl Checker<'_> {
         self.reachable_bytes += bytes;
     }
 
-    /// Returns false when already visited (after checking the hash agrees, and that the record
-    /// is reached as the same kind of object: `role` 0 for contents, 1 for a directory, 2 + d for
-    /// an inode of depth d).
-    fn first_visit(&mut self, offset: u64, hash: Hash, parent: u64, role: u8) -> bool {
-        match self.visited.get(&offset) {
-            Some((seen, _)) if *seen != hash => {
-                let what = "referenced with two different hashes".to_string();
-                self.problem(offset, Some(hash), Some(parent), what);
-                false
+    /// Records a reference from the record at `parent` to the one at `offset`: a new pending
+    /// record, or one more reference to a pending one (checked to name the same hash and kind).
+    fn reach(&mut self, offset: u64, reached: Reached) {
+        let parent = reached.parent;
+        if offset >= parent {
+            // The codec never decodes such a pointer; followed, it would stall the sweep.
+            let what = format!("a pointer to offset {offset}, not below its record");
+            return self.problem(parent, Some(reached.hash), None, what);
+        }
+        if let Some(seen) = self.pending.get_mut(offset) {
+            if let Some((what, other)) = meet(seen, reached) {
+                self.problem(offset, Some(other.hash), Some(other.parent), what.to_string());
             }
-            Some((_, seen_role)) if *seen_role != role => {
-                let what = "referenced as two different kinds of object".to_string();
-                self.problem(offset, Some(hash), Some(parent), what);
-                false
+            return;
+        }
+        if let Err(e) = self.pending.push(offset, reached) {
+            self.spill_failed(e);
+        }
+    }
+
+    /// The temporary file of the frontier failed: reported as a problem of the check itself
+    /// (not damage of the store), which stops.
+    fn spill_failed(&mut self, error: std::io::Error) {
+        let what = format!(
+            "the check's temporary file failed ({error}): not damage of the store, the check stopped"
+        );
+        self.problem(0, None, None, what);
+        self.stopped = true;
+    }
+
+    /// Checks the records reachable from the commits, highest offset first (see [`Checker`]).
+    fn sweep(&mut self, mut commits: Vec<(Hash, u64)>) {
+        loop {
+            if self.stopped {
+                return;
             }
-            Some(_) => false,
-            None => {
-                self.visited.insert(offset, (hash, role));
-                true
+            let next_commit = commits.last().map(|(_, offset)| *offset);
+            let next_record = self.pending.next_offset();
+            match (next_commit, next_record) {
+                (None, None) => return,
+                (Some(commit), record) if record.is_none_or(|record| commit >= record) => {
+                    if let Some((hash, offset)) = commits.pop() {
+                        self.commit(hash, offset);
+                    }
+                }
+                _ => match self.pending.pop() {
+                    Err(e) => self.spill_failed(e),
+                    Ok(None) => {}
+                    Ok(Some((offset, mut reached, others))) => {
+                        // The references to this record that waited apart (spilled) meet now.
+                        for other in others {
+                            if let Some((what, other)) = meet(&mut reached, other) {
+                                self.problem(offset, Some(other.hash), Some(other.parent), what.to_string());
+                            }
+                        }
+                        if reached.role == CONTENTS {
+                            self.contents(offset, reached.hash, reached.parent);
+                        } else {
+                            self.node(offset, reached);
+                        }
+                    }
+                },
             }
         }
     }
 
     fn contents(&mut self, offset: u64, hash: Hash, parent: u64) {
-        if !self.first_visit(offset, hash, parent, 0) {
-            return;
-        }
         let read = self.reader.with_record(offset, |kind, body| {
             Ok((kind, (kind == RecordKind::Contents).then(|| schema::contents_hash(body))))
         });
@@ -279,40 +362,10 @@ impl Checker<'_> {
         }
     }
 
-    /// Checks everything reachable from the node at `offset`, with an explicit work list (a
-    /// store's directories may be nested arbitrarily deep: no recursion follows them).
-    fn walk(&mut self, start: Task) {
-        let mut tasks = vec![start];
-        while let Some(task) = tasks.pop() {
-            match task {
-                Task::Node { offset, hash, parent, expect, depth, full } => {
-                    self.node(offset, hash, parent, (expect, depth, full), &mut tasks)
-                }
-                Task::Contents { offset, hash, parent } => self.contents(offset, hash, parent),
-            }
-        }
-    }
-
-    fn node(
-        &mut self,
-        offset: u64,
-        hash: Hash,
-        parent: u64,
-        (expect, depth, full): (Expect, u32, bool),
-        tasks: &mut Vec<Task>,
-    ) {
-        let role = match expect {
-            Expect::Directory => 1,
-            Expect::Inode(depth) => depth.saturating_add(2),
-        };
-        // A record seen as a base only and now reached as a node: its children are followed now.
-        let revisit = full && self.base_only.remove(&offset);
-        if !revisit && !self.first_visit(offset, hash, parent, role) {
-            return;
-        }
-        if !full {
-            self.base_only.insert(offset);
-        }
+    /// Checks the directory or inode record at `offset`, and reaches its children (and the base
+    /// of a patch).
+    fn node(&mut self, offset: u64, reached: Reached) {
+        let Reached { hash, parent, depth, role, full } = reached;
         let mut counts = EntryCounts::default();
         let store = self.reader.store();
         let read = self.reader.with_record(offset, |kind, body| {
@@ -333,23 +386,16 @@ impl Checker<'_> {
                 return;
             }
         };
-        if !revisit {
-            self.count(kind, total);
-        }
+        self.count(kind, total);
         let body = match decoded {
             Decoded::Full(body) => body,
             Decoded::Patch(patch) => {
                 // The base is checked as an object of its own (its full hash against the one this
                 // patch names), then the patch is applied to it.
                 let (base_hash, base_offset) = patch.base();
-                tasks.push(Task::Node {
-                    offset: base_offset,
-                    hash: base_hash,
-                    parent: offset,
-                    expect,
-                    depth,
-                    full: base_offset >= self.keep_from,
-                });
+                let base_full = base_offset >= self.keep_from;
+                let base = Reached { hash: base_hash, parent: offset, depth, role, full: base_full };
+                self.reach(base_offset, base);
                 let chain = patch.chain();
                 let applied = self.reader.node_chained(base_offset, &base_hash, chain - 1).and_then(
                     |(base, base_chain)| {
@@ -376,11 +422,12 @@ impl Checker<'_> {
         self.report.stats.inline_contents += counts.inline;
         self.report.stats.inline_bytes += counts.inline_bytes;
         self.report.stats.hex_names += counts.hex_names;
-        let shape_ok = match (expect, &body) {
-            (Expect::Directory, NodeBody::Flat(_)) => true,
-            (Expect::Directory, NodeBody::Tree(tree)) => tree.depth == 0,
-            (Expect::Inode(depth), NodeBody::Values(_)) => depth > 0,
-            (Expect::Inode(depth), NodeBody::Tree(tree)) => tree.depth == depth,
+        let shape_ok = match (role, &body) {
+            (DIRECTORY, NodeBody::Flat(_)) => true,
+            (DIRECTORY, NodeBody::Tree(tree)) => tree.depth == 0,
+            (DIRECTORY, NodeBody::Values(_)) => false,
+            (_, NodeBody::Values(_)) => role > inode_role(0),
+            (_, NodeBody::Tree(tree)) => inode_role(tree.depth) == role,
             _ => false,
         };
         if !shape_ok {
@@ -391,7 +438,7 @@ impl Checker<'_> {
                 format!("a {} record is misplaced here", kind.name()),
             );
         }
-        if matches!(expect, Expect::Directory) {
+        if role == DIRECTORY {
             self.report.stats.max_depth = self.report.stats.max_depth.max(depth);
             let entries = match &body {
                 NodeBody::Flat(entries) => entries.len() as u64,
@@ -438,32 +485,24 @@ impl Checker<'_> {
         match node.body() {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => {
                 for (_, entry) in entries {
-                    match entry {
-                        Entry::Node(NodeRef::Stored { hash: child_hash, key }) => tasks.push(Task::Node {
-                            offset: key.offset(),
-                            hash: *child_hash,
-                            parent: offset,
-                            expect: Expect::Directory,
-                            depth: depth.saturating_add(1),
-                            full: true,
-                        }),
-                        Entry::Contents(ContentsRef::Stored { hash: child_hash, key }) => tasks
-                            .push(Task::Contents { offset: key.offset(), hash: *child_hash, parent: offset }),
-                        _ => {}
-                    }
+                    let (child, child_hash, role, depth) = match entry {
+                        Entry::Node(NodeRef::Stored { hash, key }) => {
+                            (key.offset(), *hash, DIRECTORY, depth.saturating_add(1))
+                        }
+                        Entry::Contents(ContentsRef::Stored { hash, key }) => {
+                            (key.offset(), *hash, CONTENTS, 0)
+                        }
+                        _ => continue,
+                    };
+                    self.reach(child, Reached { hash: child_hash, parent: offset, depth, role, full: true });
                 }
             }
             NodeBody::Tree(tree) => {
+                let role = inode_role(tree.depth.saturating_add(1));
                 for (_, child) in &tree.children {
                     if let NodeRef::Stored { hash: child_hash, key } = child {
-                        tasks.push(Task::Node {
-                            offset: key.offset(),
-                            hash: *child_hash,
-                            parent: offset,
-                            expect: Expect::Inode(tree.depth.saturating_add(1)),
-                            depth,
-                            full: true,
-                        });
+                        let reached = Reached { hash: *child_hash, parent: offset, depth, role, full: true };
+                        self.reach(key.offset(), reached);
                     }
                 }
             }
@@ -509,40 +548,43 @@ impl Checker<'_> {
                 );
             }
         }
-        self.walk(Task::Node {
-            offset: data.tree_offset,
-            hash: data.tree_hash,
-            parent: offset,
-            expect: Expect::Directory,
-            depth: 1,
-            full: true,
-        });
+        let tree = Reached { hash: data.tree_hash, parent: offset, depth: 1, role: DIRECTORY, full: true };
+        self.reach(data.tree_offset, tree);
     }
 }
 
 /// Checks the whole store as of `state`: every commit of `index` (hash to record offset), every
 /// reachable object through `reader`, every hash and offset. Never stops at the first problem.
+/// Its memory is bounded by the reader's cache and the records reached and not checked yet
+/// (at most [`FsckOptions::max_pending`] in memory, the rest in a temporary file; reported as
+/// [`FsckStats::peak_pending`]), not by the store's size.
 pub(crate) fn check(
     reader: &PackReader,
     state: &ControlState,
     index: &HashMap<Hash, u64>,
     index_file: &dyn Storage,
+    options: &FsckOptions,
 ) -> FsckReport {
     let mut checker = Checker {
         reader,
         commits: index,
         report: FsckReport::default(),
-        visited: HashMap::default(),
+        pending: Frontier::new(options.max_pending, options.spill_dir.clone()),
         reachable_bytes: 0,
-        base_only: std::collections::HashSet::new(),
         keep_from: state.keep_from,
+        stopped: false,
     };
     let mut commits: Vec<(Hash, u64)> = index.iter().map(|(hash, offset)| (*hash, *offset)).collect();
     commits.sort_unstable_by_key(|(_, offset)| *offset);
     checker.report.stats.commits = commits.len() as u64;
-    for (hash, offset) in commits {
-        checker.commit(hash, offset);
-    }
+    checker.sweep(commits);
+    checker.report.stats.peak_pending = checker.pending.peak;
+    checker.report.stats.spilled_pending = checker.pending.spilled_total;
+    // The sweep reports problems from the end of the pack down; the report lists them by offset,
+    // as a walk from the oldest commit did (problems of one record keep their order).
+    checker.report.problems.sort_by_key(|problem| problem.offset);
+    checker.report.absent_parents.sort_by_key(|absent| absent.offset);
+    checker.report.collected_parents.sort_by_key(|absent| absent.offset);
     for (name, (hash, offset)) in &state.branches {
         if index.get(hash).copied() != Some(*offset) {
             checker.report.problems.push(Problem {

@@ -6,5 +6,6 @@
 //! May import: every folder below it and [`crate::options`], [`crate::error`].
 
 pub mod control;
+pub(crate) mod frontier;
 pub mod fsck;
 pub mod scan;

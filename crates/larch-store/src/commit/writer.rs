@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub(crate) const FLUSH_BYTES: usize = 8 << 20;
 
 pub(crate) mod tables;
-pub(crate) use tables::{AddressHasher, EncoderTables};
+pub(crate) use tables::EncoderTables;
 
 /// Where an entry's target went.
 enum Loc {

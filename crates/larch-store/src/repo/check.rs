@@ -1,6 +1,6 @@
 //! The integrity checks of a handle's published state ([`crate::check`] does the work).
 
-use crate::check::fsck::{self, FsckReport, Problem};
+use crate::check::fsck::{self, FsckOptions, FsckReport, Problem};
 use crate::check::scan::{self, ScanReport};
 use crate::error::FileKind;
 use crate::error::Result;
@@ -27,18 +27,24 @@ impl Repo {
     /// the state checked is gone; the store is checked again as it is now, through a new handle, up
     /// to three times.
     pub fn fsck(&self) -> FsckReport {
+        self.fsck_with(&FsckOptions::default())
+    }
+
+    /// [`Repo::fsck`] with its memory bounded by `options` (the records reached and not checked
+    /// yet held in memory; the rest wait in a temporary file).
+    pub fn fsck_with(&self, options: &FsckOptions) -> FsckReport {
         let epoch = self.reader().layout().epoch();
-        let mut report = self.fsck_once();
+        let mut report = self.fsck_once(options);
         if self.writable || self.reader().layout().epoch() == epoch {
             return report;
         }
         // The files are already layered over the lower directory, if any.
-        let options = RepoOptions { lower: None, ..self.options.clone() };
+        let repo_options = RepoOptions { lower: None, ..self.options.clone() };
         for _ in 0..FSCK_RERUNS {
             let fresh = match Repo::open_files(
                 self.files.clone(),
                 false,
-                options.clone(),
+                repo_options.clone(),
                 self.path.as_deref(),
             ) {
                 Ok(fresh) => fresh,
@@ -57,7 +63,7 @@ impl Repo {
                 }
             };
             let epoch = fresh.reader().layout().epoch();
-            report = fresh.fsck_once();
+            report = fresh.fsck_once(options);
             if fresh.reader().layout().epoch() == epoch {
                 break;
             }
@@ -65,9 +71,10 @@ impl Repo {
         report
     }
 
-    /// [`Repo::fsck`] of this handle's state, as it is.
-    fn fsck_once(&self) -> FsckReport {
-        let mut report = fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index);
+    /// [`Repo::fsck_with`] of this handle's state, as it is.
+    fn fsck_once(&self, options: &FsckOptions) -> FsckReport {
+        let mut report =
+            fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index, options);
         // A reader beside a live writer, or a writer whose publisher thread may be writing a slot
         // now (pipelined), may read a slot while it is being written.
         let live = self.publisher.is_some() || (!self.writable && !super::open::no_writer(&*self.files.dir));
