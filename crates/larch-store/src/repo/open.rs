@@ -275,8 +275,18 @@ impl Repo {
     ) -> Result<Repo> {
         let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
         // Archive mode on disk: chunk files are looked up in the store directory, then the lower one.
-        let files = match (path, options.lower.as_deref()) {
-            (Some(path), Some(lower)) => {
+        // A lower layer given as a directory (object storage) comes checked by its maker.
+        let files = match (path, options.lower.as_deref(), &options.lower_layer) {
+            (_, _, Some(layer)) => StoreFiles {
+                dir: Arc::new(crate::io::layered::LayeredDirectory::new(
+                    files.dir,
+                    layer.dir.clone(),
+                    display_path.display().to_string(),
+                    layer.name.clone(),
+                )),
+                ..files
+            },
+            (Some(path), Some(lower), None) => {
                 crate::io::layered::with_lower(files, path, lower, options.mmap, writable)?
             }
             _ => files,
