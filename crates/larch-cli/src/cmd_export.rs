@@ -54,12 +54,8 @@ fn check_dest(dest: &Path) -> anyhow::Result<()> {
 
 fn export_irmin(args: &IrminExportArgs) -> anyhow::Result<ExitCode> {
     // The walk reads each record about once: a small cache suffices.
-    let options = RepoOptions {
-        cache_bytes: 16 << 20,
-        create: false,
-        lower: crate::inspect::lower(),
-        ..RepoOptions::default()
-    };
+    let lower = crate::lower::open(&args.store, false)?;
+    let options = lower.apply(RepoOptions { cache_bytes: 16 << 20, create: false, ..RepoOptions::default() });
     if !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }

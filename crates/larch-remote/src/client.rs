@@ -67,10 +67,16 @@ impl Client {
         let options = ClientOptions::new()
             .with_timeout(settings.call_timeout)
             .with_connect_timeout(settings.connect_timeout);
-        let mut builder = AmazonS3Builder::from_env()
-            .with_bucket_name(&url.bucket)
-            .with_retry(retry)
-            .with_client_options(options);
+        // The client options first: the environment's keys (`AWS_ALLOW_HTTP`, ...) go into them.
+        let mut builder = AmazonS3Builder::new().with_client_options(options);
+        for (key, value) in std::env::vars() {
+            if key.starts_with("AWS_")
+                && let Ok(key) = key.to_ascii_lowercase().parse::<AmazonS3ConfigKey>()
+            {
+                builder = builder.with_config(key, value);
+            }
+        }
+        let mut builder = builder.with_bucket_name(&url.bucket).with_retry(retry);
         // AWS_ENDPOINT_URL is the name the AWS tools use; `from_env` reads AWS_ENDPOINT.
         if std::env::var_os("AWS_ENDPOINT").is_none()
             && let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL")
@@ -123,7 +129,18 @@ impl Client {
             Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(e))) => {
                 let not_found = matches!(e, object_store::Error::NotFound { .. });
-                Err(error(e.to_string(), not_found))
+                // The whole chain: the client's outer messages hide the cause ("builder error").
+                let mut message = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    let text = cause.to_string();
+                    if !message.contains(&text) {
+                        message.push_str(": ");
+                        message.push_str(&text);
+                    }
+                    source = cause.source();
+                }
+                Err(error(message, not_found))
             }
             Ok(Err(_)) => Err(error(format!("no answer within {timeout:?}"), false)),
             Err(_) => Err(error("the client's runtime stopped".into(), false)),

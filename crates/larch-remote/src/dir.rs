@@ -95,6 +95,11 @@ impl Storage for RemoteFile {
             .checked_add(buf.len() as u64)
             .filter(|end| *end <= self.sums.len)
             .ok_or_else(|| io::Error::new(ErrorKind::UnexpectedEof, format!("{}: read past the end", self.name)))?;
+        // The chunk's header (read by every open of the store) comes with its checksums.
+        if let Some(head) = self.sums.head.get(offset as usize..end as usize) {
+            buf.copy_from_slice(head);
+            return Ok(());
+        }
         let block_size = u64::from(self.sums.block);
         let mut at = offset;
         while at < end {
@@ -218,8 +223,22 @@ impl Directory for RemoteDirectory {
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        // An object without its checksum object is an upload cut short: never listed.
-        for (object, _) in self.client.list().map_err(RemoteError::into_io)? {
+        // An object without its checksum object is an upload cut short: never listed. When the
+        // object store does not answer, the chunks whose checksum object this cache holds (the
+        // writer's uploads, the chunks readers opened) stand for the listing, so that a writer
+        // opens, commits and archives through an outage.
+        let objects = match self.client.list() {
+            Ok(objects) => objects.into_iter().map(|(name, _)| name).collect(),
+            Err(e) => {
+                tracing::warn!("listing the object store failed, listing the local cache instead: {e}");
+                let mut local = Vec::new();
+                for entry in std::fs::read_dir(&self.sums_dir)? {
+                    local.push(entry?.file_name().to_string_lossy().into_owned());
+                }
+                local
+            }
+        };
+        for object in objects {
             if let Some(name) = object.strip_suffix(SUMS_SUFFIX).filter(|name| larch_store_names::is_chunk(name)) {
                 names.push(name.to_string());
             }

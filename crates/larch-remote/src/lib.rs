@@ -37,7 +37,7 @@ use std::time::Duration;
 /// Default budget of the disk cache: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 1 << 30;
 
-/// The name of the file, in the cache directory, that says which prefix it caches.
+/// The name of the file, in the cache directory, that says which prefix and store it serves.
 const ORIGIN_FILE: &str = "origin";
 
 /// How to open a lower layer in object storage.
@@ -100,30 +100,40 @@ impl RemoteLower {
     pub fn open(url: &str, store: &Path, writable: bool, options: &RemoteOptions) -> Result<RemoteLower, RemoteError> {
         let url = RemoteUrl::parse(url)?;
         let client = Arc::new(Client::connect(&url, options.client.clone())?);
-        claim(&client, store, writable)?;
         let cache_dir = options.cache_dir.clone().unwrap_or_else(|| default_cache_dir(store));
         let (spool, sums_dir, blocks) = (cache_dir.join("spool"), cache_dir.join("sums"), cache_dir.join("blocks"));
         for dir in [&cache_dir, &spool, &sums_dir] {
             std::fs::create_dir_all(dir).map_err(|e| local(dir, "create", e))?;
         }
+        // The cache directory's `origin` file: `<url> <store identity>`, written once the prefix
+        // was found to serve the store. The marker never changes once written, so a later open
+        // trusts it without a request (a writer opens while the object store is unreachable).
         let origin = cache_dir.join(ORIGIN_FILE);
-        match std::fs::read_to_string(&origin) {
-            Ok(text) if text.trim_end() == url.to_string() => {}
-            Ok(text) => {
+        let own = larch_store::store_identity(store, false)?;
+        let recorded = match std::fs::read_to_string(&origin) {
+            Ok(text) => Some(text.trim_end().to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(local(&origin, "read", e)),
+        };
+        let expected = own.map(|own| format!("{url} {own}"));
+        match recorded {
+            Some(text) if Some(&text) == expected.as_ref() => {}
+            Some(text) if text.split(' ').next() != Some(url.to_string().as_str()) || own.is_some() => {
                 return Err(RemoteError::Foreign {
                     url: url.to_string(),
                     store: store.display().to_string(),
                     reason: format!(
-                        "the cache directory {} caches {} (give each prefix its own --cache-dir)",
-                        cache_dir.display(),
-                        text.trim_end()
+                        "the cache directory {} serves {text:?} (give each store and prefix its own --cache-dir)",
+                        cache_dir.display()
                     ),
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                dir::write_atomically(&cache_dir, ORIGIN_FILE, format!("{url}\n").as_bytes())?;
+            _ => {
+                claim(&client, store, writable)?;
+                if let Some(own) = larch_store::store_identity(store, false)? {
+                    dir::write_atomically(&cache_dir, ORIGIN_FILE, format!("{url} {own}\n").as_bytes())?;
+                }
             }
-            Err(e) => return Err(local(&origin, "read", e)),
         }
         let cache = Arc::new(BlockCache::open(&blocks, options.cache_bytes)?);
         let uploader = if writable { Some(Arc::new(Uploader::start(client.clone(), &spool, &sums_dir)?)) } else { None };

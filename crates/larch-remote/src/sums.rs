@@ -3,18 +3,25 @@
 //! a BLAKE2b-256 of all that. Written after the chunk was uploaded and read back whole: its presence
 //! says the chunk's object is complete and verified.
 //!
-//! Bytes (little-endian): `LARCHSUM` (8), version `1` (u32), block size (u32), length (u64), the
-//! block digests (32 bytes each, `ceil(length / block size)` of them), BLAKE2b-256 of everything
-//! before (32).
+//! It also carries the chunk's first [`HEAD_BYTES`] bytes (its header): a store's open reads the
+//! header of every chunk, which then costs no range request, and none at all once the checksum
+//! object is in the local cache directory.
+//!
+//! Bytes (little-endian): `LARCHSUM` (8), version `1` (u32), block size (u32), length (u64), head
+//! length `h` (u32), the chunk's first `h` bytes, the block digests (32 bytes each,
+//! `ceil(length / block size)` of them), BLAKE2b-256 of everything before (32).
 
 /// The bytes of a block: the unit of range reads, of the disk cache and of verification.
 pub const BLOCK_BYTES: u32 = 256 << 10;
+
+/// The bytes of a chunk's beginning kept in its checksum object (a chunk header is 32 bytes).
+pub const HEAD_BYTES: usize = 64;
 
 /// Suffix of a chunk's checksum object.
 pub const SUMS_SUFFIX: &str = ".sums";
 
 const MAGIC: &[u8; 8] = b"LARCHSUM";
-const HEADER: usize = 8 + 4 + 4 + 8;
+const HEADER: usize = 8 + 4 + 4 + 8 + 4;
 const DIGEST: usize = 32;
 
 /// BLAKE2b-256 of `bytes`.
@@ -32,6 +39,8 @@ pub struct Sums {
     pub len: u64,
     /// The block size.
     pub block: u32,
+    /// The chunk's first bytes (at most [`HEAD_BYTES`]).
+    pub head: Vec<u8>,
     /// The digest of each block, in order.
     pub digests: Vec<[u8; DIGEST]>,
 }
@@ -40,7 +49,8 @@ impl Sums {
     /// The sums of `bytes` in blocks of `block` bytes.
     pub fn of(bytes: &[u8], block: u32) -> Sums {
         let digests = bytes.chunks(block.max(1) as usize).map(digest).collect();
-        Sums { len: bytes.len() as u64, block: block.max(1), digests }
+        let head = bytes.get(..HEAD_BYTES.min(bytes.len())).unwrap_or_default().to_vec();
+        Sums { len: bytes.len() as u64, block: block.max(1), head, digests }
     }
 
     /// The number of blocks.
@@ -68,6 +78,8 @@ impl Sums {
         out.extend_from_slice(&1u32.to_le_bytes());
         out.extend_from_slice(&self.block.to_le_bytes());
         out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&(self.head.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.head);
         for d in &self.digests {
             out.extend_from_slice(d);
         }
@@ -85,12 +97,17 @@ impl Sums {
         }
         let block = u32::from_le_bytes(body.get(12..16)?.try_into().ok()?);
         let len = u64::from_le_bytes(body.get(16..24)?.try_into().ok()?);
-        let rest = body.get(HEADER..)?;
+        let head_len = u32::from_le_bytes(body.get(24..28)?.try_into().ok()?) as usize;
+        if head_len > HEAD_BYTES || head_len as u64 > len {
+            return None;
+        }
+        let head = body.get(HEADER..HEADER + head_len)?.to_vec();
+        let rest = body.get(HEADER + head_len..)?;
         if block == 0 || rest.len() % DIGEST != 0 || (rest.len() / DIGEST) as u64 != len.div_ceil(u64::from(block)) {
             return None;
         }
         let digests = rest.chunks_exact(DIGEST).filter_map(|d| d.try_into().ok()).collect();
-        Some(Sums { len, block, digests })
+        Some(Sums { len, block, head, digests })
     }
 }
 
@@ -104,7 +121,8 @@ mod tests {
         let sums = Sums::of(&bytes, 4096);
         assert_eq!((sums.blocks(), sums.range(2)), (3, 8192..10_000));
         let encoded = sums.encode();
-        assert_eq!(encoded.len(), HEADER + 32 * 4);
+        assert_eq!(encoded.len(), HEADER + HEAD_BYTES + 32 * 4);
+        assert_eq!(sums.head, bytes[..HEAD_BYTES].to_vec());
         assert_eq!(Sums::decode(&encoded), Some(sums.clone()));
         assert!(sums.check(2, &bytes[8192..]));
         assert!(!sums.check(2, &bytes[8191..]));

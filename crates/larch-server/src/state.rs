@@ -210,6 +210,7 @@ fn repo_options(config: &ServerConfig) -> RepoOptions {
     RepoOptions {
         cache_bytes: config.cache_bytes,
         lower: config.lower.clone(),
+        lower_layer: config.lower_layer.clone(),
         open_files: config.open_files,
         ..RepoOptions::default()
     }

@@ -1,0 +1,91 @@
+//! The global `--lower`: a lower directory on disk (`--lower DIR`) or a prefix in object storage
+//! (`--lower s3://BUCKET/PREFIX`, `docs/object-storage.md`), with the object-storage options
+//! (`--cache-dir`, `--remote-cache`, `--upload-wait`). Every command that opens a store in archive
+//! mode opens its lower layer here.
+
+use anyhow::Context;
+use larch_remote::{RemoteLower, RemoteOptions, RemoteUrl, UploadStats};
+use larch_store::RepoOptions;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The object-storage options given on the command line.
+#[derive(Clone, Debug)]
+pub struct RemoteArgs {
+    /// `--cache-dir DIR`: the spool and cache directory (default `<STORE>.remote`).
+    pub cache_dir: Option<PathBuf>,
+    /// `--remote-cache SIZE`: the disk cache's budget.
+    pub cache_bytes: u64,
+    /// `--upload-wait SECONDS`: how long a writer command waits for its uploads before exiting.
+    pub upload_wait: Duration,
+}
+
+static REMOTE: OnceLock<RemoteArgs> = OnceLock::new();
+
+/// Records the object-storage options (once, at start).
+pub fn set_remote(args: RemoteArgs) {
+    let _ = REMOTE.set(args);
+}
+
+/// The `--lower` value when it is an object-storage URL.
+pub fn remote_url() -> Option<String> {
+    crate::inspect::lower_raw()
+        .and_then(|lower| lower.to_str().map(str::to_string))
+        .filter(|lower| RemoteUrl::is_remote(lower))
+}
+
+/// The lower layer of one store, open.
+#[derive(Debug, Default)]
+pub struct Lower {
+    remote: Option<RemoteLower>,
+}
+
+/// Opens the `--lower` of `store`: nothing to open for a directory on disk (the store opens it),
+/// the object-storage layer for an `s3://` URL (its writer's when `writable`).
+pub fn open(store: &Path, writable: bool) -> anyhow::Result<Lower> {
+    let Some(url) = remote_url() else { return Ok(Lower::default()) };
+    let args = REMOTE.get().cloned().unwrap_or(RemoteArgs {
+        cache_dir: None,
+        cache_bytes: larch_remote::DEFAULT_CACHE_BYTES,
+        upload_wait: Duration::from_secs(600),
+    });
+    let options = RemoteOptions { cache_dir: args.cache_dir, cache_bytes: args.cache_bytes, ..RemoteOptions::default() };
+    let remote = RemoteLower::open(&url, store, writable, &options)
+        .with_context(|| format!("opening the lower layer {url} of store {}", store.display()))?;
+    Ok(Lower { remote: Some(remote) })
+}
+
+impl Lower {
+    /// `options` with this lower layer (the `--lower DIR` on disk, or the object-storage layer).
+    pub fn apply(&self, options: RepoOptions) -> RepoOptions {
+        match &self.remote {
+            Some(remote) => RepoOptions { lower: None, lower_layer: Some(remote.layer()), ..options },
+            None => RepoOptions { lower: crate::inspect::lower(), ..options },
+        }
+    }
+
+    /// The object-storage layer, when `--lower` is one.
+    pub fn remote(&self) -> Option<&RemoteLower> {
+        self.remote.as_ref()
+    }
+
+    /// A writer's end: waits for the uploads (at most `--upload-wait`) and says on standard error
+    /// what is left. `None` without an object-storage layer.
+    pub fn finish_uploads(&self) -> Option<UploadStats> {
+        let remote = self.remote.as_ref()?;
+        let wait = REMOTE.get().map_or(Duration::from_secs(600), |args| args.upload_wait);
+        if !remote.wait_uploaded(wait) {
+            let stats = remote.stats().uploads.unwrap_or_default();
+            eprintln!(
+                "larch: {} chunks ({} bytes) still wait for their upload to {} (kept in the spool, uploaded \
+                 at the writer's next open); last error: {}",
+                stats.backlog,
+                stats.backlog_bytes,
+                remote.url(),
+                stats.last_error.as_deref().unwrap_or("none")
+            );
+        }
+        remote.stats().uploads
+    }
+}
