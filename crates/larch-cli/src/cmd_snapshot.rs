@@ -110,8 +110,11 @@ fn export(
     // are `pread`s: a memory map saves 0.3-0.5 s of system time but counts the pack's pages in the
     // RSS (460 MB on the default trace's store).
     let lower = crate::lower::open(store, false)?;
-    let options =
-        lower.apply(larch_store::RepoOptions { cache_bytes: 4 << 20, create: false, ..larch_store::RepoOptions::default() });
+    let options = lower.apply(larch_store::RepoOptions {
+        cache_bytes: 4 << 20,
+        create: false,
+        ..larch_store::RepoOptions::default()
+    });
     let repo = Repo::open_read_only_options(store, options)
         .with_context(|| format!("opening store {}", store.display()))?;
     let options = ExportOptions { compression: (level > 0).then_some(level), window };

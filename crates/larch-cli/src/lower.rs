@@ -50,7 +50,11 @@ pub fn open(store: &Path, writable: bool) -> anyhow::Result<Lower> {
         cache_bytes: larch_remote::DEFAULT_CACHE_BYTES,
         upload_wait: Duration::from_secs(600),
     });
-    let options = RemoteOptions { cache_dir: args.cache_dir, cache_bytes: args.cache_bytes, ..RemoteOptions::default() };
+    let options = RemoteOptions {
+        cache_dir: args.cache_dir,
+        cache_bytes: args.cache_bytes,
+        ..RemoteOptions::default()
+    };
     let remote = RemoteLower::open(&url, store, writable, &options)
         .with_context(|| format!("opening the lower layer {url} of store {}", store.display()))?;
     Ok(Lower { remote: Some(remote) })

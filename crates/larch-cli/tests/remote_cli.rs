@@ -39,7 +39,8 @@ fn archive_to_object_storage_fsck_log_and_serve_from_it() {
     let head = text(&larch_s3(&server, &["log", path_str(&store), "-n", "1"]).stdout);
 
     // The first archive: uploaded and verified before `larch archive` exits.
-    let out = larch_s3(&server, &["archive", path_str(&store), "--lower", &url, "--keep-blocks", "20", "--json"]);
+    let out =
+        larch_s3(&server, &["archive", path_str(&store), "--lower", &url, "--keep-blocks", "20", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = json_of(&out);
     let moved = report["chunks_moved"].as_u64().unwrap();
@@ -66,7 +67,8 @@ fn archive_to_object_storage_fsck_log_and_serve_from_it() {
 
     // Back up: the next writer's open uploads the backlog.
     server.restart();
-    let out = larch_s3(&server, &["archive", path_str(&store), "--lower", &url, "--keep-blocks", "5", "--json"]);
+    let out =
+        larch_s3(&server, &["archive", path_str(&store), "--lower", &url, "--keep-blocks", "5", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = json_of(&out);
     assert_eq!(report["uploads"]["uploaded"].as_u64(), Some(waiting), "{report}");
@@ -76,7 +78,8 @@ fn archive_to_object_storage_fsck_log_and_serve_from_it() {
     // Readers with caches of their own (as on another machine with a copy of the store
     // directory): fsck clean, the same head.
     let cache = dir.path().join("fsck-cache");
-    let out = larch_s3(&server, &["fsck", path_str(&store), "--lower", &url, "--cache-dir", path_str(&cache)]);
+    let out =
+        larch_s3(&server, &["fsck", path_str(&store), "--lower", &url, "--cache-dir", path_str(&cache)]);
     assert!(out.status.success(), "fsck: {}{}", text(&out.stdout), text(&out.stderr));
     assert!(std::fs::read_dir(cache.join("blocks")).unwrap().count() > 0, "fsck read through its cache");
 

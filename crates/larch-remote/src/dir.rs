@@ -24,7 +24,10 @@ pub(crate) fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<(
 }
 
 fn read_only() -> io::Error {
-    io::Error::new(ErrorKind::PermissionDenied, "the object-storage layer is open read-only: a reader never writes the bucket")
+    io::Error::new(
+        ErrorKind::PermissionDenied,
+        "the object-storage layer is open read-only: a reader never writes the bucket",
+    )
 }
 
 /// A local file (a spooled chunk).
@@ -91,10 +94,10 @@ impl Storage for RemoteFile {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .filter(|end| *end <= self.sums.len)
-            .ok_or_else(|| io::Error::new(ErrorKind::UnexpectedEof, format!("{}: read past the end", self.name)))?;
+        let end =
+            offset.checked_add(buf.len() as u64).filter(|end| *end <= self.sums.len).ok_or_else(|| {
+                io::Error::new(ErrorKind::UnexpectedEof, format!("{}: read past the end", self.name))
+            })?;
         // The chunk's header (read by every open of the store) comes with its checksums.
         if let Some(head) = self.sums.head.get(offset as usize..end as usize) {
             buf.copy_from_slice(head);
@@ -167,12 +170,14 @@ impl RemoteDirectory {
             name: object.clone(),
             reason: reason.to_string(),
         };
-        let local_copy = std::fs::read(self.sums_dir.join(&object)).ok().and_then(|bytes| Sums::decode(&bytes));
+        let local_copy =
+            std::fs::read(self.sums_dir.join(&object)).ok().and_then(|bytes| Sums::decode(&bytes));
         let sums = match local_copy {
             Some(sums) => sums,
             None => {
                 let bytes = self.client.get(&object)?;
-                let sums = Sums::decode(&bytes).ok_or_else(|| corrupt("not a well-formed checksum object"))?;
+                let sums =
+                    Sums::decode(&bytes).ok_or_else(|| corrupt("not a well-formed checksum object"))?;
                 let _ = write_atomically(&self.sums_dir, &object, &bytes);
                 sums
             }
@@ -190,7 +195,8 @@ impl RemoteDirectory {
 impl Directory for RemoteDirectory {
     fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
         self.writable()?;
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(self.spooled(name))?;
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(true).open(self.spooled(name))?;
         Ok(Arc::new(LocalFile { file, writable: true }))
     }
 
@@ -239,7 +245,9 @@ impl Directory for RemoteDirectory {
             }
         };
         for object in objects {
-            if let Some(name) = object.strip_suffix(SUMS_SUFFIX).filter(|name| larch_store_names::is_chunk(name)) {
+            if let Some(name) =
+                object.strip_suffix(SUMS_SUFFIX).filter(|name| larch_store_names::is_chunk(name))
+            {
                 names.push(name.to_string());
             }
         }

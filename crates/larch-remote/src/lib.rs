@@ -97,11 +97,17 @@ impl RemoteLower {
     /// store, or, without one, when it holds anything but chunk objects; a writer then claims it
     /// (written only if still absent: `If-None-Match`), giving the store an identity if it has
     /// none. A reader never writes the bucket.
-    pub fn open(url: &str, store: &Path, writable: bool, options: &RemoteOptions) -> Result<RemoteLower, RemoteError> {
+    pub fn open(
+        url: &str,
+        store: &Path,
+        writable: bool,
+        options: &RemoteOptions,
+    ) -> Result<RemoteLower, RemoteError> {
         let url = RemoteUrl::parse(url)?;
         let client = Arc::new(Client::connect(&url, options.client.clone())?);
         let cache_dir = options.cache_dir.clone().unwrap_or_else(|| default_cache_dir(store));
-        let (spool, sums_dir, blocks) = (cache_dir.join("spool"), cache_dir.join("sums"), cache_dir.join("blocks"));
+        let (spool, sums_dir, blocks) =
+            (cache_dir.join("spool"), cache_dir.join("sums"), cache_dir.join("blocks"));
         for dir in [&cache_dir, &spool, &sums_dir] {
             std::fs::create_dir_all(dir).map_err(|e| local(dir, "create", e))?;
         }
@@ -136,7 +142,8 @@ impl RemoteLower {
             }
         }
         let cache = Arc::new(BlockCache::open(&blocks, options.cache_bytes)?);
-        let uploader = if writable { Some(Arc::new(Uploader::start(client.clone(), &spool, &sums_dir)?)) } else { None };
+        let uploader =
+            if writable { Some(Arc::new(Uploader::start(client.clone(), &spool, &sums_dir)?)) } else { None };
         let dir = Arc::new(RemoteDirectory::new(client, cache.clone(), spool, sums_dir, uploader.clone()));
         Ok(RemoteLower { url, dir, cache, uploader })
     }
@@ -194,7 +201,9 @@ fn claim(client: &Client, store: &Path, writable: bool) -> Result<(), RemoteErro
                 // Claimed by someone else since: it must be this store.
                 let bytes = client.get(LOWER_MARKER)?;
                 if bytes.as_ref() != marker(own).as_bytes() {
-                    return Err(refuse(format!("another store claimed it at the same time; this store is {own}")));
+                    return Err(refuse(format!(
+                        "another store claimed it at the same time; this store is {own}"
+                    )));
                 }
             }
             Ok(())

@@ -68,7 +68,9 @@ impl Sums {
     pub fn check(&self, index: u64, bytes: &[u8]) -> bool {
         let expected = usize::try_from(index).ok().and_then(|i| self.digests.get(i));
         let range = self.range(index);
-        expected.is_some_and(|expected| bytes.len() as u64 == range.end - range.start && digest(bytes) == *expected)
+        expected.is_some_and(|expected| {
+            bytes.len() as u64 == range.end - range.start && digest(bytes) == *expected
+        })
     }
 
     /// The encoded bytes.
@@ -103,7 +105,10 @@ impl Sums {
         }
         let head = body.get(HEADER..HEADER + head_len)?.to_vec();
         let rest = body.get(HEADER + head_len..)?;
-        if block == 0 || rest.len() % DIGEST != 0 || (rest.len() / DIGEST) as u64 != len.div_ceil(u64::from(block)) {
+        if block == 0
+            || rest.len() % DIGEST != 0
+            || (rest.len() / DIGEST) as u64 != len.div_ceil(u64::from(block))
+        {
             return None;
         }
         let digests = rest.chunks_exact(DIGEST).filter_map(|d| d.try_into().ok()).collect();

@@ -204,7 +204,11 @@ fn upload(shared: &Shared, name: &str) -> Result<bool, RemoteError> {
     let sums = Sums::of(&bytes, BLOCK_BYTES);
     shared.client.put(name, bytes.clone())?;
     let back = shared.client.get(name)?;
-    let corrupt = |reason: String| RemoteError::Corrupt { url: shared.client.url().to_string(), name: name.to_string(), reason };
+    let corrupt = |reason: String| RemoteError::Corrupt {
+        url: shared.client.url().to_string(),
+        name: name.to_string(),
+        reason,
+    };
     if back.len() != bytes.len() {
         return Err(corrupt(format!("read back {} bytes after uploading {}", back.len(), bytes.len())));
     }

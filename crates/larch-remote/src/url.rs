@@ -58,7 +58,10 @@ mod tests {
     fn urls_parse_and_print_back() {
         let url = RemoteUrl::parse("s3://bucket/a/b/").ok();
         assert_eq!(url, Some(RemoteUrl { bucket: "bucket".into(), prefix: "a/b".into() }));
-        assert_eq!(url.map(|u| (u.to_string(), u.key("chunk.1"))), Some(("s3://bucket/a/b".into(), "a/b/chunk.1".into())));
+        assert_eq!(
+            url.map(|u| (u.to_string(), u.key("chunk.1"))),
+            Some(("s3://bucket/a/b".into(), "a/b/chunk.1".into()))
+        );
         let bare = RemoteUrl::parse("s3://bucket").ok();
         assert_eq!(bare.map(|u| u.key("x")), Some("x".to_string()));
         for bad in ["s3://", "s3:///p", "/tmp/x", "s3://b/a//c", "s3://b/../c"] {

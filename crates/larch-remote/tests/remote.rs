@@ -21,7 +21,12 @@ fn remote_options(server: &S3Server, cache: &Path) -> RemoteOptions {
 }
 
 fn repo_options(lower: &RemoteLower) -> RepoOptions {
-    RepoOptions { chunk_bytes: 8 << 10, cache_bytes: 1 << 16, lower_layer: Some(lower.layer()), ..RepoOptions::default() }
+    RepoOptions {
+        chunk_bytes: 8 << 10,
+        cache_bytes: 1 << 16,
+        lower_layer: Some(lower.layer()),
+        ..RepoOptions::default()
+    }
 }
 
 /// The value of `key` in block `block`.
@@ -51,13 +56,20 @@ fn check_commits(repo: &Repo, commits: &[Hash]) {
         for key in [0, 19] {
             let name = format!("k{}", block * 20 + key);
             let found = tree.find(&["data", &format!("d{}", block % 16), &name]).unwrap();
-            assert_eq!(found.map(|v| v.as_bytes().to_vec()), Some(value(block, key)), "block {block} key {key}");
+            assert_eq!(
+                found.map(|v| v.as_bytes().to_vec()),
+                Some(value(block, key)),
+                "block {block} key {key}"
+            );
         }
     }
 }
 
 fn chunk_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("chunk.")).count()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("chunk."))
+        .count()
 }
 
 #[test]
@@ -98,7 +110,11 @@ fn the_writer_commits_through_an_outage_and_uploads_catch_up() {
     assert_eq!((stats.backlog, stats.backlog_bytes, stats.last_error.clone()), (0, 0, None));
     assert!(stats.uploaded >= 10 && stats.failures > 0, "{stats:?}");
     assert_eq!(std::fs::read_dir(cache.join("spool")).unwrap().count(), 0, "the spool is empty");
-    assert!(chunk_files(&store) <= 3, "the store directory keeps the recent chunks only: {}", chunk_files(&store));
+    assert!(
+        chunk_files(&store) <= 3,
+        "the store directory keeps the recent chunks only: {}",
+        chunk_files(&store)
+    );
     check_commits(&repo, &commits);
     repo.close().unwrap();
     drop(lower);
@@ -126,12 +142,14 @@ fn a_second_store_is_refused_on_the_same_prefix() {
     std::fs::create_dir(&a).unwrap();
     std::fs::create_dir(&b).unwrap();
     let url = format!("s3://{BUCKET}/shared");
-    let lower_a = RemoteLower::open(&url, &a, true, &remote_options(&server, &root.path().join("ca"))).unwrap();
+    let lower_a =
+        RemoteLower::open(&url, &a, true, &remote_options(&server, &root.path().join("ca"))).unwrap();
     let mut repo = Repo::open_with(&a, repo_options(&lower_a)).unwrap();
     commit_block(&mut repo, None, 0);
     repo.close().unwrap();
     for writable in [true, false] {
-        let refused = RemoteLower::open(&url, &b, writable, &remote_options(&server, &root.path().join("cb")));
+        let refused =
+            RemoteLower::open(&url, &b, writable, &remote_options(&server, &root.path().join("cb")));
         match refused {
             Err(RemoteError::Foreign { reason, .. }) => assert!(reason.contains("larch-lower"), "{reason}"),
             other => panic!("store b opened a's prefix (writable: {writable}): {other:?}"),
@@ -142,10 +160,20 @@ fn a_second_store_is_refused_on_the_same_prefix() {
     assert!(RemoteLower::open(&url, &a, false, &remote_options(&server, &root.path().join("ca2"))).is_ok());
     std::fs::create_dir_all(server.object_file("other")).unwrap();
     std::fs::write(server.object_file("other/notes.txt"), b"not a chunk").unwrap();
-    let refused = RemoteLower::open(&format!("s3://{BUCKET}/other"), &b, true, &remote_options(&server, &root.path().join("cb")));
+    let refused = RemoteLower::open(
+        &format!("s3://{BUCKET}/other"),
+        &b,
+        true,
+        &remote_options(&server, &root.path().join("cb")),
+    );
     assert!(matches!(refused, Err(RemoteError::Foreign { .. })), "{refused:?}");
     // One cache directory serves one prefix.
-    let refused = RemoteLower::open(&format!("s3://{BUCKET}/third"), &a, true, &remote_options(&server, &root.path().join("ca")));
+    let refused = RemoteLower::open(
+        &format!("s3://{BUCKET}/third"),
+        &a,
+        true,
+        &remote_options(&server, &root.path().join("ca")),
+    );
     assert!(matches!(refused, Err(RemoteError::Foreign { .. })), "{refused:?}");
 }
 
@@ -178,7 +206,8 @@ fn a_damaged_object_is_detected() {
     std::fs::write(&object, &bytes).unwrap();
 
     let store = root.path().join("store");
-    let lower = RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("fresh"))).unwrap();
+    let lower =
+        RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("fresh"))).unwrap();
     let file = lower.layer().dir.open("chunk.000001", false).unwrap();
     let mut buf = vec![0u8; 16];
     let error = file.read_at(at as u64, &mut buf).unwrap_err();
@@ -224,13 +253,15 @@ fn an_upload_cut_short_is_redone_at_the_next_open() {
 
     server.restart();
     // The torn object is not listed, so not trusted.
-    let reader = RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("r"))).unwrap();
+    let reader =
+        RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("r"))).unwrap();
     assert!(!reader.layer().dir.list().unwrap().contains(&"chunk.000001".to_string()));
     let lower = RemoteLower::open(&url, &store, true, &remote_options(&server, &cache)).unwrap();
     assert!(lower.wait_uploaded(Duration::from_secs(60)), "{:?}", lower.stats());
     assert_eq!(lower.stats().uploads.unwrap().uploaded, backlog);
     drop(lower);
-    let reader_lower = RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("r2"))).unwrap();
+    let reader_lower =
+        RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("r2"))).unwrap();
     let reader = Repo::open_read_only_options(&store, repo_options(&reader_lower)).unwrap();
     check_commits(&reader, &commits);
     assert!(reader.fsck().is_clean());

@@ -64,8 +64,8 @@ pub use io::dirs::{LOWER_MARKER, StoreId};
 pub use io::staging::{build_dir, remove_stale_builds};
 pub use io::storage::{Directory, Layers, Storage};
 pub use options::{
-    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_OPEN_FILES, LowerLayer, RepoOptions, StoreStats,
-    SyncPolicy, SyncPolicyParseError,
+    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_OPEN_FILES, LowerLayer, RepoOptions,
+    StoreStats, SyncPolicy, SyncPolicyParseError,
 };
 pub use recovery::plan::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};
 pub use repo::bulk::{BulkTarget, BulkWriter};

@@ -35,7 +35,8 @@ impl S3Server {
     pub fn start() -> S3Server {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir(root.path().join(BUCKET)).unwrap();
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = listener.local_addr().unwrap();
         let mut server =
@@ -57,18 +58,20 @@ impl S3Server {
                 let service = service.clone();
                 let failing = failing.clone();
                 connections.spawn(async move {
-                    let handler = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                        let service = service.clone();
-                        let failing = failing.load(Ordering::SeqCst);
-                        async move {
-                            if failing {
-                                let mut response = http::Response::new(s3s::Body::from("unavailable".to_string()));
-                                *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
-                                return Ok(response);
+                    let handler =
+                        hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                            let service = service.clone();
+                            let failing = failing.load(Ordering::SeqCst);
+                            async move {
+                                if failing {
+                                    let mut response =
+                                        http::Response::new(s3s::Body::from("unavailable".to_string()));
+                                    *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+                                    return Ok(response);
+                                }
+                                hyper::service::Service::call(&service, request).await
                             }
-                            hyper::service::Service::call(&service, request).await
-                        }
-                    });
+                        });
                     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
                     let _ = builder.serve_connection(TokioIo::new(socket), handler).await;
                 });
