@@ -22,5 +22,6 @@ pub fn run(args: FsckArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("opening store {}", args.store.display()))?
         .fsck();
     emit(&report)?;
+    lower.report_cache();
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

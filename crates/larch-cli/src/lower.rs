@@ -74,6 +74,23 @@ impl Lower {
         self.remote.as_ref()
     }
 
+    /// Says on standard error what the object-storage layer's read cache did (nothing for a
+    /// directory): its size, hits, misses and hit ratio.
+    pub fn report_cache(&self) {
+        if let Some(remote) = &self.remote {
+            let cache = remote.stats().cache;
+            eprintln!(
+                "larch: read cache of {}: {} hits, {} misses (hit ratio {:.3}), {} of {} bytes used",
+                remote.url(),
+                cache.hits,
+                cache.misses,
+                cache.hit_ratio(),
+                cache.used,
+                cache.capacity
+            );
+        }
+    }
+
     /// A writer's end: waits for the uploads (at most `--upload-wait`) and says on standard error
     /// what is left. `None` without an object-storage layer.
     pub fn finish_uploads(&self) -> Option<UploadStats> {

@@ -82,6 +82,7 @@ fn archive_to_object_storage_fsck_log_and_serve_from_it() {
         larch_s3(&server, &["fsck", path_str(&store), "--lower", &url, "--cache-dir", path_str(&cache)]);
     assert!(out.status.success(), "fsck: {}{}", text(&out.stdout), text(&out.stderr));
     assert!(std::fs::read_dir(cache.join("blocks")).unwrap().count() > 0, "fsck read through its cache");
+    assert!(text(&out.stderr).contains("hit ratio"), "{}", text(&out.stderr));
 
     let serve_cache = dir.path().join("serve-cache");
     let mut child = Command::new(env!("CARGO_BIN_EXE_larch"))
