@@ -68,8 +68,9 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     let lower_dir = crate::inspect::lower();
     let lower_bytes = || lower_dir.as_deref().map_or(Ok(0), disk_bytes);
     let lower = lower_name.display();
-    let options = lower_layer.apply(RepoOptions { create: false, ..RepoOptions::default() });
-    let mut repo = Repo::open_with(&args.store, options)
+    let options = RepoOptions { create: false, ..RepoOptions::default() };
+    let mut repo = lower_layer
+        .open_writer(&args.store, options)
         .with_context(|| format!("opening store {} for writing", args.store.display()))?;
     let target = match (&args.commit, args.keep_blocks) {
         (Some(name), _) => Some(resolve_commit(&repo, Some(name))?),

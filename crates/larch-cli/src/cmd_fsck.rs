@@ -16,9 +16,9 @@ pub struct FsckArgs {
 /// Checks the store; exits with 1 when it has problems (all are printed).
 pub fn run(args: FsckArgs) -> anyhow::Result<ExitCode> {
     let lower = crate::lower::open(&args.store, false)?;
-    let options =
-        lower.apply(larch_store::RepoOptions { create: false, ..larch_store::RepoOptions::default() });
-    let report = larch_store::Repo::open_read_only_options(&args.store, options)
+    let options = larch_store::RepoOptions { create: false, ..larch_store::RepoOptions::default() };
+    let report = lower
+        .open_read_only(&args.store, options)
         .with_context(|| format!("opening store {}", args.store.display()))?
         .fsck();
     emit(&report)?;

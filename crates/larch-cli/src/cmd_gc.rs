@@ -74,8 +74,9 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
         bail!("store {} does not exist", args.store.display());
     }
     let lower = crate::lower::open(&args.store, true)?;
-    let options = lower.apply(RepoOptions { create: false, ..RepoOptions::default() });
-    let mut repo = Repo::open_with(&args.store, options)
+    let options = RepoOptions { create: false, ..RepoOptions::default() };
+    let mut repo = lower
+        .open_writer(&args.store, options)
         .with_context(|| format!("opening store {} as its writer", args.store.display()))?;
     let commit = match (&args.commit, args.keep_blocks) {
         (Some(name), _) => resolve_commit(&repo, Some(name))?,

@@ -78,7 +78,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         open_files: args.open_files,
         // Archive mode: the global `--lower DIR` (a directory; object storage: `lower_layer`).
         lower: crate::inspect::lower(),
-        lower_layer: lower.remote().map(larch_remote::RemoteLower::layer),
+        lower_layer: lower.layer(),
         ..ServerConfig::default()
     };
     let state = ServerState::open(&args.store, config)?;

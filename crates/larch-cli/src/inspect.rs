@@ -12,12 +12,9 @@ pub fn open_store(store: &Path) -> anyhow::Result<Repo> {
     if !store.exists() {
         bail!("store {} does not exist", store.display());
     }
-    let options = crate::lower::open(store, false)?.apply(RepoOptions {
-        cache_bytes: 32 << 20,
-        create: false,
-        ..RepoOptions::default()
-    });
-    Repo::open_read_only_options(store, options).with_context(|| format!("opening store {}", store.display()))
+    let lower = crate::lower::open(store, false)?;
+    let options = lower.apply(RepoOptions { cache_bytes: 32 << 20, create: false, ..RepoOptions::default() });
+    lower.open_read_only(store, options).with_context(|| format!("opening store {}", store.display()))
 }
 
 static LOWER: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();

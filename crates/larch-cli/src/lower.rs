@@ -5,7 +5,7 @@
 
 use anyhow::Context;
 use larch_remote::{RemoteLower, RemoteOptions, RemoteUrl, UploadStats};
-use larch_store::RepoOptions;
+use larch_store::{LowerLayer, Repo, RepoOptions};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -61,17 +61,24 @@ pub fn open(store: &Path, writable: bool) -> anyhow::Result<Lower> {
 }
 
 impl Lower {
-    /// `options` with this lower layer (the `--lower DIR` on disk, or the object-storage layer).
+    /// `options` with the `--lower DIR` on disk (none for object storage: [`Lower::layer`]).
     pub fn apply(&self, options: RepoOptions) -> RepoOptions {
-        match &self.remote {
-            Some(remote) => RepoOptions { lower: None, lower_layer: Some(remote.layer()), ..options },
-            None => RepoOptions { lower: crate::inspect::lower(), ..options },
-        }
+        RepoOptions { lower: crate::inspect::lower(), ..options }
     }
 
-    /// The object-storage layer, when `--lower` is one.
-    pub fn remote(&self) -> Option<&RemoteLower> {
-        self.remote.as_ref()
+    /// The object-storage layer to open the store with, when `--lower` is one.
+    pub fn layer(&self) -> Option<LowerLayer> {
+        self.remote.as_ref().map(RemoteLower::layer)
+    }
+
+    /// Opens the store at `store` read-only with `options` and this lower layer.
+    pub fn open_read_only(&self, store: &Path, options: RepoOptions) -> larch_store::Result<Repo> {
+        Repo::open_read_only_layered(store, self.apply(options), self.layer())
+    }
+
+    /// Opens the store at `store` as its writer with `options` and this lower layer.
+    pub fn open_writer(&self, store: &Path, options: RepoOptions) -> larch_store::Result<Repo> {
+        Repo::open_with_layer(store, self.apply(options), self.layer())
     }
 
     /// Says on standard error what the object-storage layer's read cache did (nothing for a

@@ -4,7 +4,7 @@
 //! [`RemoteLower::open`] checks that the bucket prefix serves the store (its `larch-lower`
 //! object names the store's identity; a writer claims an empty prefix; a reader never writes),
 //! and gives a [`larch_store::LowerLayer`] to open the store with
-//! ([`larch_store::RepoOptions::lower_layer`]). [`larch_store::Repo::archive`] then moves sealed
+//! ([`larch_store::Repo::open_with_layer`], [`larch_store::Repo::open_read_only_layered`]). [`larch_store::Repo::archive`] then moves sealed
 //! chunks to it: into a local spool first, uploaded in the background, verified by reading them
 //! back, marked complete by a checksum object, and only then removed locally. Reads of uploaded
 //! chunks are range requests of 256 KiB blocks, each verified against the checksum object, kept in a
@@ -148,7 +148,8 @@ impl RemoteLower {
         Ok(RemoteLower { url, dir, cache, uploader })
     }
 
-    /// The layer to open the store with ([`larch_store::RepoOptions::lower_layer`]).
+    /// The layer to open the store with ([`larch_store::Repo::open_with_layer`],
+    /// [`larch_store::Repo::open_read_only_layered`]).
     pub fn layer(&self) -> LowerLayer {
         LowerLayer { dir: self.dir.clone(), name: self.url.to_string() }
     }

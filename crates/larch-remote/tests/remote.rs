@@ -20,13 +20,18 @@ fn remote_options(server: &S3Server, cache: &Path) -> RemoteOptions {
     RemoteOptions { cache_dir: Some(cache.to_path_buf()), cache_bytes: 4 << 20, client: server.settings() }
 }
 
-fn repo_options(lower: &RemoteLower) -> RepoOptions {
-    RepoOptions {
-        chunk_bytes: 8 << 10,
-        cache_bytes: 1 << 16,
-        lower_layer: Some(lower.layer()),
-        ..RepoOptions::default()
-    }
+fn repo_options() -> RepoOptions {
+    RepoOptions { chunk_bytes: 8 << 10, cache_bytes: 1 << 16, ..RepoOptions::default() }
+}
+
+/// Opens the store at `store` as its writer over `lower`.
+fn writer(store: &Path, lower: &RemoteLower) -> larch_store::Result<Repo> {
+    Repo::open_with_layer(store, repo_options(), Some(lower.layer()))
+}
+
+/// Opens the store at `store` read-only over `lower`.
+fn reader(store: &Path, lower: &RemoteLower) -> larch_store::Result<Repo> {
+    Repo::open_read_only_layered(store, repo_options(), Some(lower.layer()))
 }
 
 /// The value of `key` in block `block`.
@@ -80,7 +85,7 @@ fn the_writer_commits_through_an_outage_and_uploads_catch_up() {
     std::fs::create_dir(&store).unwrap();
     let url = format!("s3://{BUCKET}/stores/a");
     let lower = RemoteLower::open(&url, &store, true, &remote_options(&server, &cache)).unwrap();
-    let mut repo = Repo::open_with(&store, repo_options(&lower)).unwrap();
+    let mut repo = writer(&store, &lower).unwrap();
     let mut commits = Vec::new();
     let mut backlog_seen = 0;
     let started = Instant::now();
@@ -122,7 +127,7 @@ fn the_writer_commits_through_an_outage_and_uploads_catch_up() {
     // A reader with a cache of its own (as on another machine, but with the store directory).
     let reader_cache = root.path().join("reader-cache");
     let lower = RemoteLower::open(&url, &store, false, &remote_options(&server, &reader_cache)).unwrap();
-    let reader = Repo::open_read_only_options(&store, repo_options(&lower)).unwrap();
+    let reader = reader(&store, &lower).unwrap();
     check_commits(&reader, &commits);
     let report = reader.fsck();
     assert!(report.is_clean(), "{:?}", report.problems);
@@ -144,7 +149,7 @@ fn a_second_store_is_refused_on_the_same_prefix() {
     let url = format!("s3://{BUCKET}/shared");
     let lower_a =
         RemoteLower::open(&url, &a, true, &remote_options(&server, &root.path().join("ca"))).unwrap();
-    let mut repo = Repo::open_with(&a, repo_options(&lower_a)).unwrap();
+    let mut repo = writer(&a, &lower_a).unwrap();
     commit_block(&mut repo, None, 0);
     repo.close().unwrap();
     for writable in [true, false] {
@@ -182,7 +187,7 @@ fn archived_store(server: &S3Server, root: &Path, url: &str, blocks: u32) -> Vec
     let (store, cache) = (root.join("store"), root.join("cache"));
     std::fs::create_dir_all(&store).unwrap();
     let lower = RemoteLower::open(url, &store, true, &remote_options(server, &cache)).unwrap();
-    let mut repo = Repo::open_with(&store, repo_options(&lower)).unwrap();
+    let mut repo = writer(&store, &lower).unwrap();
     let mut commits = Vec::new();
     for block in 0..blocks {
         commits.push(commit_block(&mut repo, commits.last().copied(), block));
@@ -215,7 +220,7 @@ fn a_damaged_object_is_detected() {
     assert!(error.to_string().contains("do not match the checksum"), "{error}");
     // The store's open reads the chunk's header (in the damaged block here) or fsck reads the
     // damaged records: either way the damage is reported, never read as data.
-    match Repo::open_read_only_options(&store, repo_options(&lower)) {
+    match reader(&store, &lower) {
         Err(e) => assert!(format!("{e:?}").contains("do not match the checksum"), "{e:?}"),
         Ok(reader) => {
             let report = reader.fsck();
@@ -234,7 +239,7 @@ fn an_upload_cut_short_is_redone_at_the_next_open() {
     std::fs::create_dir(&store).unwrap();
     let url = format!("s3://{BUCKET}/cut");
     let lower = RemoteLower::open(&url, &store, true, &remote_options(&server, &cache)).unwrap();
-    let mut repo = Repo::open_with(&store, repo_options(&lower)).unwrap();
+    let mut repo = writer(&store, &lower).unwrap();
     // The server goes away: the chunks wait in the spool; a torn object without its checksum
     // object stands in the bucket, as an upload cut short leaves it.
     server.stop();
@@ -253,16 +258,16 @@ fn an_upload_cut_short_is_redone_at_the_next_open() {
 
     server.restart();
     // The torn object is not listed, so not trusted.
-    let reader =
+    let early =
         RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("r"))).unwrap();
-    assert!(!reader.layer().dir.list().unwrap().contains(&"chunk.000001".to_string()));
+    assert!(!early.layer().dir.list().unwrap().contains(&"chunk.000001".to_string()));
     let lower = RemoteLower::open(&url, &store, true, &remote_options(&server, &cache)).unwrap();
     assert!(lower.wait_uploaded(Duration::from_secs(60)), "{:?}", lower.stats());
     assert_eq!(lower.stats().uploads.unwrap().uploaded, backlog);
     drop(lower);
     let reader_lower =
         RemoteLower::open(&url, &store, false, &remote_options(&server, &root.path().join("r2"))).unwrap();
-    let reader = Repo::open_read_only_options(&store, repo_options(&reader_lower)).unwrap();
+    let reader = reader(&store, &reader_lower).unwrap();
     check_commits(&reader, &commits);
     assert!(reader.fsck().is_clean());
     assert_ne!(std::fs::read(server.object_file("cut/chunk.000001")).unwrap(), b"torn");

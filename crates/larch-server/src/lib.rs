@@ -95,7 +95,7 @@ pub struct ServerConfig {
     /// are read from it.
     pub lower: Option<std::path::PathBuf>,
     /// A lower layer that is not a directory on disk (object storage, `larch-remote`): takes
-    /// precedence over `lower` ([`larch_store::RepoOptions::lower_layer`]).
+    /// precedence over `lower` ([`larch_store::Repo::open_read_only_layered`]).
     pub lower_layer: Option<larch_store::LowerLayer>,
     /// The most sealed chunk files the server's handle keeps open at once
     /// ([`larch_store::RepoOptions::open_files`], `docs/store.md` *Descriptors*).

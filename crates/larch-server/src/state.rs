@@ -54,7 +54,7 @@ impl ServerState {
     /// configured `max_depth` is clamped to [`MAX_DEPTH_CAP`].
     pub fn open(path: impl AsRef<Path>, config: ServerConfig) -> Result<Arc<ServerState>, ServerError> {
         let path = path.as_ref().to_path_buf();
-        let repo = Repo::open_read_only_options(&path, repo_options(&config))
+        let repo = Repo::open_read_only_layered(&path, repo_options(&config), config.lower_layer.clone())
             .map_err(|source| ServerError::Open { path: path.clone(), source })?;
         let head = snapshot(&repo).map_err(|source| ServerError::Head { path: path.clone(), source })?;
         let mut config = config;
@@ -129,7 +129,11 @@ impl ServerState {
                 // (and the head's tree, which reads through the old one, too).
                 Err(StoreError::Rewound { reason, .. }) => {
                     tracing::warn!(%reason, "the store was rewound; reopening it");
-                    *repo = Repo::open_read_only_options(&self.path, repo_options(&self.config))?;
+                    *repo = Repo::open_read_only_layered(
+                        &self.path,
+                        repo_options(&self.config),
+                        self.config.lower_layer.clone(),
+                    )?;
                     (true, true)
                 }
                 other => (other?, false),
@@ -210,7 +214,6 @@ fn repo_options(config: &ServerConfig) -> RepoOptions {
     RepoOptions {
         cache_bytes: config.cache_bytes,
         lower: config.lower.clone(),
-        lower_layer: config.lower_layer.clone(),
         open_files: config.open_files,
         ..RepoOptions::default()
     }

@@ -89,16 +89,6 @@ impl std::fmt::Display for SyncPolicy {
     }
 }
 
-/// A lower layer of archive mode given as a [`crate::Directory`] ([`RepoOptions::lower_layer`]).
-#[derive(Clone, Debug)]
-pub struct LowerLayer {
-    /// The lower directory: sealed chunk files are created in it as `<name>.tmp`, synced, renamed,
-    /// and the directory synced, before their upper copy is unlinked.
-    pub dir: std::sync::Arc<dyn crate::io::storage::Directory>,
-    /// Its name in messages (a URL for object storage).
-    pub name: String,
-}
-
 /// How to open a store.
 #[derive(Clone, Debug)]
 pub struct RepoOptions {
@@ -126,10 +116,6 @@ pub struct RepoOptions {
     /// store directory, else here. A store whose chunks have moved (its control slot carries the
     /// archive flag) cannot be opened without it ([`crate::StoreError::NeedsLower`]).
     pub lower: Option<std::path::PathBuf>,
-    /// Archive mode with a lower layer that is not a directory on disk (object storage: the
-    /// `larch-remote` crate). Takes precedence over [`RepoOptions::lower`]. Whoever builds it has
-    /// checked that it serves this store (its identity, [`crate::store_identity`]).
-    pub lower_layer: Option<LowerLayer>,
     /// The most sealed chunk files this handle keeps open at once ([`DEFAULT_OPEN_FILES`]). Chunk
     /// files are opened when first read and closed again by a clock (an approximation of least
     /// recently used first), so a handle
@@ -157,7 +143,6 @@ impl Default for RepoOptions {
             verify_on_load: false,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             lower: None,
-            lower_layer: None,
             open_files: DEFAULT_OPEN_FILES,
         }
     }

@@ -9,6 +9,7 @@ use crate::format::control::{ControlFileState, ControlState, Slot};
 use crate::format::index;
 use crate::format::names::{self, CHUNK_HEADER_LEN};
 use crate::io::classify::{DirKind, classify};
+use crate::io::layered::LowerLayer;
 use crate::io::storage::{Directory, DiskDirectory, FileStorage, Storage, StoreFiles};
 use crate::options::DEFAULT_CACHE_BYTES;
 use crate::options::{RepoOptions, StoreStats};
@@ -155,6 +156,16 @@ impl Repo {
     /// The writer holds an exclusive `flock` on the store directory itself for the handle's
     /// lifetime: deleting or replacing a file inside cannot let a second writer in.
     pub fn open_with(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        Repo::open_with_layer(path, options, None)
+    }
+
+    /// [`Repo::open_with`] in archive mode with `lower` (when given) as the lower layer instead of
+    /// `options.lower`: a lower layer that is not a directory on disk (object storage).
+    pub fn open_with_layer(
+        path: impl AsRef<Path>,
+        options: RepoOptions,
+        lower: Option<LowerLayer>,
+    ) -> Result<Repo> {
         let path = path.as_ref();
         let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
         if classify(path)? == DirKind::Missing {
@@ -187,6 +198,7 @@ impl Repo {
             other => return Err(refusal(path, other)),
         };
         let files = Self::disk_files(path, true, create, options.mmap)?;
+        let (files, options) = Self::with_layer(files, options, lower.as_ref(), path);
         let mut repo = Repo::open_files(files, true, options, Some(path))?;
         if create {
             sync_directory(path)?;
@@ -209,6 +221,16 @@ impl Repo {
 
     /// [`Repo::open_read_only`] with `options` (the cache size and the read mode are used).
     pub fn open_read_only_options(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        Repo::open_read_only_layered(path, options, None)
+    }
+
+    /// [`Repo::open_read_only_options`] in archive mode with `lower` (when given) as the lower
+    /// layer instead of `options.lower`: a lower layer that is not a directory on disk.
+    pub fn open_read_only_layered(
+        path: impl AsRef<Path>,
+        options: RepoOptions,
+        lower: Option<LowerLayer>,
+    ) -> Result<Repo> {
         let path = path.as_ref();
         match classify(path)? {
             DirKind::Store => {}
@@ -218,7 +240,8 @@ impl Repo {
         let mut attempt = 0;
         loop {
             let files = Self::disk_files(path, false, false, options.mmap)?;
-            match Repo::open_files(files, false, options.clone(), Some(path)) {
+            let (files, options) = Self::with_layer(files, options.clone(), lower.as_ref(), path);
+            match Repo::open_files(files, false, options, Some(path)) {
                 // A GC's deletion unlinked a file between our reading `control` and opening it:
                 // `control` names newer files now.
                 Err(StoreError::NeedsRecovery { missing_file: true, .. }) if attempt < 8 => {
@@ -227,6 +250,19 @@ impl Repo {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// `files` over `lower` (then `options.lower` is not used), else as they are.
+    fn with_layer(
+        files: StoreFiles,
+        options: RepoOptions,
+        lower: Option<&LowerLayer>,
+        path: &Path,
+    ) -> (StoreFiles, RepoOptions) {
+        match lower {
+            Some(lower) => (lower.over(files, path), RepoOptions { lower: None, ..options }),
+            None => (files, options),
         }
     }
 
@@ -275,18 +311,8 @@ impl Repo {
     ) -> Result<Repo> {
         let display_path = path.map_or_else(|| PathBuf::from("<storage>"), Path::to_path_buf);
         // Archive mode on disk: chunk files are looked up in the store directory, then the lower one.
-        // A lower layer given as a directory (object storage) comes checked by its maker.
-        let files = match (path, options.lower.as_deref(), &options.lower_layer) {
-            (_, _, Some(layer)) => StoreFiles {
-                dir: Arc::new(crate::io::layered::LayeredDirectory::new(
-                    files.dir,
-                    layer.dir.clone(),
-                    display_path.display().to_string(),
-                    layer.name.clone(),
-                )),
-                ..files
-            },
-            (Some(path), Some(lower), None) => {
+        let files = match (path, options.lower.as_deref()) {
+            (Some(path), Some(lower)) => {
                 crate::io::layered::with_lower(files, path, lower, options.mmap, writable)?
             }
             _ => files,
