@@ -57,14 +57,20 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
     if !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
-    // `--lower DIR` is the global option: the lower directory the sealed chunks move to.
-    let Some(lower) = crate::inspect::lower() else {
+    // `--lower DIR|URL` is the global option: the lower layer the sealed chunks move to.
+    let Some(lower_name) = crate::inspect::lower_raw() else {
         bail!(
-            "larch archive needs --lower DIR: the lower directory the sealed chunks move to (created if absent; one per store)"
+            "larch archive needs --lower DIR or --lower s3://BUCKET/PREFIX: the lower layer the sealed chunks move to (created if absent; one per store)"
         );
     };
-    let options = RepoOptions { create: false, lower: Some(lower.clone()), ..RepoOptions::default() };
-    let mut repo = Repo::open_with(&args.store, options)
+    let lower_layer = crate::lower::open(&args.store, true)?;
+    // The bytes of a lower directory on disk (object storage: its uploads are reported instead).
+    let lower_dir = crate::inspect::lower();
+    let lower_bytes = || lower_dir.as_deref().map_or(Ok(0), disk_bytes);
+    let lower = lower_name.display();
+    let options = RepoOptions { create: false, ..RepoOptions::default() };
+    let mut repo = lower_layer
+        .open_writer(&args.store, options)
         .with_context(|| format!("opening store {} for writing", args.store.display()))?;
     let target = match (&args.commit, args.keep_blocks) {
         (Some(name), _) => Some(resolve_commit(&repo, Some(name))?),
@@ -78,20 +84,29 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => bail!("give --keep-blocks N or --commit HASH"),
     };
-    let (upper_before, lower_before) = (disk_bytes(&args.store)?, disk_bytes(&lower)?);
+    let (upper_before, lower_before) = (disk_bytes(&args.store)?, lower_bytes()?);
     let report = match target {
         Some(target) => Some(
             repo.archive(&target)
-                .with_context(|| format!("archiving {} into {}", args.store.display(), lower.display()))?,
+                .with_context(|| format!("archiving {} into {lower}", args.store.display()))?,
         ),
         None => None,
     };
     repo.close().with_context(|| format!("closing store {}", args.store.display()))?;
-    let (upper_after, lower_after) = (disk_bytes(&args.store)?, disk_bytes(&lower)?);
+    let uploads = lower_layer.finish_uploads();
+    let (upper_after, lower_after) = (disk_bytes(&args.store)?, lower_bytes()?);
     if args.json {
         let out = json!({
             "store": args.store.display().to_string(),
-            "lower": lower.display().to_string(),
+            "lower": lower.to_string(),
+            "uploads": uploads.as_ref().map(|u| json!({
+                "uploaded": u.uploaded,
+                "uploaded_bytes": u.uploaded_bytes,
+                "backlog": u.backlog,
+                "backlog_bytes": u.backlog_bytes,
+                "failures": u.failures,
+                "last_error": u.last_error,
+            })),
             "commit": target.map(|hash| hash.to_string()),
             "commit_chunk": report.as_ref().map(|r| r.commit_chunk),
             "chunks_moved": report.as_ref().map_or(0, |r| r.chunks_moved),
@@ -120,7 +135,7 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         "moved {} chunk files ({} bytes) to {} in {:.3} s; {} were already there{}",
         report.chunks_moved,
         report.bytes_moved,
-        lower.display(),
+        lower,
         report.elapsed.as_secs_f64(),
         report.chunks_already_lower,
         if report.flag_published { " (the store is now in archive mode: open it with --lower)" } else { "" }
@@ -129,5 +144,11 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
         "store directory: {upper_before} → {upper_after} bytes, {} chunk files; lower directory: {lower_before} → {lower_after} bytes",
         report.upper_chunks
     ))?;
+    if let Some(u) = uploads {
+        emit_line(format!(
+            "uploads: {} chunks ({} bytes) uploaded and verified, {} waiting ({} bytes), {} failed attempts retried",
+            u.uploaded, u.uploaded_bytes, u.backlog, u.backlog_bytes, u.failures
+        ))?;
+    }
     Ok(ExitCode::SUCCESS)
 }

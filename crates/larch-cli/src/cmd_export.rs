@@ -54,16 +54,13 @@ fn check_dest(dest: &Path) -> anyhow::Result<()> {
 
 fn export_irmin(args: &IrminExportArgs) -> anyhow::Result<ExitCode> {
     // The walk reads each record about once: a small cache suffices.
-    let options = RepoOptions {
-        cache_bytes: 16 << 20,
-        create: false,
-        lower: crate::inspect::lower(),
-        ..RepoOptions::default()
-    };
+    let lower = crate::lower::open(&args.store, false)?;
+    let options = RepoOptions { cache_bytes: 16 << 20, create: false, ..RepoOptions::default() };
     if !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
-    let repo = Repo::open_read_only_options(&args.store, options)
+    let repo = lower
+        .open_read_only(&args.store, options)
         .with_context(|| format!("opening store {}", args.store.display()))?;
     let hash = crate::inspect::resolve_commit(&repo, args.commit.as_deref())?;
     check_dest(&args.dest)?;

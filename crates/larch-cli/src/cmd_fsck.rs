@@ -26,15 +26,14 @@ pub struct FsckArgs {
 
 /// Checks the store; exits with 1 when it has problems (all are printed).
 pub fn run(args: FsckArgs) -> anyhow::Result<ExitCode> {
-    let options = larch_store::RepoOptions {
-        create: false,
-        cache_bytes: args.cache_size,
-        lower: crate::inspect::lower(),
-        ..larch_store::RepoOptions::default()
-    };
-    let report = larch_store::Repo::open_read_only_options(&args.store, options)
+    let lower = crate::lower::open(&args.store, false)?;
+    let options =
+        larch_store::RepoOptions { create: false, cache_bytes: args.cache_size, ..larch_store::RepoOptions::default() };
+    let report = lower
+        .open_read_only(&args.store, options)
         .with_context(|| format!("opening store {}", args.store.display()))?
         .fsck_with(&larch_store::FsckOptions { max_pending: args.max_pending, ..Default::default() });
     emit(&report)?;
+    lower.report_cache();
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

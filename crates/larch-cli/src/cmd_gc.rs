@@ -73,8 +73,10 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
     if !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
-    let options = RepoOptions { create: false, lower: crate::inspect::lower(), ..RepoOptions::default() };
-    let mut repo = Repo::open_with(&args.store, options)
+    let lower = crate::lower::open(&args.store, true)?;
+    let options = RepoOptions { create: false, ..RepoOptions::default() };
+    let mut repo = lower
+        .open_writer(&args.store, options)
         .with_context(|| format!("opening store {} as its writer", args.store.display()))?;
     let commit = match (&args.commit, args.keep_blocks) {
         (Some(name), _) => resolve_commit(&repo, Some(name))?,
@@ -102,7 +104,11 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
     let report = repo.gc_wait();
     bar.finish_and_clear();
     let report = report?.context("the garbage collection ended without a report")?;
-    finish(repo, report, &args)
+    let code = finish(repo, report, &args)?;
+    // Object storage: a GC in archive mode retires chunks only; nothing new waits, but an earlier
+    // writer's backlog was resumed at the open.
+    lower.finish_uploads();
+    Ok(code)
 }
 
 fn finish(repo: Repo, report: GcReport, args: &GcArgs) -> anyhow::Result<ExitCode> {

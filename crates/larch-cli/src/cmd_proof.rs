@@ -175,12 +175,10 @@ fn produce(args: ProduceArgs) -> anyhow::Result<ExitCode> {
     if args.stream && matches!(args.encoding, Encoding::Json) {
         bail!("stream proofs have no JSON encoding; use --encoding v1 or v2");
     }
-    let options = larch_store::RepoOptions {
-        create: false,
-        lower: crate::inspect::lower(),
-        ..larch_store::RepoOptions::default()
-    };
-    let repo = larch_store::Repo::open_read_only_options(&args.store, options)
+    let lower = crate::lower::open(&args.store, false)?;
+    let options = larch_store::RepoOptions { create: false, ..larch_store::RepoOptions::default() };
+    let repo = lower
+        .open_read_only(&args.store, options)
         .with_context(|| format!("opening store {}", args.store.display()))?;
     let commit = match &args.commit {
         Some(text) => text.parse::<Hash>().with_context(|| format!("commit {text:?}"))?,

@@ -21,6 +21,11 @@ pub struct RecoverArgs {
 /// Plans (and with `--apply` performs) the recovery; exits with 1 when no complete commit exists.
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     // Archive mode: the global `--lower DIR` (chunk files moved there are looked up in it).
+    if let Some(url) = crate::lower::remote_url() {
+        anyhow::bail!(
+            "larch recover does not read a lower layer in object storage ({url}) yet: give a lower directory"
+        );
+    }
     let lower = crate::inspect::lower();
     let plan = larch_store::plan_recovery_with(&args.store, lower.as_deref())
         .with_context(|| format!("examining store {}", args.store.display()))?;

@@ -63,6 +63,7 @@ fn parse_open_files(text: &str) -> Result<usize, String> {
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
+    let lower = crate::lower::open(&args.store, false)?;
     let config = ServerConfig {
         limits: Limits {
             max_depth: args.max_depth,
@@ -75,8 +76,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         cache_bytes: args.cache,
         blocking_reads: args.blocking_reads,
         open_files: args.open_files,
-        // Archive mode: the global `--lower DIR`.
+        // Archive mode: the global `--lower DIR` (a directory; object storage: `lower_layer`).
         lower: crate::inspect::lower(),
+        lower_layer: lower.layer(),
         ..ServerConfig::default()
     };
     let state = ServerState::open(&args.store, config)?;

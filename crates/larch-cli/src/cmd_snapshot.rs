@@ -7,7 +7,6 @@ use clap::Subcommand;
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use larch_core::Hash;
 use larch_snapshot::{ExportOptions, Progress};
-use larch_store::Repo;
 use std::io::{BufReader, BufWriter, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -109,14 +108,14 @@ fn export(
     // 1.3 s and 120 MB with 32 MiB, 250 MB with 128 MiB). Reads
     // are `pread`s: a memory map saves 0.3-0.5 s of system time but counts the pack's pages in the
     // RSS (460 MB on the default trace's store).
+    let lower = crate::lower::open(store, false)?;
     let options = larch_store::RepoOptions {
         cache_bytes: 4 << 20,
         create: false,
-        lower: crate::inspect::lower(),
         ..larch_store::RepoOptions::default()
     };
-    let repo = Repo::open_read_only_options(store, options)
-        .with_context(|| format!("opening store {}", store.display()))?;
+    let repo =
+        lower.open_read_only(store, options).with_context(|| format!("opening store {}", store.display()))?;
     let options = ExportOptions { compression: (level > 0).then_some(level), window };
     let bar = bar("export", None);
     let started = Instant::now();

@@ -12,9 +12,9 @@ pub fn open_store(store: &Path) -> anyhow::Result<Repo> {
     if !store.exists() {
         bail!("store {} does not exist", store.display());
     }
-    let options =
-        RepoOptions { cache_bytes: 32 << 20, create: false, lower: lower(), ..RepoOptions::default() };
-    Repo::open_read_only_options(store, options).with_context(|| format!("opening store {}", store.display()))
+    let lower = crate::lower::open(store, false)?;
+    let options = lower.apply(RepoOptions { cache_bytes: 32 << 20, create: false, ..RepoOptions::default() });
+    lower.open_read_only(store, options).with_context(|| format!("opening store {}", store.display()))
 }
 
 static LOWER: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
@@ -24,8 +24,14 @@ pub fn set_lower(lower: Option<std::path::PathBuf>) {
     let _ = LOWER.set(lower);
 }
 
-/// The global `--lower DIR` option: the lower directory of a store in archive mode.
+/// The global `--lower DIR` option: the lower directory of a store in archive mode (`None` when
+/// `--lower` is an object-storage URL: [`crate::lower`]).
 pub fn lower() -> Option<std::path::PathBuf> {
+    lower_raw().filter(|lower| lower.to_str().is_none_or(|text| !larch_remote::RemoteUrl::is_remote(text)))
+}
+
+/// The global `--lower` option as given: a directory or an `s3://` URL.
+pub fn lower_raw() -> Option<std::path::PathBuf> {
     LOWER.get().cloned().flatten()
 }
 

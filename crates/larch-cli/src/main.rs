@@ -23,6 +23,7 @@ mod cmd_trace;
 mod inspect;
 mod interrupt;
 mod limits;
+mod lower;
 mod output;
 mod progress;
 mod size;
@@ -36,10 +37,23 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// The lower directory of a store in archive mode (`larch archive`): the chunk files moved
-    /// there are read from it. Needed by every command on such a store.
-    #[arg(long, global = true, value_name = "DIR")]
+    /// The lower layer of a store in archive mode (`larch archive`): a directory, or a prefix in
+    /// object storage, `s3://BUCKET/PREFIX` (docs/object-storage.md; credentials and endpoint from
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT, AWS_REGION, AWS_ALLOW_HTTP). The
+    /// chunk files moved there are read from it. Needed by every command on such a store.
+    #[arg(long, global = true, value_name = "DIR|URL")]
     lower: Option<std::path::PathBuf>,
+    /// With `--lower s3://…`: the local directory of the upload spool and the read cache
+    /// (default: `STORE.remote` beside the store; one per prefix).
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
+    /// With `--lower s3://…`: the read cache's budget on disk.
+    #[arg(long, global = true, value_name = "SIZE", default_value = "1G", value_parser = size::parse_size)]
+    remote_cache: u64,
+    /// With `--lower s3://…`: how long a writer command waits for its uploads before it exits
+    /// (what is left stays in the spool and is uploaded at the writer's next open).
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 600)]
+    upload_wait: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -96,6 +110,11 @@ fn main() -> ExitCode {
     limits::raise_open_files();
     let cli = Cli::parse_from(join_sync_every(std::env::args_os()));
     inspect::set_lower(cli.lower);
+    lower::set_remote(lower::RemoteArgs {
+        cache_dir: cli.cache_dir,
+        cache_bytes: cli.remote_cache,
+        upload_wait: std::time::Duration::from_secs(cli.upload_wait),
+    });
     let result = match cli.command {
         Command::Replay(args) => cmd_replay::run(args),
         Command::Trace(command) => cmd_trace::run(command),

@@ -94,6 +94,9 @@ pub struct ServerConfig {
     /// The lower directory of a store in archive mode (`--lower DIR`): chunk files moved there
     /// are read from it.
     pub lower: Option<std::path::PathBuf>,
+    /// A lower layer that is not a directory on disk (object storage, `larch-remote`): takes
+    /// precedence over `lower` ([`larch_store::Repo::open_read_only_layered`]).
+    pub lower_layer: Option<larch_store::LowerLayer>,
     /// The most sealed chunk files the server's handle keeps open at once
     /// ([`larch_store::RepoOptions::open_files`], `docs/store.md` *Descriptors*).
     pub open_files: usize,
@@ -109,6 +112,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(5),
             header_read_timeout: Duration::from_secs(10),
             lower: None,
+            lower_layer: None,
             open_files: larch_store::DEFAULT_OPEN_FILES,
         }
     }

@@ -54,7 +54,7 @@ impl ServerState {
     /// configured `max_depth` is clamped to [`MAX_DEPTH_CAP`].
     pub fn open(path: impl AsRef<Path>, config: ServerConfig) -> Result<Arc<ServerState>, ServerError> {
         let path = path.as_ref().to_path_buf();
-        let repo = Repo::open_read_only_options(&path, repo_options(&config))
+        let repo = Repo::open_read_only_layered(&path, repo_options(&config), config.lower_layer.clone())
             .map_err(|source| ServerError::Open { path: path.clone(), source })?;
         let head = snapshot(&repo).map_err(|source| ServerError::Head { path: path.clone(), source })?;
         let mut config = config;
@@ -130,7 +130,11 @@ impl ServerState {
                 Err(StoreError::Rewound { reason, .. }) => {
                     tracing::warn!(%reason, "the store was rewound; reopening it");
                     self.metrics.refreshes_before.fetch_add(repo.stats().layout_refreshes, Ordering::Relaxed);
-                    *repo = Repo::open_read_only_options(&self.path, repo_options(&self.config))?;
+                    *repo = Repo::open_read_only_layered(
+                        &self.path,
+                        repo_options(&self.config),
+                        self.config.lower_layer.clone(),
+                    )?;
                     (true, true)
                 }
                 other => (other?, false),

@@ -62,7 +62,10 @@ pub use format::codec::{INLINE_MAX, RecordKind};
 pub use gc::archive::ArchiveReport;
 pub use gc::policy::{GcOptions, GcPolicy};
 pub use gc::report::{GcPhase, GcProgress, GcReport};
+pub use io::dirs::{LOWER_MARKER, StoreId};
+pub use io::layered::LowerLayer;
 pub use io::staging::{build_dir, remove_stale_builds};
+pub use io::storage::{Directory, Layers, Storage};
 pub use options::{
     CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_OPEN_FILES, RepoOptions, StoreStats,
     SyncPolicy, SyncPolicyParseError,
@@ -72,6 +75,13 @@ pub use repo::bulk::{BulkTarget, BulkWriter};
 pub use repo::check::fsck;
 pub use repo::pipeline::{PIPELINE_MAX_DEPTH, PipelinedRepo};
 pub use repo::{DEFAULT_BRANCH, History, Repo};
+
+/// The identity of the store directory `store` (its `larch-id` file), `None` when it has none;
+/// when it has none and `create`, a new one is drawn and written durably (the first written
+/// wins). A lower layer records it to refuse any other store (`docs/format.md` §3.1).
+pub fn store_identity(store: &std::path::Path, create: bool) -> Result<Option<StoreId>> {
+    io::dirs::ensure_store_id(store, create)
+}
 
 /// The hash of a tree about to be committed, its dirty subtrees hashed on two threads when it has
 /// enough of them (what [`Repo::commit`] does; exposed for benchmarks). Same result as

@@ -151,6 +151,16 @@ pub(crate) fn store_id(store: &Path) -> Result<Option<StoreId>> {
     read_id(store, STORE_ID_FILE, STORE_TAG)
 }
 
+/// The identity of the store at `store`; when it has none and `create`, a new one is drawn and
+/// written durably (the first written wins).
+pub(crate) fn ensure_store_id(store: &Path, create: bool) -> Result<Option<StoreId>> {
+    match store_id(store)? {
+        Some(id) => Ok(Some(id)),
+        None if create => write_id(store, STORE_ID_FILE, STORE_TAG, StoreId::draw()).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Whether a lower directory without a marker may hold the file `name`: the files archive mode
 /// puts there (chunk files, a format-2 `pack`, their `.tmp` copies) and a marker being written.
 fn is_archive_file(name: &str) -> bool {

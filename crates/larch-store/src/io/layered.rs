@@ -8,6 +8,34 @@ use std::io::{self, ErrorKind};
 use std::path::Path;
 use std::sync::Arc;
 
+/// A lower layer of archive mode given as a [`Directory`] rather than a path (object storage: the
+/// `larch-remote` crate), for [`crate::Repo::open_with_layer`] and
+/// [`crate::Repo::open_read_only_layered`]. Whoever builds it has checked that it serves the store
+/// (its identity, [`crate::store_identity`]).
+#[derive(Clone, Debug)]
+pub struct LowerLayer {
+    /// The lower directory: sealed chunk files are created in it as `<name>.tmp`, synced,
+    /// renamed, and the directory synced, before their upper copy is unlinked.
+    pub dir: Arc<dyn Directory>,
+    /// Its name in messages (a URL for object storage).
+    pub name: String,
+}
+
+impl LowerLayer {
+    /// The store files `files` of the store at `path` with this lower layer under their directory.
+    pub(crate) fn over(&self, files: StoreFiles, path: &Path) -> StoreFiles {
+        StoreFiles {
+            dir: Arc::new(LayeredDirectory::new(
+                files.dir,
+                self.dir.clone(),
+                path.display().to_string(),
+                self.name.clone(),
+            )),
+            ..files
+        }
+    }
+}
+
 /// A store directory with a lower layer. Chunk files are created, written, renamed and removed in
 /// the upper directory; a read-only `open` that finds no file in the upper directory opens the
 /// lower one (a missing file names both directories). The listing is the union of both.

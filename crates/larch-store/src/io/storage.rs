@@ -281,8 +281,8 @@ impl Storage for MemStorage {
 }
 
 /// The store directory: creating, opening, listing and removing the pack's chunk files, and making
-/// those changes durable. Implemented for a directory on disk ([`DiskDirectory`]), memory
-/// ([`MemDirectory`]) and fault injection (`fault`).
+/// those changes durable. Implemented for a directory on disk (`DiskDirectory`), memory
+/// (`MemDirectory`) and fault injection (`fault`); outside the crate, object storage (`larch-remote`).
 pub trait Directory: Send + Sync + Debug {
     /// Creates the file `name`, empty (an existing one is truncated), open for writing.
     fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>>;
@@ -322,7 +322,7 @@ pub trait Directory: Send + Sync + Debug {
     fn writer_absent(&self) -> Option<bool> {
         None
     }
-    /// For a directory with a lower layer (archive mode, [`crate::io::layered::LayeredDirectory`]):
+    /// For a directory with a lower layer (archive mode, `LayeredDirectory`):
     /// the upper and the lower directory. `None` for a plain directory.
     fn layers(&self) -> Option<Layers<'_>> {
         None

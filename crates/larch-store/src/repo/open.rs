@@ -9,6 +9,7 @@ use crate::format::control::{ControlFileState, ControlState, Slot};
 use crate::format::index;
 use crate::format::names::{self, CHUNK_HEADER_LEN};
 use crate::io::classify::{DirKind, classify};
+use crate::io::layered::LowerLayer;
 use crate::io::storage::{Directory, DiskDirectory, Storage, StoreFiles};
 use crate::options::DEFAULT_CACHE_BYTES;
 use crate::options::{RepoOptions, StoreStats};
@@ -184,6 +185,16 @@ impl Repo {
     /// The writer holds an exclusive `flock` on the store directory itself for the handle's
     /// lifetime: deleting or replacing a file inside cannot let a second writer in.
     pub fn open_with(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        Repo::open_with_layer(path, options, None)
+    }
+
+    /// [`Repo::open_with`] in archive mode with `lower` (when given) as the lower layer instead of
+    /// `options.lower`: a lower layer that is not a directory on disk (object storage).
+    pub fn open_with_layer(
+        path: impl AsRef<Path>,
+        options: RepoOptions,
+        lower: Option<LowerLayer>,
+    ) -> Result<Repo> {
         let path = path.as_ref();
         let not_a_store = |reason: &str| StoreError::NotAStore { path: path.into(), reason: reason.into() };
         if classify(path)? == DirKind::Missing {
@@ -222,6 +233,7 @@ impl Repo {
             DiskDirectory::open_locked(path, &lock, options.mmap).map_err(|e| dir_error("open", e))?,
         );
         let files = Self::disk_files(&dir, true, create)?;
+        let (files, options) = Self::with_layer(files, options, lower.as_ref(), path);
         let mut repo = Repo::open_files(files, true, options, Some(path))?;
         if create {
             dir.sync().map_err(|e| dir_error("sync", e))?;
@@ -244,6 +256,16 @@ impl Repo {
 
     /// [`Repo::open_read_only`] with `options` (the cache size and the read mode are used).
     pub fn open_read_only_options(path: impl AsRef<Path>, options: RepoOptions) -> Result<Repo> {
+        Repo::open_read_only_layered(path, options, None)
+    }
+
+    /// [`Repo::open_read_only_options`] in archive mode with `lower` (when given) as the lower
+    /// layer instead of `options.lower`: a lower layer that is not a directory on disk.
+    pub fn open_read_only_layered(
+        path: impl AsRef<Path>,
+        options: RepoOptions,
+        lower: Option<LowerLayer>,
+    ) -> Result<Repo> {
         let path = path.as_ref();
         match classify(path)? {
             DirKind::Store => {}
@@ -258,7 +280,8 @@ impl Repo {
                 source,
             })?;
             let files = Self::disk_files(&Arc::new(dir), false, false)?;
-            match Repo::open_files(files, false, options.clone(), Some(path)) {
+            let (files, options) = Self::with_layer(files, options.clone(), lower.as_ref(), path);
+            match Repo::open_files(files, false, options, Some(path)) {
                 // A GC's deletion unlinked a file between our reading `control` and opening it:
                 // `control` names newer files now.
                 Err(StoreError::NeedsRecovery { missing_file: true, .. }) if attempt < 8 => {
@@ -267,6 +290,19 @@ impl Repo {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// `files` over `lower` (then `options.lower` is not used), else as they are.
+    fn with_layer(
+        files: StoreFiles,
+        options: RepoOptions,
+        lower: Option<&LowerLayer>,
+        path: &Path,
+    ) -> (StoreFiles, RepoOptions) {
+        match lower {
+            Some(lower) => (lower.over(files, path), RepoOptions { lower: None, ..options }),
+            None => (files, options),
         }
     }
 

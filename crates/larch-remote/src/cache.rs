@@ -1,0 +1,232 @@
+//! The bounded disk cache of blocks read from object storage: one file per block
+//! (`<chunk>.<block>` in the cache's `blocks/` directory), evicted least recently used first once
+//! their bytes exceed the budget. Blocks are verified when fetched, written to a temporary name
+//! and renamed, so a crash leaves no torn block under a block's name (temporary names are removed
+//! at open). Hits and misses are counted.
+
+use crate::error::{RemoteError, local};
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+type Key = (String, u64);
+
+#[derive(Debug, Default)]
+struct State {
+    /// Recency tick → block.
+    order: BTreeMap<u64, Key>,
+    /// Block → (tick, bytes).
+    entries: HashMap<Key, (u64, u64)>,
+    used: u64,
+    tick: u64,
+}
+
+/// What the cache did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Its budget in bytes.
+    pub capacity: u64,
+    /// The bytes it holds.
+    pub used: u64,
+    /// The blocks it holds.
+    pub blocks: u64,
+    /// Reads served from the cache.
+    pub hits: u64,
+    /// Reads that fetched a block from object storage.
+    pub misses: u64,
+}
+
+impl CacheStats {
+    /// Hits over all reads (0 when none).
+    pub fn hit_ratio(&self) -> f64 {
+        let total = self.hits + self.misses;
+        if total == 0 { 0.0 } else { self.hits as f64 / total as f64 }
+    }
+}
+
+/// A block cache on disk.
+#[derive(Debug)]
+pub struct BlockCache {
+    dir: PathBuf,
+    capacity: u64,
+    state: Mutex<State>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    temp: AtomicU64,
+}
+
+fn file_name(name: &str, block: u64) -> String {
+    format!("{name}.{block}")
+}
+
+impl BlockCache {
+    /// The cache in `dir` (created when absent) with a budget of `capacity` bytes; the blocks
+    /// already there are kept within the budget.
+    pub fn open(dir: &Path, capacity: u64) -> Result<BlockCache, RemoteError> {
+        std::fs::create_dir_all(dir).map_err(|e| local(dir, "create", e))?;
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| local(dir, "list", e))? {
+            let entry = entry.map_err(|e| local(dir, "list", e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.contains(".tmp.") {
+                let _ = std::fs::remove_file(entry.path());
+                continue;
+            }
+            let Some((chunk, block)) = name.rsplit_once('.') else { continue };
+            let Ok(block) = block.parse::<u64>() else { continue };
+            let meta = entry.metadata().map_err(|e| local(&entry.path(), "stat", e))?;
+            found.push((meta.modified().ok(), chunk.to_string(), block, meta.len()));
+        }
+        found.sort();
+        let cache = BlockCache {
+            dir: dir.to_path_buf(),
+            capacity,
+            state: Mutex::new(State::default()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            temp: AtomicU64::new(0),
+        };
+        for (_, chunk, block, len) in found {
+            cache.admit((chunk, block), len);
+        }
+        Ok(cache)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records the block `key` of `len` bytes, then evicts the oldest blocks beyond the budget.
+    fn admit(&self, key: Key, len: u64) {
+        let mut evicted = Vec::new();
+        {
+            let mut state = self.lock();
+            state.tick += 1;
+            let tick = state.tick;
+            if let Some((old, old_len)) = state.entries.insert(key.clone(), (tick, len)) {
+                state.order.remove(&old);
+                state.used -= old_len;
+            }
+            state.order.insert(tick, key);
+            state.used += len;
+            while state.used > self.capacity {
+                let Some((_, victim)) = state.order.pop_first() else { break };
+                if let Some((_, victim_len)) = state.entries.remove(&victim) {
+                    state.used -= victim_len;
+                }
+                evicted.push(victim);
+            }
+        }
+        for (chunk, block) in evicted {
+            let _ = std::fs::remove_file(self.dir.join(file_name(&chunk, block)));
+        }
+    }
+
+    /// Reads `buf.len()` bytes at `offset` of the cached block `block` of `name`; `false` (a
+    /// miss, counted) when the block is not cached.
+    pub fn read(&self, name: &str, block: u64, offset: u64, buf: &mut [u8]) -> bool {
+        let key = (name.to_string(), block);
+        let cached = {
+            let mut state = self.lock();
+            state.tick += 1;
+            let tick = state.tick;
+            match state.entries.get_mut(&key) {
+                Some((at, _)) => {
+                    let old = std::mem::replace(at, tick);
+                    state.order.remove(&old);
+                    state.order.insert(tick, key.clone());
+                    true
+                }
+                None => false,
+            }
+        };
+        let hit = cached
+            && std::fs::File::open(self.dir.join(file_name(name, block)))
+                .and_then(|file| file.read_exact_at(buf, offset))
+                .is_ok();
+        let counter = if hit { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        hit
+    }
+
+    /// Keeps the (verified) block `block` of `name`. A failure to write is not an error: the
+    /// block is fetched again next time.
+    pub fn insert(&self, name: &str, block: u64, bytes: &[u8]) {
+        if bytes.len() as u64 > self.capacity {
+            return;
+        }
+        let final_path = self.dir.join(file_name(name, block));
+        let tmp = self.dir.join(format!(
+            "{}.tmp.{}.{}",
+            file_name(name, block),
+            std::process::id(),
+            self.temp.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, &final_path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return;
+        }
+        self.admit((name.to_string(), block), bytes.len() as u64);
+    }
+
+    /// Forgets every block of `name` (its object was removed).
+    pub fn forget(&self, name: &str) -> io::Result<()> {
+        let keys: Vec<Key> = self.lock().entries.keys().filter(|(chunk, _)| chunk == name).cloned().collect();
+        let mut state = self.lock();
+        for key in keys {
+            if let Some((tick, len)) = state.entries.remove(&key) {
+                state.order.remove(&tick);
+                state.used -= len;
+                let _ = std::fs::remove_file(self.dir.join(file_name(&key.0, key.1)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> CacheStats {
+        let state = self.lock();
+        CacheStats {
+            capacity: self.capacity,
+            used: state.used,
+            blocks: state.entries.len() as u64,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_cache_stays_within_its_budget_and_counts_hits() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = BlockCache::open(dir.path(), 250).unwrap();
+        let mut buf = [0u8; 4];
+        assert!(!cache.read("chunk.1", 0, 0, &mut buf));
+        cache.insert("chunk.1", 0, &[1; 100]);
+        cache.insert("chunk.1", 1, &[2; 100]);
+        assert!(cache.read("chunk.1", 0, 10, &mut buf));
+        assert_eq!(buf, [1; 4]);
+        cache.insert("chunk.2", 0, &[3; 100]); // evicts chunk.1 block 1, the least recently used
+        assert!(!cache.read("chunk.1", 1, 0, &mut buf));
+        assert!(cache.read("chunk.2", 0, 96, &mut buf));
+        let stats = cache.stats();
+        assert_eq!((stats.used, stats.blocks, stats.hits, stats.misses), (200, 2, 2, 2));
+        assert!((stats.hit_ratio() - 0.5).abs() < 1e-9);
+        drop(cache);
+        let reopened = BlockCache::open(dir.path(), 150).unwrap();
+        assert_eq!(reopened.stats().blocks, 1);
+        reopened.forget("chunk.2").unwrap();
+        reopened.forget("chunk.1").unwrap();
+        assert_eq!(reopened.stats().used, 0);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
