@@ -27,8 +27,11 @@ pub struct FsckArgs {
 /// Checks the store; exits with 1 when it has problems (all are printed).
 pub fn run(args: FsckArgs) -> anyhow::Result<ExitCode> {
     let lower = crate::lower::open(&args.store, false)?;
-    let options =
-        larch_store::RepoOptions { create: false, cache_bytes: args.cache_size, ..larch_store::RepoOptions::default() };
+    let options = larch_store::RepoOptions {
+        create: false,
+        cache_bytes: args.cache_size,
+        ..larch_store::RepoOptions::default()
+    };
     let report = lower
         .open_read_only(&args.store, options)
         .with_context(|| format!("opening store {}", args.store.display()))?
