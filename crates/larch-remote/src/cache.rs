@@ -2,7 +2,7 @@
 //! (`<chunk>.<block>` in the cache's `blocks/` directory), evicted least recently used first once
 //! their bytes exceed the budget. Blocks are verified when fetched, written to a temporary name
 //! and renamed, so a crash leaves no torn block under a block's name (temporary names are removed
-//! at open). Hits and misses are counted.
+//! at open); a block found at open is checked against its chunk's checksums again at its first hit. Hits and misses are counted.
 
 use crate::error::{RemoteError, local};
 use std::collections::{BTreeMap, HashMap};
@@ -18,8 +18,8 @@ type Key = (String, u64);
 struct State {
     /// Recency tick → block.
     order: BTreeMap<u64, Key>,
-    /// Block → (tick, bytes).
-    entries: HashMap<Key, (u64, u64)>,
+    /// Block → (tick, bytes, verified since this open).
+    entries: HashMap<Key, (u64, u64, bool)>,
     used: u64,
     tick: u64,
 }
@@ -89,8 +89,10 @@ impl BlockCache {
             misses: AtomicU64::new(0),
             temp: AtomicU64::new(0),
         };
+        // Blocks found on disk (written before a crash, perhaps a power loss) are checked against
+        // their chunk's checksums at their first hit.
         for (_, chunk, block, len) in found {
-            cache.admit((chunk, block), len);
+            cache.admit((chunk, block), len, false);
         }
         Ok(cache)
     }
@@ -100,13 +102,13 @@ impl BlockCache {
     }
 
     /// Records the block `key` of `len` bytes, then evicts the oldest blocks beyond the budget.
-    fn admit(&self, key: Key, len: u64) {
+    fn admit(&self, key: Key, len: u64, verified: bool) {
         let mut evicted = Vec::new();
         {
             let mut state = self.lock();
             state.tick += 1;
             let tick = state.tick;
-            if let Some((old, old_len)) = state.entries.insert(key.clone(), (tick, len)) {
+            if let Some((old, old_len, _)) = state.entries.insert(key.clone(), (tick, len, verified)) {
                 state.order.remove(&old);
                 state.used -= old_len;
             }
@@ -114,7 +116,7 @@ impl BlockCache {
             state.used += len;
             while state.used > self.capacity {
                 let Some((_, victim)) = state.order.pop_first() else { break };
-                if let Some((_, victim_len)) = state.entries.remove(&victim) {
+                if let Some((_, victim_len, _)) = state.entries.remove(&victim) {
                     state.used -= victim_len;
                 }
                 evicted.push(victim);
@@ -126,27 +128,64 @@ impl BlockCache {
     }
 
     /// Reads `buf.len()` bytes at `offset` of the cached block `block` of `name`; `false` (a
-    /// miss, counted) when the block is not cached.
-    pub fn read(&self, name: &str, block: u64, offset: u64, buf: &mut [u8]) -> bool {
+    /// miss, counted) when the block is not cached. A block this process did not fetch itself (found
+    /// in the directory at open) is read whole and passed to `verify` at its first hit; one that
+    /// fails is dropped (a miss).
+    pub fn read(
+        &self,
+        name: &str,
+        block: u64,
+        offset: u64,
+        buf: &mut [u8],
+        verify: impl Fn(&[u8]) -> bool,
+    ) -> bool {
         let key = (name.to_string(), block);
         let cached = {
             let mut state = self.lock();
             state.tick += 1;
             let tick = state.tick;
             match state.entries.get_mut(&key) {
-                Some((at, _)) => {
+                Some((at, _, verified)) => {
+                    let verified = *verified;
                     let old = std::mem::replace(at, tick);
                     state.order.remove(&old);
                     state.order.insert(tick, key.clone());
-                    true
+                    Some(verified)
                 }
-                None => false,
+                None => None,
             }
         };
-        let hit = cached
-            && std::fs::File::open(self.dir.join(file_name(name, block)))
-                .and_then(|file| file.read_exact_at(buf, offset))
-                .is_ok();
+        let path = self.dir.join(file_name(name, block));
+        let hit = match cached {
+            None => false,
+            Some(true) => std::fs::File::open(&path).and_then(|file| file.read_exact_at(buf, offset)).is_ok(),
+            Some(false) => {
+                let whole = std::fs::read(&path).ok().filter(|bytes| verify(bytes));
+                let piece = whole.as_ref().and_then(|bytes| {
+                    let start = usize::try_from(offset).ok()?;
+                    bytes.get(start..start.checked_add(buf.len())?)
+                });
+                match piece {
+                    Some(piece) => {
+                        buf.copy_from_slice(piece);
+                        if let Some(entry) = self.lock().entries.get_mut(&key) {
+                            entry.2 = true;
+                        }
+                        true
+                    }
+                    None => {
+                        let mut state = self.lock();
+                        if let Some((tick, len, _)) = state.entries.remove(&key) {
+                            state.order.remove(&tick);
+                            state.used -= len;
+                        }
+                        drop(state);
+                        let _ = std::fs::remove_file(&path);
+                        false
+                    }
+                }
+            }
+        };
         let counter = if hit { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         hit
@@ -170,7 +209,7 @@ impl BlockCache {
             let _ = std::fs::remove_file(&tmp);
             return;
         }
-        self.admit((name.to_string(), block), bytes.len() as u64);
+        self.admit((name.to_string(), block), bytes.len() as u64, true);
     }
 
     /// Forgets every block of `name` (its object was removed).
@@ -178,7 +217,7 @@ impl BlockCache {
         let keys: Vec<Key> = self.lock().entries.keys().filter(|(chunk, _)| chunk == name).cloned().collect();
         let mut state = self.lock();
         for key in keys {
-            if let Some((tick, len)) = state.entries.remove(&key) {
+            if let Some((tick, len, _)) = state.entries.remove(&key) {
                 state.order.remove(&tick);
                 state.used -= len;
                 let _ = std::fs::remove_file(self.dir.join(file_name(&key.0, key.1)));
@@ -210,14 +249,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = BlockCache::open(dir.path(), 250).unwrap();
         let mut buf = [0u8; 4];
-        assert!(!cache.read("chunk.1", 0, 0, &mut buf));
+        assert!(!cache.read("chunk.1", 0, 0, &mut buf, |_| true));
         cache.insert("chunk.1", 0, &[1; 100]);
         cache.insert("chunk.1", 1, &[2; 100]);
-        assert!(cache.read("chunk.1", 0, 10, &mut buf));
+        assert!(cache.read("chunk.1", 0, 10, &mut buf, |_| true));
         assert_eq!(buf, [1; 4]);
         cache.insert("chunk.2", 0, &[3; 100]); // evicts chunk.1 block 1, the least recently used
-        assert!(!cache.read("chunk.1", 1, 0, &mut buf));
-        assert!(cache.read("chunk.2", 0, 96, &mut buf));
+        assert!(!cache.read("chunk.1", 1, 0, &mut buf, |_| true));
+        assert!(cache.read("chunk.2", 0, 96, &mut buf, |_| true));
         let stats = cache.stats();
         assert_eq!((stats.used, stats.blocks, stats.hits, stats.misses), (200, 2, 2, 2));
         assert!((stats.hit_ratio() - 0.5).abs() < 1e-9);
@@ -228,5 +267,26 @@ mod tests {
         reopened.forget("chunk.1").unwrap();
         assert_eq!(reopened.stats().used, 0);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_block_found_at_open_is_verified_at_its_first_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = BlockCache::open(dir.path(), 1000).unwrap();
+        cache.insert("chunk.1", 0, &[1; 100]);
+        cache.insert("chunk.1", 1, &[2; 100]);
+        drop(cache);
+        // A power loss kept the right length but not the bytes of block 1.
+        std::fs::write(dir.path().join("chunk.1.1"), [0u8; 100]).unwrap();
+        let reopened = BlockCache::open(dir.path(), 1000).unwrap();
+        let good = |bytes: &[u8]| bytes.iter().all(|b| *b != 0);
+        let mut buf = [0u8; 4];
+        assert!(reopened.read("chunk.1", 0, 0, &mut buf, good));
+        assert_eq!(buf, [1; 4]);
+        assert!(!reopened.read("chunk.1", 1, 0, &mut buf, good), "a damaged block is a miss");
+        assert!(!dir.path().join("chunk.1.1").exists(), "and it is dropped");
+        // Verified once: a later hit does not read the whole block again.
+        assert!(reopened.read("chunk.1", 0, 8, &mut buf, |_| false));
+        assert_eq!(reopened.stats().blocks, 1);
     }
 }

@@ -19,7 +19,10 @@ use std::sync::{Arc, Mutex};
 /// Writes `bytes` to `dir/name` through a temporary file and a rename.
 pub(crate) fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), RemoteError> {
     let tmp = dir.join(format!("{name}.tmp.{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| local(&tmp, "write", e))?;
+    let mut file = std::fs::File::create(&tmp).map_err(|e| local(&tmp, "create", e))?;
+    std::io::Write::write_all(&mut file, bytes).map_err(|e| local(&tmp, "write", e))?;
+    // Synced before the rename: a power loss leaves the old file or the whole new one.
+    file.sync_data().map_err(|e| local(&tmp, "sync", e))?;
     std::fs::rename(&tmp, dir.join(name)).map_err(|e| local(&tmp, "rename", e))
 }
 
@@ -111,7 +114,7 @@ impl Storage for RemoteFile {
             let take = (end.min(start + block_size) - at) as usize;
             let done = (at - offset) as usize;
             let piece = buf.get_mut(done..done + take).unwrap_or_default();
-            if !self.cache.read(&self.name, block, at - start, piece) {
+            if !self.cache.read(&self.name, block, at - start, piece, |bytes| self.sums.check(block, bytes)) {
                 let bytes = self.fetch(block)?;
                 let from = (at - start) as usize;
                 piece.copy_from_slice(bytes.get(from..from + take).unwrap_or_default());

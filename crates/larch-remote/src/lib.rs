@@ -135,8 +135,10 @@ impl RemoteLower {
                 });
             }
             _ => {
-                claim(&client, store, writable)?;
-                if let Some(own) = larch_store::store_identity(store, false)? {
+                // Recorded only once the prefix's marker names this store (a reader of a prefix
+                // without one records nothing, so a later writer still claims it).
+                let claimed = claim(&client, store, writable)?;
+                if let Some(own) = larch_store::store_identity(store, false)?.filter(|_| claimed) {
                     dir::write_atomically(&cache_dir, ORIGIN_FILE, format!("{url} {own}\n").as_bytes())?;
                 }
             }
@@ -171,8 +173,9 @@ impl RemoteLower {
     }
 }
 
-/// Checks (and for a writer, makes) the prefix's claim to serve the store at `store`.
-fn claim(client: &Client, store: &Path, writable: bool) -> Result<(), RemoteError> {
+/// Checks (and for a writer, makes) the prefix's claim to serve the store at `store`: `true` when
+/// its marker names the store, `false` for a reader of a prefix without a marker.
+fn claim(client: &Client, store: &Path, writable: bool) -> Result<bool, RemoteError> {
     let refuse = |reason: String| RemoteError::Foreign {
         url: client.url().to_string(),
         store: store.display().to_string(),
@@ -182,14 +185,14 @@ fn claim(client: &Client, store: &Path, writable: bool) -> Result<(), RemoteErro
     let marker = |id: larch_store::StoreId| format!("larch lower {id}\n");
     match client.get_opt(LOWER_MARKER)? {
         Some(bytes) => match own {
-            Some(own) if bytes.as_ref() == marker(own).as_bytes() => Ok(()),
+            Some(own) if bytes.as_ref() == marker(own).as_bytes() => Ok(true),
             _ => Err(refuse(format!(
                 "its {LOWER_MARKER} object says {:?}; this store is {}",
                 String::from_utf8_lossy(&bytes).trim_end(),
                 own.map_or_else(|| "another (it has no identity yet)".to_string(), |own| own.to_string())
             ))),
         },
-        None if !writable => Ok(()),
+        None if !writable => Ok(false),
         None => {
             if let Some((other, _)) = client.list()?.into_iter().find(|(name, _)| !is_archive_object(name)) {
                 return Err(refuse(format!(
@@ -207,7 +210,7 @@ fn claim(client: &Client, store: &Path, writable: bool) -> Result<(), RemoteErro
                     )));
                 }
             }
-            Ok(())
+            Ok(true)
         }
     }
 }

@@ -96,6 +96,12 @@ fn the_writer_commits_through_an_outage_and_uploads_catch_up() {
             80 => server.stop(),
             140 => {
                 backlog_seen = lower.stats().uploads.unwrap().backlog;
+                // The outage lasts until the uploader has met it (a fast machine commits these 60
+                // blocks well within the client's retries of one request).
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while lower.stats().uploads.unwrap().failures == 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
                 server.restart();
                 server.failing.store(true, Ordering::SeqCst);
             }
@@ -137,6 +143,35 @@ fn the_writer_commits_through_an_outage_and_uploads_catch_up() {
     // A reader never writes the bucket.
     assert!(lower.layer().dir.create("chunk.999999.tmp").is_err());
     assert!(lower.layer().dir.remove("chunk.000001").is_err());
+}
+
+#[test]
+fn a_reader_of_an_unclaimed_prefix_does_not_let_the_writer_skip_its_claim() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    std::fs::create_dir(&b).unwrap();
+    std::fs::create_dir(&a).unwrap();
+    // Store a has its identity (archived once to another prefix) before this prefix is claimed.
+    let first = RemoteLower::open(
+        &format!("s3://{BUCKET}/first"),
+        &a,
+        true,
+        &remote_options(&server, &root.path().join("c1")),
+    )
+    .unwrap();
+    let mut repo = writer(&a, &first).unwrap();
+    commit_block(&mut repo, None, 0);
+    repo.close().unwrap();
+    drop(first);
+    let url = format!("s3://{BUCKET}/late");
+    let cache = root.path().join("ca");
+    // A reader first (no marker yet), then the writer with the same cache directory.
+    drop(RemoteLower::open(&url, &a, false, &remote_options(&server, &cache)).unwrap());
+    drop(RemoteLower::open(&url, &a, true, &remote_options(&server, &cache)).unwrap());
+    assert!(server.object_file("late/larch-lower").exists(), "the writer claimed the prefix");
+    let refused = RemoteLower::open(&url, &b, true, &remote_options(&server, &root.path().join("cb")));
+    assert!(matches!(refused, Err(RemoteError::Foreign { .. })), "{refused:?}");
 }
 
 #[test]

@@ -446,14 +446,22 @@ impl Layout {
                     segment.segment.storage().read_at(position, piece)
                 }
             };
-            read.map_err(|e| match e.kind() {
-                ErrorKind::UnexpectedEof => StoreError::Truncated {
+            read.map_err(|e| match (e.kind(), extent) {
+                // An open file of a lower layer that does not keep removed files readable (object
+                // storage) answers "not found" once a GC removed it: as a file gone at its opening.
+                (ErrorKind::NotFound, Extent::Chunk(chunk)) => StoreError::MissingFile {
+                    file: FileKind::Pack,
+                    what: "chunk",
+                    name: chunk.name(),
+                    detail: format!("{e}; reading it"),
+                },
+                (ErrorKind::UnexpectedEof, _) => StoreError::Truncated {
                     file: FileKind::Pack,
                     offset: at,
                     len: take as u64,
                     file_len: extent.resolve(at).map_or(0, |(file, _)| file.len().unwrap_or(0)),
                 },
-                _ => io_error(at, "read", e),
+                (_, _) => io_error(at, "read", e),
             })?;
             done += take;
             at += take as u64;

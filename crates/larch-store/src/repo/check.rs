@@ -3,7 +3,7 @@
 use crate::check::fsck::{self, FsckOptions, FsckReport, Problem};
 use crate::check::scan::{self, ScanReport};
 use crate::error::FileKind;
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::options::RepoOptions;
 use crate::repo::Repo;
 use std::path::Path;
@@ -41,12 +41,18 @@ impl Repo {
         // The files are already layered over the lower directory, if any.
         let repo_options = RepoOptions { lower: None, ..self.options.clone() };
         for _ in 0..FSCK_RERUNS {
-            let fresh = match Repo::open_files(
-                self.files.clone(),
-                false,
-                repo_options.clone(),
-                self.path.as_deref(),
-            ) {
+            // A GC's deletion between reading `control` and opening a file: read it again, as
+            // `Repo::open_read_only` does.
+            let mut opened =
+                Repo::open_files(self.files.clone(), false, repo_options.clone(), self.path.as_deref());
+            for _ in 0..8 {
+                if !matches!(opened, Err(StoreError::NeedsRecovery { missing_file: true, .. })) {
+                    break;
+                }
+                opened =
+                    Repo::open_files(self.files.clone(), false, repo_options.clone(), self.path.as_deref());
+            }
+            let fresh = match opened {
                 Ok(fresh) => fresh,
                 Err(e) => {
                     report.problems.push(Problem {
