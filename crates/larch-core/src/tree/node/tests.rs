@@ -1,6 +1,7 @@
 //! Tests of the node types (`node.rs`).
 
 use super::*;
+use crate::schema;
 
 #[test]
 fn layouts_stay_compact() {
