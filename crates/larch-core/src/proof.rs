@@ -25,7 +25,9 @@ use crate::tree::node::{ContentsRef, Entries, Entry, NodeBody, NodeRef};
 use crate::tree::source::ObjectSource;
 use crate::tree::{Tree, TreeError, dir};
 use larch_proof::model::{PInode, PNode, PTree, PValues};
-use larch_proof::{Context, KindedHash, Op, Produced, ProducedStream, Proof, StreamProof, VerifyError};
+use larch_proof::{
+    Context, KindedHash, Op, OpResult, Produced, ProducedStream, Proof, StreamProof, VerifyError,
+};
 use std::collections::{BTreeMap, HashMap};
 
 /// Why a proof could not be produced.
@@ -233,4 +235,74 @@ pub fn produce_stream(tree: &Tree, ops: &[Op]) -> Result<ProducedStream, Produce
 pub fn produce(tree: &Tree, ops: &[Op]) -> Result<Produced, ProduceError> {
     let (proof, results) = produce_with(tree, |context| context.apply_all(ops))?;
     Ok(Produced { proof, results })
+}
+
+/// Octez's `Proof.merkle_leaf_kind`: what [`merkle_tree_v2`] reveals at its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafKind {
+    /// `Hole`: nothing is read (Octez's `get_data` returns the key without reading it).
+    Hole,
+    /// `Raw_context`: the value at `data/key`, or the whole directory there.
+    RawContext,
+}
+
+/// The key under which Octez keeps the protocol's data (`Tezos_context_sigs.Context.data_key`).
+pub const DATA_KEY: &[u8] = b"data";
+
+/// Octez's `Context.merkle_tree_v2 ctxt leaf_kind key`: the tree proof (version 0) of Octez's
+/// `get_data leaf_kind [key]` run on `tree` (`Tezos_context_sigs.Context.With_get_data`).
+///
+/// - [`LeafKind::Hole`] reads nothing, so the proof reveals nothing: its state is the blinded
+///   root (`Blinded_node` of the root hash, or `Blinded_value` for a contents tree), as Irmin's
+///   `produce_proof` gives for a computation that reads nothing.
+/// - [`LeafKind::RawContext`] runs `find` and `find_tree` on `data/key` and, when a directory is
+///   there, `unshallow`s it (reads every directory, inode and value below it): the proof reveals
+///   the path to `data/key`, the value there, or the whole directory there; the rest is blinded.
+///
+/// `before` and `after` are both the hash of `tree` (nothing is modified). Paths deeper than
+/// [`larch_proof::ops::MAX_PATH_LEN`] below the root are an error.
+pub fn merkle_tree_v2<P: AsRef<[u8]>>(
+    tree: &Tree,
+    leaf_kind: LeafKind,
+    key: &[P],
+) -> Result<Proof, ProduceError> {
+    let root = KindedHash { kind: proof_kind(tree.kind()), hash: proof_hash(&tree.hash()) };
+    match leaf_kind {
+        LeafKind::Hole => {
+            let state = match root.kind {
+                larch_proof::Kind::Node => larch_proof::Tree::BlindedNode(root.hash),
+                larch_proof::Kind::Contents => larch_proof::Tree::BlindedContents(root.hash),
+            };
+            Ok(Proof { version: 0, before: root, after: root, state })
+        }
+        LeafKind::RawContext => {
+            let mut path = vec![DATA_KEY.to_vec()];
+            path.extend(key.iter().map(|step| step.as_ref().to_vec()));
+            let (proof, ()) = produce_with(tree, |context| read_subtree(context, path))?;
+            Ok(proof)
+        }
+    }
+}
+
+/// Reads the value at `path`, or every directory and value below it (Octez's `find` and
+/// `find_tree`, then `unshallow` of a directory).
+fn read_subtree(context: &mut Context<'_>, path: Vec<Vec<u8>>) -> Result<(), VerifyError> {
+    context.apply(&Op::Find(path.clone()))?;
+    let mut directories = vec![path];
+    while let Some(directory) = directories.pop() {
+        let OpResult::List(entries) = context.apply(&Op::List(directory.clone()))? else {
+            continue;
+        };
+        for (name, kind) in entries {
+            let mut child = directory.clone();
+            child.push(name);
+            match kind {
+                larch_proof::Kind::Contents => {
+                    context.apply(&Op::Find(child))?;
+                }
+                larch_proof::Kind::Node => directories.push(child),
+            }
+        }
+    }
+    Ok(())
 }
