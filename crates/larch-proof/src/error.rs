@@ -99,7 +99,7 @@ impl fmt::Display for VerifyError {
             VerifyError::UnsupportedVersion(version) => {
                 write!(
                     f,
-                    "proof version {version} is not a proof of the 32-ary context of this kind (tree: 0, stream: 1)"
+                    "proof version {version} is not that of this kind of proof (tree: 0, stream: 1, binary-tree tree proof: 2)"
                 )
             }
             VerifyError::StreamTooShort { op, what, hash } => {
@@ -207,6 +207,9 @@ pub enum EncodeError {
         /// The limit.
         limit: usize,
     },
+    /// A `Tree2` encoding was asked for a proof that is not of a binary tree (an inode without
+    /// pointers, or with indices other than 0 and 1).
+    NotBinary(&'static str),
 }
 
 impl fmt::Display for EncodeError {
@@ -219,6 +222,7 @@ impl fmt::Display for EncodeError {
             EncodeError::BadIndex { index } => write!(f, "inode index {index} cannot be encoded"),
             EncodeError::TooLarge { what } => write!(f, "{what} too large for the encoding"),
             EncodeError::TooDeep { limit } => write!(f, "proof nested deeper than {limit} levels"),
+            EncodeError::NotBinary(why) => write!(f, "not a binary-tree proof: {why}"),
         }
     }
 }

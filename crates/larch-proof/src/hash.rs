@@ -17,6 +17,39 @@ pub const INODE_BUCKETS: u8 = 32;
 /// Irmin refuses to compute a bucket index at this depth or deeper (`max_depth`).
 pub const INODE_MAX_DEPTH: u8 = 10;
 
+/// The shape of a context's directories (irmin-pack's `Conf`): buckets per inode (`entries`, also
+/// the most entries of a `Values` leaf), the most entries of a directory hashed flat
+/// (`stable_hash`), and Irmin's inode depth limit (`max_depth = log(2^50) / log(entries)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arity {
+    /// Buckets per inode `Tree`; a `Values` leaf holds at most this many entries.
+    pub entries: u8,
+    /// A directory with at most this many entries is hashed flat.
+    pub stable_hash: usize,
+    /// Irmin refuses to compute a bucket index at this depth or deeper.
+    pub max_depth: u8,
+}
+
+impl Arity {
+    /// The Tezos L1 context (`Tezos_context_encoding.Context.Conf`: 32 entries, stable hash 256).
+    pub const TREE32: Arity =
+        Arity { entries: INODE_BUCKETS, stable_hash: STABLE_HASH_MAX, max_depth: INODE_MAX_DEPTH };
+    /// The binary-tree context (`Context_binary.Conf`: 2 entries, stable hash 2, seeded-hash
+    /// buckets; its proofs are Octez's `Tree2`).
+    pub const TREE2: Arity = Arity { entries: 2, stable_hash: 2, max_depth: 50 };
+
+    /// The most entries of an inode `Values` leaf.
+    pub fn values_max(&self) -> usize {
+        usize::from(self.entries)
+    }
+
+    /// The bucket of `name` in an inode `Tree` at `depth` (OCaml's seeded hash mod `entries`).
+    #[inline]
+    pub fn index(&self, depth: u8, name: &[u8]) -> u8 {
+        (ocaml_seeded_hash(u32::from(depth), name) % u32::from(self.entries.max(1))) as u8
+    }
+}
+
 /// A BLAKE2b-256 digest naming a contents value, a directory or an inode.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Hash(pub [u8; HASH_LEN]);

@@ -1,5 +1,6 @@
 //! Irmin's repr JSON form of a tree proof (`Irmin.Type.to_json_string (Tree.Proof.t
-//! Tree.Proof.tree_t)`, spec §4), read and written. Behind the `json` feature (needs `std`).
+//! Tree.Proof.tree_t)`, spec §4), read and written, and of a stream proof ([`read_stream`],
+//! [`write_stream`]). Behind the `json` feature (needs `std`).
 //!
 //! Hashes are base58check `Co…` strings; steps and values are JSON strings when they are UTF-8 and
 //! `{"base64": …}` otherwise; record fields holding an empty list are omitted (and read as empty);
@@ -427,4 +428,185 @@ impl Serialize for InodeTreeJson<'_> {
             InodeTree::Extender(ext) => tagged(s, depth, "Inode_extender", &ExtenderJson(ext, inner)),
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stream proofs.
+
+/// Reads a stream proof from Irmin's repr JSON (`Irmin.Type.to_json_string (Tree.Proof.t
+/// Tree.Proof.stream_t)`): `{"before": KH, "after": KH, "state": [ELT, …]}` (a `Seq.t` is a
+/// JSON array in repr), an element being `{"Contents": VALUE}`, `{"Node": [[STEP, KH], …]}`,
+/// `{"Inode": {"length": n, "proofs": [[index, "Co…"], …]}}` or `{"Inode_extender": {"length":
+/// n, "segments": […], "proof": "Co…"}}` (empty list fields omitted, as in tree proofs). The
+/// version, which the JSON does not carry, is [`STREAM_VERSION`](crate::STREAM_VERSION).
+pub fn read_stream(text: &str) -> Result<crate::StreamProof, JsonError> {
+    let value: Value = serde_json::from_str(text).map_err(|err| {
+        if err.is_syntax() && err.to_string().starts_with("recursion limit exceeded") {
+            JsonError::TooDeep { limit: MAX_JSON_DEPTH }
+        } else {
+            JsonError::Syntax(err)
+        }
+    })?;
+    let object = value.as_object().ok_or_else(|| shape("an object", "$"))?;
+    let field = |name: &'static str| object.get(name).ok_or_else(|| shape(name, "$"));
+    let elts = field("state")?
+        .as_array()
+        .ok_or_else(|| shape("an element list", "$.state"))?
+        .iter()
+        .enumerate()
+        .map(|(k, elt)| stream_elt(elt, &alloc::format!("$.state[{k}]")))
+        .collect::<Result<_, _>>()?;
+    Ok(crate::StreamProof {
+        version: crate::STREAM_VERSION,
+        before: kinded(field("before")?, "$.before")?,
+        after: kinded(field("after")?, "$.after")?,
+        elts,
+    })
+}
+
+fn stream_elt(value: &Value, at: &str) -> Result<crate::Elt, JsonError> {
+    use crate::Elt;
+    Ok(match variant(value, at)? {
+        ("Contents", v) => Elt::Contents(bytes(v, at)?),
+        ("Node", v) => Elt::Node(
+            v.as_array()
+                .ok_or_else(|| shape("an entry list", at))?
+                .iter()
+                .map(|item| {
+                    let (step, kh) = pair(item, at)?;
+                    Ok((bytes(step, at)?, kinded(kh, at)?))
+                })
+                .collect::<Result<_, JsonError>>()?,
+        ),
+        ("Inode", v) => {
+            let object = v.as_object().ok_or_else(|| shape("an inode record", at))?;
+            let proofs = list_field(object, "proofs")
+                .iter()
+                .map(|item| {
+                    let (index, h) = pair(item, at)?;
+                    Ok((small(index, at)?, hash(h, at)?))
+                })
+                .collect::<Result<_, JsonError>>()?;
+            Elt::Inode { length: int(object.get("length"), at)?, proofs }
+        }
+        ("Inode_extender", v) => {
+            let object = v.as_object().ok_or_else(|| shape("an extender record", at))?;
+            let segments =
+                list_field(object, "segments").iter().map(|s| small(s, at)).collect::<Result<_, _>>()?;
+            let proof = hash(object.get("proof").ok_or_else(|| shape("proof", at))?, at)?;
+            Elt::InodeExtender { length: int(object.get("length"), at)?, segments, proof }
+        }
+        _ => return Err(shape("a stream element constructor", at)),
+    })
+}
+
+/// A JSON string literal (serde_json's escaping).
+fn json_str(out: &mut String, text: &str) -> Result<(), JsonError> {
+    out.push_str(&serde_json::to_string(text).map_err(JsonError::Syntax)?);
+    Ok(())
+}
+
+fn put_kinded(out: &mut String, kh: &KindedHash) -> Result<(), JsonError> {
+    match kh.kind {
+        Kind::Node => {
+            out.push_str("{\"Node\":");
+            json_str(out, &hash_to_b58(&kh.hash))?;
+            out.push('}');
+        }
+        Kind::Contents => {
+            out.push_str("{\"Contents\":[");
+            json_str(out, &hash_to_b58(&kh.hash))?;
+            out.push_str(",{}]}");
+        }
+    }
+    Ok(())
+}
+
+fn put_bytes(out: &mut String, data: &[u8]) -> Result<(), JsonError> {
+    match core::str::from_utf8(data) {
+        Ok(text) => json_str(out, text),
+        Err(_) => {
+            out.push_str("{\"base64\":");
+            json_str(out, &BASE64.encode(data))?;
+            out.push('}');
+            Ok(())
+        }
+    }
+}
+
+fn put_list<T>(
+    out: &mut String,
+    items: &[T],
+    mut f: impl FnMut(&mut String, &T) -> Result<(), JsonError>,
+) -> Result<(), JsonError> {
+    out.push('[');
+    for (k, item) in items.iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        f(out, item)?;
+    }
+    out.push(']');
+    Ok(())
+}
+
+/// Writes a stream proof as Irmin's repr JSON (the form [`read_stream`] reads; compact, Irmin's
+/// field order; `version` is not written). Elements do not nest, so no depth limit applies.
+pub fn write_stream(proof: &crate::StreamProof) -> Result<String, JsonError> {
+    use crate::Elt;
+    use core::fmt::Write;
+    let mut out = String::from("{\"before\":");
+    put_kinded(&mut out, &proof.before)?;
+    out.push_str(",\"after\":");
+    put_kinded(&mut out, &proof.after)?;
+    out.push_str(",\"state\":");
+    put_list(&mut out, &proof.elts, |out, elt| {
+        match elt {
+            Elt::Contents(data) => {
+                out.push_str("{\"Contents\":");
+                put_bytes(out, data)?;
+            }
+            Elt::Node(entries) => {
+                out.push_str("{\"Node\":");
+                put_list(out, entries, |out, (step, kh)| {
+                    out.push('[');
+                    put_bytes(out, step)?;
+                    out.push(',');
+                    put_kinded(out, kh)?;
+                    out.push(']');
+                    Ok(())
+                })?;
+            }
+            Elt::Inode { length, proofs } => {
+                let _ = write!(out, "{{\"Inode\":{{\"length\":{length}");
+                if !proofs.is_empty() {
+                    out.push_str(",\"proofs\":");
+                    put_list(out, proofs, |out, (index, h)| {
+                        let _ = write!(out, "[{index},");
+                        json_str(out, &hash_to_b58(h))?;
+                        out.push(']');
+                        Ok(())
+                    })?;
+                }
+                out.push('}');
+            }
+            Elt::InodeExtender { length, segments, proof } => {
+                let _ = write!(out, "{{\"Inode_extender\":{{\"length\":{length}");
+                if !segments.is_empty() {
+                    out.push_str(",\"segments\":");
+                    put_list(out, segments, |out, segment| {
+                        let _ = write!(out, "{segment}");
+                        Ok(())
+                    })?;
+                }
+                out.push_str(",\"proof\":");
+                json_str(out, &hash_to_b58(proof))?;
+                out.push('}');
+            }
+        }
+        out.push('}');
+        Ok(())
+    })?;
+    out.push('}');
+    Ok(out)
 }

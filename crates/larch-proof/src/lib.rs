@@ -7,6 +7,8 @@
 //! - [`verify()`]: rebuild the hashes bottom-up, check `before`, replay the [`Op`]s on the partial
 //!   tree (a blinded part they need is [`VerifyError::Blinded`]), check `after`;
 //! - Octez's [`encoding::v1`] and [`encoding::v2`] binary forms (read and write, strict);
+//! - proofs of the binary-tree context (Octez's `Tree2`): [`verify_tree2`] and the
+//!   [`encoding::tree2`] forms;
 //! - [`produce()`]: the same replay over a [`Source`] that loads what the operations read, which
 //!   gives the proof in Irmin's shape (`larch-core` provides the source for its trees);
 //! - stream proofs ([`stream`]: [`produce_stream`], [`verify_stream`], Octez's V1/V2 stream
@@ -49,11 +51,14 @@ pub mod types;
 pub mod verify;
 
 pub use error::{DecodeError, EncodeError, VerifyError};
-pub use hash::{Hash, Kind};
+pub use hash::{Arity, Hash, Kind};
 pub use ops::{Op, OpResult, Path};
 pub use stream::{
     Elt, ProducedStream, STREAM_VERSION, StreamProof, VerifiedStream, produce_stream, produce_stream_with,
     verify_stream, verify_stream_with,
 };
 pub use types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Stats, Tree};
-pub use verify::{Context, Produced, Source, Verified, produce, produce_with, verify, verify_with};
+pub use verify::{
+    Context, Produced, Source, TREE_VERSION, TREE2_VERSION, Verified, produce, produce_with, verify,
+    verify_tree2, verify_tree2_with, verify_with,
+};

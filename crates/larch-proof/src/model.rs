@@ -4,9 +4,7 @@
 //! (extender compression included).
 
 use crate::error::VerifyError;
-use crate::hash::{
-    self, Hash, INODE_BUCKETS, INODE_MAX_DEPTH, INODE_VALUES_MAX, Kind, STABLE_HASH_MAX, inode_index,
-};
+use crate::hash::{self, Arity, Hash, Kind};
 use crate::types::{Entries, Extender, Inode, InodeTree, KindedHash, Tree};
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -71,11 +69,34 @@ pub trait Resolver {
     fn node(&mut self, op: &'static str, hash: &Hash) -> Result<PInode, VerifyError>;
     /// The inode at `depth` whose hash is `hash`, children blinded.
     fn inode(&mut self, op: &'static str, hash: &Hash, depth: u8) -> Result<PInode, VerifyError>;
+    /// The shape of the context's directories (buckets, flat-hash bound, depth limit).
+    fn arity(&self) -> Arity {
+        Arity::TREE32
+    }
 }
 
 /// The verifier's resolver: every blinded part an operation needs is an error.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Refuse;
+
+/// [`Refuse`] for a context of another [`Arity`] (the binary tree's: [`Arity::TREE2`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RefuseIn(pub Arity);
+
+impl Resolver for RefuseIn {
+    fn contents(&mut self, op: &'static str, hash: &Hash) -> Result<Vec<u8>, VerifyError> {
+        Refuse.contents(op, hash)
+    }
+    fn node(&mut self, op: &'static str, hash: &Hash) -> Result<PInode, VerifyError> {
+        Refuse.node(op, hash)
+    }
+    fn inode(&mut self, op: &'static str, hash: &Hash, depth: u8) -> Result<PInode, VerifyError> {
+        Refuse.inode(op, hash, depth)
+    }
+    fn arity(&self) -> Arity {
+        self.0
+    }
+}
 
 impl Resolver for Refuse {
     fn contents(&mut self, op: &'static str, hash: &Hash) -> Result<Vec<u8>, VerifyError> {
@@ -100,21 +121,31 @@ fn budget(nesting: usize) -> Result<usize, VerifyError> {
 // ---------------------------------------------------------------------------------------------
 // Loading a proof tree (spec §3.1, Irmin's `of_concrete_exn` checks).
 
-/// Loads a proof tree into a partial tree, applying Irmin's structural checks.
+/// Loads a proof tree of the 32-ary context into a partial tree, applying Irmin's structural
+/// checks.
 pub fn load(tree: &Tree) -> Result<PNode, VerifyError> {
-    load_tree(tree, MAX_NESTING)
+    load_in(tree, Arity::TREE32)
 }
 
-fn load_entries(entries: &Entries, nesting: usize) -> Result<BTreeMap<Vec<u8>, PNode>, VerifyError> {
+/// [`load`] for a context of the given [`Arity`].
+pub fn load_in(tree: &Tree, arity: Arity) -> Result<PNode, VerifyError> {
+    load_tree(tree, MAX_NESTING, arity)
+}
+
+fn load_entries(
+    entries: &Entries,
+    nesting: usize,
+    arity: Arity,
+) -> Result<BTreeMap<Vec<u8>, PNode>, VerifyError> {
     let mut map = BTreeMap::new();
     for (step, tree) in entries {
         // Irmin adds the entries one by one: a repeated step overwrites the earlier one.
-        map.insert(step.clone(), load_tree(tree, nesting)?);
+        map.insert(step.clone(), load_tree(tree, nesting, arity)?);
     }
     Ok(map)
 }
 
-fn load_tree(tree: &Tree, nesting: usize) -> Result<PNode, VerifyError> {
+fn load_tree(tree: &Tree, nesting: usize, arity: Arity) -> Result<PNode, VerifyError> {
     let nesting = budget(nesting)?;
     Ok(match tree {
         Tree::Contents(value) => PNode::Contents(value.clone()),
@@ -122,10 +153,14 @@ fn load_tree(tree: &Tree, nesting: usize) -> Result<PNode, VerifyError> {
         Tree::BlindedNode(hash) => PNode::BlindedNode(*hash),
         Tree::Node(entries) => PNode::Dir(Box::new(PInode::Values(PValues {
             depth: 0,
-            entries: load_entries(entries, nesting)?,
+            entries: load_entries(entries, nesting, arity)?,
         }))),
-        Tree::Inode(inode) => PNode::Dir(Box::new(stable_root(load_tree_inode(0, inode, nesting)?.0)?)),
-        Tree::Extender(ext) => PNode::Dir(Box::new(stable_root(load_extender(0, ext, nesting)?.0)?)),
+        Tree::Inode(inode) => {
+            PNode::Dir(Box::new(stable_root(load_tree_inode(0, inode, nesting, arity)?.0, arity)?))
+        }
+        Tree::Extender(ext) => {
+            PNode::Dir(Box::new(stable_root(load_extender(0, ext, nesting, arity)?.0, arity)?))
+        }
     })
 }
 
@@ -133,8 +168,8 @@ fn load_tree(tree: &Tree, nesting: usize) -> Result<PNode, VerifyError> {
 /// hashed flat, so the placement of its entries in buckets is not authenticated: it is turned into
 /// a flat directory (every entry must be revealed, each name once), so that lookups go by name and
 /// a misplaced entry cannot be hidden from them.
-fn stable_root(root: PInode) -> Result<PInode, VerifyError> {
-    if dir_length(&root) > STABLE_HASH_MAX as u64 {
+fn stable_root(root: PInode, arity: Arity) -> Result<PInode, VerifyError> {
+    if dir_length(&root) > arity.stable_hash as u64 {
         return Ok(root);
     }
     let mut entries = BTreeMap::new();
@@ -156,7 +191,12 @@ fn stable_root(root: PInode) -> Result<PInode, VerifyError> {
 }
 
 /// -> (inode, entries counted in revealed `Values` below, whether nothing below is blinded).
-fn load_inode_tree(depth: u8, tree: &InodeTree, nesting: usize) -> Result<(PInode, u64, bool), VerifyError> {
+fn load_inode_tree(
+    depth: u8,
+    tree: &InodeTree,
+    nesting: usize,
+    arity: Arity,
+) -> Result<(PInode, u64, bool), VerifyError> {
     let nesting = budget(nesting)?;
     if depth > MAX_INODE_DEPTH {
         return Err(malformed("inode deeper than the verifier's limit"));
@@ -170,18 +210,18 @@ fn load_inode_tree(depth: u8, tree: &InodeTree, nesting: usize) -> Result<(PInod
             if entries.is_empty() {
                 return Err(malformed("empty Inode_values"));
             }
-            if entries.len() > INODE_VALUES_MAX {
-                return Err(malformed("Inode_values with more than 32 entries"));
+            if entries.len() > arity.values_max() {
+                return Err(malformed("Inode_values with more entries than an inode has buckets"));
             }
             if entries.windows(2).any(|pair| matches!(pair, [(a, _), (b, _)] if a >= b)) {
                 return Err(malformed("Inode_values steps not strictly increasing"));
             }
-            let map = load_entries(entries, nesting)?;
+            let map = load_entries(entries, nesting, arity)?;
             let count = map.len() as u64;
             Ok((PInode::Values(PValues { depth, entries: map }), count, true))
         }
-        InodeTree::Tree(inode) => load_tree_inode(depth, inode, nesting),
-        InodeTree::Extender(ext) => load_extender(depth, ext, nesting),
+        InodeTree::Tree(inode) => load_tree_inode(depth, inode, nesting, arity),
+        InodeTree::Extender(ext) => load_extender(depth, ext, nesting, arity),
     }
 }
 
@@ -192,7 +232,12 @@ fn check_length(length: u64, count: u64, exact: bool) -> Result<(), VerifyError>
     Ok(())
 }
 
-fn load_tree_inode(depth: u8, inode: &Inode, nesting: usize) -> Result<(PInode, u64, bool), VerifyError> {
+fn load_tree_inode(
+    depth: u8,
+    inode: &Inode,
+    nesting: usize,
+    arity: Arity,
+) -> Result<(PInode, u64, bool), VerifyError> {
     if inode.proofs.is_empty() {
         return Err(malformed("inode without pointers"));
     }
@@ -203,10 +248,10 @@ fn load_tree_inode(depth: u8, inode: &Inode, nesting: usize) -> Result<(PInode, 
     let mut children = BTreeMap::new();
     let (mut count, mut exact) = (0u64, true);
     for (index, child) in &inode.proofs {
-        if *index >= INODE_BUCKETS {
+        if *index >= arity.entries {
             return Err(malformed("inode index out of range"));
         }
-        let (node, n, e) = load_inode_tree(child_depth, child, nesting)?;
+        let (node, n, e) = load_inode_tree(child_depth, child, nesting, arity)?;
         count = count.saturating_add(n);
         exact &= e;
         children.insert(*index, node);
@@ -215,14 +260,19 @@ fn load_tree_inode(depth: u8, inode: &Inode, nesting: usize) -> Result<(PInode, 
     Ok((PInode::Tree(PTree { depth, length: inode.length, children }), count, exact))
 }
 
-fn load_extender(depth: u8, ext: &Extender, nesting: usize) -> Result<(PInode, u64, bool), VerifyError> {
+fn load_extender(
+    depth: u8,
+    ext: &Extender,
+    nesting: usize,
+    arity: Arity,
+) -> Result<(PInode, u64, bool), VerifyError> {
     let segments = ext.segments.len();
     let nesting = nesting.checked_sub(segments).ok_or(VerifyError::TooDeep { limit: MAX_NESTING })?;
     let bottom = usize::from(depth) + segments;
     let bottom = u8::try_from(bottom).map_err(|_| malformed("extender too deep"))?;
-    let (mut node, count, exact) = load_inode_tree(bottom, &ext.proof, nesting)?;
+    let (mut node, count, exact) = load_inode_tree(bottom, &ext.proof, nesting, arity)?;
     for (k, segment) in ext.segments.iter().enumerate().rev() {
-        if *segment >= INODE_BUCKETS {
+        if *segment >= arity.entries {
             return Err(malformed("extender segment out of range"));
         }
         check_length(ext.length, count, exact)?;
@@ -275,7 +325,8 @@ pub(crate) fn dir_length(root: &PInode) -> u64 {
 }
 
 fn dir_hash(root: &mut PInode, resolver: &mut dyn Resolver) -> Result<Hash, VerifyError> {
-    let stable = dir_length(root) <= STABLE_HASH_MAX as u64;
+    let arity = resolver.arity();
+    let stable = dir_length(root) <= arity.stable_hash as u64;
     match root {
         PInode::Values(values) if !stable => {
             // A flat proof of a large directory (or one grown past 256): the canonical trie.
@@ -284,12 +335,12 @@ fn dir_hash(root: &mut PInode, resolver: &mut dyn Resolver) -> Result<Hash, Veri
                 let (kind, hash) = node_hash(child, resolver)?;
                 entries.push((name.as_slice(), kind, hash));
             }
-            canonical_hash(0, &entries)
+            canonical_hash(0, &entries, arity)
         }
         PInode::Tree(_) if !stable => inode_hash(root, resolver),
         PInode::Blinded(hash) => Ok(*hash),
         _ => {
-            // At most 256 entries: the flat hash, which needs every entry.
+            // At most `stable_hash` entries: the flat hash, which needs every entry.
             let mut entries = Vec::new();
             collect_hashed(root, resolver, &mut entries)?;
             entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -350,44 +401,49 @@ fn inode_hash(inode: &mut PInode, resolver: &mut dyn Resolver) -> Result<Hash, V
 }
 
 /// Hash of the canonical inode at `depth` holding `entries` (sorted by name).
-fn canonical_hash(depth: u8, entries: &[(&[u8], Kind, Hash)]) -> Result<Hash, VerifyError> {
-    if depth > 0 && entries.len() <= INODE_VALUES_MAX {
+fn canonical_hash(depth: u8, entries: &[(&[u8], Kind, Hash)], arity: Arity) -> Result<Hash, VerifyError> {
+    if depth > 0 && entries.len() <= arity.values_max() {
         return Ok(hash::values_inode_hash(entries.len(), entries.iter().copied()));
     }
-    if depth >= INODE_MAX_DEPTH {
+    if depth >= arity.max_depth {
         return Err(VerifyError::MaxDepth);
     }
-    let mut buckets: Vec<Vec<(&[u8], Kind, Hash)>> = (0..INODE_BUCKETS).map(|_| Vec::new()).collect();
+    let mut buckets: Vec<Vec<(&[u8], Kind, Hash)>> = (0..arity.entries).map(|_| Vec::new()).collect();
     for entry in entries {
-        if let Some(bucket) = buckets.get_mut(usize::from(inode_index(depth, entry.0))) {
+        if let Some(bucket) = buckets.get_mut(usize::from(arity.index(depth, entry.0))) {
             bucket.push(*entry);
         }
     }
     let mut pointers = Vec::new();
     for (index, bucket) in buckets.iter().enumerate() {
         if !bucket.is_empty() {
-            pointers.push((index as u8, canonical_hash(depth + 1, bucket)?));
+            pointers.push((index as u8, canonical_hash(depth + 1, bucket, arity)?));
         }
     }
     Ok(hash::tree_inode_hash(depth, entries.len() as u64, pointers.len(), pointers.into_iter()))
 }
 
-/// The canonical inode at `depth` for `entries` (depth > 0: `Values` up to 32 entries).
-pub(crate) fn build(depth: u8, entries: BTreeMap<Vec<u8>, PNode>) -> Result<PInode, VerifyError> {
-    if depth > 0 && entries.len() <= INODE_VALUES_MAX {
+/// The canonical inode at `depth` for `entries` (depth > 0: `Values` up to `arity.entries`
+/// entries).
+pub(crate) fn build(
+    depth: u8,
+    entries: BTreeMap<Vec<u8>, PNode>,
+    arity: Arity,
+) -> Result<PInode, VerifyError> {
+    if depth > 0 && entries.len() <= arity.values_max() {
         return Ok(PInode::Values(PValues { depth, entries }));
     }
-    if depth >= INODE_MAX_DEPTH {
+    if depth >= arity.max_depth {
         return Err(VerifyError::MaxDepth);
     }
     let length = entries.len() as u64;
     let mut buckets: BTreeMap<u8, BTreeMap<Vec<u8>, PNode>> = BTreeMap::new();
     for (name, child) in entries {
-        buckets.entry(inode_index(depth, &name)).or_default().insert(name, child);
+        buckets.entry(arity.index(depth, &name)).or_default().insert(name, child);
     }
     let mut children = BTreeMap::new();
     for (index, bucket) in buckets {
-        children.insert(index, build(depth + 1, bucket)?);
+        children.insert(index, build(depth + 1, bucket, arity)?);
     }
     Ok(PInode::Tree(PTree { depth, length, children }))
 }

@@ -2,7 +2,7 @@
 //! (and so what a proof of it must reveal) and how it modifies directories and their inode tries.
 
 use crate::error::VerifyError;
-use crate::hash::{INODE_MAX_DEPTH, INODE_VALUES_MAX, Kind, empty_node_hash, inode_index};
+use crate::hash::{Kind, empty_node_hash};
 use crate::model::{PInode, PNode, PValues, Resolver, build, dir_length, expand_inode};
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -151,11 +151,11 @@ fn lookup<'a>(
         PInode::Blinded(_) => Err(VerifyError::Malformed("unexpanded inode")),
         PInode::Values(values) => Ok(values.entries.get_mut(step)),
         PInode::Tree(tree) => {
-            if tree.depth >= INODE_MAX_DEPTH {
+            if tree.depth >= resolver.arity().max_depth {
                 return Err(VerifyError::MaxDepth);
             }
             let depth = tree.depth + 1;
-            match tree.children.get_mut(&inode_index(tree.depth, step)) {
+            match tree.children.get_mut(&resolver.arity().index(tree.depth, step)) {
                 None => Ok(None),
                 Some(child) => {
                     expand_inode(child, depth, resolver, op)?;
@@ -318,18 +318,18 @@ fn insert(
         PInode::Blinded(_) => Err(VerifyError::Malformed("unexpanded inode")),
         PInode::Values(values) => {
             let delta = u64::from(values.entries.insert(step.to_vec(), child).is_none());
-            if !root && values.entries.len() > INODE_VALUES_MAX {
+            if !root && values.entries.len() > resolver.arity().values_max() {
                 let entries = core::mem::take(&mut values.entries);
-                *inode = build(values.depth, entries)?;
+                *inode = build(values.depth, entries, resolver.arity())?;
             }
             Ok(delta)
         }
         PInode::Tree(tree) => {
-            if tree.depth >= INODE_MAX_DEPTH {
+            if tree.depth >= resolver.arity().max_depth {
                 return Err(VerifyError::MaxDepth);
             }
             let depth = tree.depth + 1;
-            let index = inode_index(tree.depth, step);
+            let index = resolver.arity().index(tree.depth, step);
             let delta = match tree.children.get_mut(&index) {
                 None => {
                     let mut entries = BTreeMap::new();
@@ -362,11 +362,11 @@ fn delete(
             Ok((values.entries.is_empty(), removed))
         }
         PInode::Tree(tree) => {
-            if tree.depth >= INODE_MAX_DEPTH {
+            if tree.depth >= resolver.arity().max_depth {
                 return Err(VerifyError::MaxDepth);
             }
             let depth = tree.depth + 1;
-            let index = inode_index(tree.depth, step);
+            let index = resolver.arity().index(tree.depth, step);
             let Some(sub) = tree.children.get_mut(&index) else {
                 return Ok((false, 0));
             };
@@ -376,7 +376,7 @@ fn delete(
                 tree.children.remove(&index);
             }
             tree.length = tree.length.saturating_sub(removed);
-            if removed > 0 && tree.length <= INODE_VALUES_MAX as u64 {
+            if removed > 0 && tree.length <= resolver.arity().values_max() as u64 {
                 // Collapse into one Values holding every entry below (needs all of them).
                 if tree.length == 0 {
                     return Ok((true, removed));

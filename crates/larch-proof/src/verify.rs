@@ -2,8 +2,8 @@
 //! [`Source`] (Irmin's `produce_proof`, spec §2), both by running the operations on the partial tree.
 
 use crate::error::VerifyError;
-use crate::hash::{Hash, Kind};
-use crate::model::{self, PInode, PNode, Refuse, Resolver};
+use crate::hash::{Arity, Hash, Kind};
+use crate::model::{self, PInode, PNode, RefuseIn, Resolver};
 use crate::ops::{self, Op, OpResult};
 use crate::types::{KindedHash, Proof};
 use alloc::boxed::Box;
@@ -37,15 +37,45 @@ pub fn verify_with<T>(
     proof: &Proof,
     f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
 ) -> Result<(T, KindedHash, KindedHash), VerifyError> {
-    if proof.version != 0 {
+    verify_in(proof, Arity::TREE32, TREE_VERSION, f)
+}
+
+/// The `version` of a tree proof of the 32-ary context (Octez's `encode_proof_version`).
+pub const TREE_VERSION: i16 = 0;
+/// The `version` of a tree proof of the binary-tree context (bit 1: `is_binary`).
+pub const TREE2_VERSION: i16 = 2;
+
+/// Verifies a tree proof of the **binary-tree** context (`Context_binary`: inodes of 2
+/// buckets, directories of at most 2 entries hashed flat; Octez's `Tree2` proofs, decoded by
+/// [`crate::encoding::tree2`]) for `ops`: as [`verify()`], with `version` 2.
+pub fn verify_tree2(proof: &Proof, ops: &[Op]) -> Result<Verified, VerifyError> {
+    let (results, before, after) = verify_tree2_with(proof, |context| context.apply_all(ops))?;
+    Ok(Verified { before, results, after })
+}
+
+/// [`verify_with`] for a tree proof of the binary-tree context (`version` 2).
+pub fn verify_tree2_with<T>(
+    proof: &Proof,
+    f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
+) -> Result<(T, KindedHash, KindedHash), VerifyError> {
+    verify_in(proof, Arity::TREE2, TREE2_VERSION, f)
+}
+
+fn verify_in<T>(
+    proof: &Proof,
+    arity: Arity,
+    version: i16,
+    f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
+) -> Result<(T, KindedHash, KindedHash), VerifyError> {
+    if proof.version != version {
         return Err(VerifyError::UnsupportedVersion(proof.version));
     }
-    let mut root = model::load(&proof.state)?;
-    let before = model::kinded_hash(&mut root, &mut Refuse)?;
+    let mut root = model::load_in(&proof.state, arity)?;
+    let mut refuse = RefuseIn(arity);
+    let before = model::kinded_hash(&mut root, &mut refuse)?;
     if before != proof.before {
         return Err(VerifyError::BeforeMismatch { expected: proof.before.hash, computed: before.hash });
     }
-    let mut refuse = Refuse;
     let mut context = Context { root, resolver: &mut refuse, unchanged: Some(before) };
     let value = f(&mut context)?;
     let after = context.hash()?;

@@ -249,3 +249,55 @@ fn bad_bytes_are_typed_errors() {
         }
     }
 }
+
+/// Irmin's repr JSON of a stream proof (`Tree.Proof.t Tree.Proof.stream_t`), written out here
+/// from Irmin's types (`proof_intf.ml`: `elt`, `'a inode`, `'a inode_extender`; a `Seq.t` is a
+/// JSON array in repr; record fields holding an empty list omitted), compared both ways.
+#[cfg(feature = "json")]
+#[test]
+fn the_repr_json_form_of_a_stream() {
+    use larch_proof::json::{JsonError, hash_to_b58, read_stream, write_stream};
+    let (mut proof, root, hc, hd) = example();
+    proof.elts.push(Elt::Inode { length: 300, proofs: vec![(3, hc), (17, hd)] });
+    proof.elts.push(Elt::InodeExtender { length: 300, segments: vec![5, 7], proof: hc });
+    proof.elts.push(Elt::Contents(vec![0xff, 0x00]));
+    proof.elts.push(Elt::Inode { length: 0, proofs: vec![] });
+    proof.elts.push(Elt::Node(vec![(b"\"q\"".to_vec(), KindedHash { kind: Kind::Node, hash: hd })]));
+    let (r, c, d) = (hash_to_b58(&root), hash_to_b58(&hc), hash_to_b58(&hd));
+    let text = [
+        format!(r#"{{"before":{{"Node":"{r}"}},"after":{{"Node":"{r}"}},"state":["#),
+        format!(r#"{{"Node":[["c",{{"Contents":["{c}",{{}}]}}],["d",{{"Contents":["{d}",{{}}]}}]]}},"#),
+        r#"{"Contents":"gamma"},"#.to_string(),
+        format!(r#"{{"Inode":{{"length":300,"proofs":[[3,"{c}"],[17,"{d}"]]}}}},"#),
+        format!(r#"{{"Inode_extender":{{"length":300,"segments":[5,7],"proof":"{c}"}}}},"#),
+        r#"{"Contents":{"base64":"/wA="}},"#.to_string(),
+        r#"{"Inode":{"length":0}},"#.to_string(),
+        format!(r#"{{"Node":[["\"q\"",{{"Node":"{d}"}}]]}}"#),
+        "]}".to_string(),
+    ]
+    .concat();
+    assert_eq!(write_stream(&proof).unwrap(), text);
+    assert_eq!(read_stream(&text).unwrap(), proof);
+    // What a reader also accepts: spacing, a length written as a float, an empty `proofs` given.
+    let spaced = text
+        .replace(",\"state\":", ", \"state\" : ")
+        .replace("\"length\":300,\"proofs\"", "\"length\":300.0,\"proofs\"");
+    assert_eq!(read_stream(&spaced).unwrap(), proof);
+    let explicit = text.replace(r#"{"Inode":{"length":0}}"#, r#"{"Inode":{"length":0,"proofs":[]}}"#);
+    assert_eq!(read_stream(&explicit).unwrap(), proof);
+    // The verifier reads the JSON proof as the encoded one.
+    let (small, ..) = example();
+    let again = read_stream(&write_stream(&small).unwrap()).unwrap();
+    assert!(verify_stream(&again, &find(b"c")).is_ok());
+    // Not a stream: a tree proof's `Contents` (a pair), an unknown constructor, no state, bad hash.
+    for bad in [
+        text.replace(r#"{"Contents":"gamma"}"#, r#"{"Contents":["gamma",{}]}"#),
+        text.replace("Inode_extender", "Extender"),
+        format!(r#"{{"before":{{"Node":"{r}"}},"after":{{"Node":"{r}"}}}}"#),
+        text.replace(&c, "Co123"),
+        text.replace("[3,", "[300,"),
+    ] {
+        assert!(matches!(read_stream(&bad), Err(JsonError::Shape { .. })), "{bad}");
+    }
+    assert!(matches!(read_stream("{"), Err(JsonError::Syntax(_))));
+}

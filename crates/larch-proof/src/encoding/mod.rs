@@ -1,9 +1,11 @@
 //! Octez's binary encodings of tree proofs (`Merkle_proof_encoding`, `Tree32`, spec §5): V1 (plain
-//! `Data_encoding`) and V2 (`Data_encoding.Compact`). Decoding is strict: every size is checked
+//! `Data_encoding`) and V2 (`Data_encoding.Compact`); the binary tree's `Tree2` forms of both in
+//! [`tree2`]. Decoding is strict: every size is checked
 //! against the bytes left before anything is allocated, nesting is bounded by
 //! [`crate::model::MAX_NESTING`] levels, and trailing bytes are an error.
 
 pub mod stream;
+pub mod tree2;
 pub mod v1;
 pub mod v2;
 
