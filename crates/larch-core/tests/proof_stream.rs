@@ -207,3 +207,112 @@ fn a_chain_of_single_pointer_inodes_is_an_extender() {
     assert!(verify_stream(&two.proof, &ops2).is_ok());
     assert!(matches!(verify_stream(&produced.proof, &ops2), Err(VerifyError::StreamTooShort { .. })));
 }
+
+/// The stream Irmin produces for a read in a directory of 33 to 256 entries, built here from the
+/// spec with larch-core's own hashing (`schema`, `ocaml_hash`: another code path than
+/// larch-proof's): irmin-pack keeps such a directory as an inode trie, and reading it whole (to
+/// send all its entries in one `Node` element) reads its inner inodes, which follow that element
+/// depth first, buckets by increasing index (`Inode` for an inner tree, `Node` for a leaf).
+fn expected_trie(
+    depth: u8,
+    entries: &[(Vec<u8>, larch_proof::KindedHash)],
+    out: &mut Vec<Elt>,
+) -> larch_core::Hash {
+    use larch_core::schema::{tree_inode_hash, values_inode_hash};
+    let core = |kind: larch_proof::Kind| match kind {
+        larch_proof::Kind::Contents => larch_core::Kind::Contents,
+        larch_proof::Kind::Node => larch_core::Kind::Node,
+    };
+    if depth > 0 && entries.len() <= 32 {
+        out.push(Elt::Node(entries.to_vec()));
+        let refs = entries.iter().map(|(n, kh)| (n.as_slice(), core(kh.kind), larch_core::Hash(kh.hash.0)));
+        return values_inode_hash(entries.len(), refs);
+    }
+    let at = out.len();
+    if depth > 0 {
+        out.push(Elt::Contents(Vec::new())); // replaced below, once the pointers are known
+    }
+    let mut buckets: Vec<Vec<(Vec<u8>, larch_proof::KindedHash)>> = vec![Vec::new(); 32];
+    for entry in entries {
+        buckets[usize::from(inode_index(depth, &entry.0))].push(entry.clone());
+    }
+    let mut proofs = Vec::new();
+    for (index, bucket) in buckets.iter().enumerate() {
+        if !bucket.is_empty() {
+            proofs.push((index as u8, expected_trie(depth + 1, bucket, out)));
+        }
+    }
+    let hash = tree_inode_hash(depth, entries.len() as u64, proofs.len(), proofs.iter().copied());
+    if depth > 0 {
+        out[at] = Elt::Inode {
+            length: entries.len() as u64,
+            proofs: proofs.iter().map(|(i, h)| (*i, larch_proof::Hash(h.0))).collect(),
+        };
+    }
+    hash
+}
+
+#[test]
+fn a_directory_of_33_to_256_entries_streams_its_inner_inodes_as_irmin_does() {
+    use larch_proof::{Kind, KindedHash};
+    for n in [33usize, 40, 100, 200, 256] {
+        let mut repo = MemoryRepo::new();
+        let mut tree = repo.empty_tree();
+        for i in 0..n {
+            tree.add(&["dir".to_string(), format!("k{i}")], format!("v{i}").into_bytes()).unwrap();
+        }
+        tree.add(&["x"], b"beside".to_vec()).unwrap();
+        let commit = repo.commit(&tree, &[], CommitInfo::tezos(0, "")).unwrap();
+        let tree = repo.checkout(&commit).unwrap();
+        let ops = [Op::Find(vec![b"dir".to_vec(), b"k7".to_vec()])];
+        let produced = proof::produce_stream(&tree, &ops).unwrap();
+        // The independent expectation: root, the directory in full, its trie, the value.
+        let kh = |t: &larch_core::Tree| KindedHash {
+            kind: match t.kind() {
+                larch_core::Kind::Contents => Kind::Contents,
+                larch_core::Kind::Node => Kind::Node,
+            },
+            hash: larch_proof::Hash(t.hash().0),
+        };
+        let listing = |path: &[&str]| -> Vec<(Vec<u8>, KindedHash)> {
+            tree.list_sorted(path, 0, None).unwrap().iter().map(|(name, t)| (name.to_vec(), kh(t))).collect()
+        };
+        let dir_entries = listing(&["dir"]);
+        assert_eq!(dir_entries.len(), n);
+        let mut expected = vec![Elt::Node(listing(&[])), Elt::Node(dir_entries.clone())];
+        let root_hash = expected_trie(0, &dir_entries, &mut expected);
+        assert_ne!(
+            root_hash.0,
+            tree.find_tree(&["dir"]).unwrap().unwrap().hash().0,
+            "{n}: a stable directory hashes flat"
+        );
+        expected.push(Elt::Contents(b"v7".to_vec()));
+        assert_eq!(produced.proof.elts, expected, "{n} entries");
+        assert!(expected.len() > 4, "{n}: the trie has inner inodes");
+        // larch verifies it (it reads the trie back after the directory), and refuses it
+        // without its inner inodes, or with them in another order.
+        let verified = verify_stream(&produced.proof, &ops).unwrap();
+        assert_eq!(verified.results, vec![OpResult::Value(Some(b"v7".to_vec()))]);
+        let mut short = produced.proof.clone();
+        short.elts.drain(2..expected.len() - 1);
+        assert!(verify_stream(&short, &ops).is_err(), "{n}: without the trie");
+        let mut swapped = produced.proof.clone();
+        swapped.elts.swap(2, 3);
+        assert!(verify_stream(&swapped, &ops).is_err(), "{n}: trie reordered");
+        // Encodings and JSON carry it.
+        assert_eq!(v2::decode(&v2::encode(&produced.proof).unwrap()).unwrap(), produced.proof);
+        let json = larch_proof::json::write_stream(&produced.proof).unwrap();
+        assert_eq!(larch_proof::json::read_stream(&json).unwrap(), produced.proof);
+    }
+    // At most 32 entries: one leaf, no trie.
+    let mut repo = MemoryRepo::new();
+    let mut tree = repo.empty_tree();
+    for i in 0..32 {
+        tree.add(&["dir".to_string(), format!("k{i}")], b"v".to_vec()).unwrap();
+    }
+    let commit = repo.commit(&tree, &[], CommitInfo::tezos(0, "")).unwrap();
+    let tree = repo.checkout(&commit).unwrap();
+    let ops = [Op::Find(vec![b"dir".to_vec(), b"k7".to_vec()])];
+    let produced = proof::produce_stream(&tree, &ops).unwrap();
+    assert_eq!(produced.proof.elts.len(), 3, "root, dir, value");
+}

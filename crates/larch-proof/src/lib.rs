@@ -55,7 +55,7 @@ pub use hash::{Arity, Hash, Kind};
 pub use ops::{Op, OpResult, Path};
 pub use stream::{
     Elt, ProducedStream, STREAM_VERSION, StreamProof, VerifiedStream, produce_stream, produce_stream_with,
-    verify_stream, verify_stream_with,
+    stable_trie, verify_stream, verify_stream_with,
 };
 pub use types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Stats, Tree};
 pub use verify::{

@@ -11,8 +11,8 @@
 
 use crate::error::VerifyError;
 use crate::hash::{
-    self, Hash, INODE_BUCKETS, INODE_VALUES_MAX, Kind, STABLE_HASH_MAX, contents_hash, flat_node_hash,
-    tree_inode_hash, values_inode_hash,
+    self, Hash, INODE_BUCKETS, INODE_MAX_DEPTH, INODE_VALUES_MAX, Kind, STABLE_HASH_MAX, contents_hash,
+    flat_node_hash, inode_index, tree_inode_hash, values_inode_hash,
 };
 use crate::model::{MAX_INODE_DEPTH, PInode, PNode, PTree, PValues, Resolver};
 use crate::ops::{Op, OpResult};
@@ -157,12 +157,83 @@ impl Consumer<'_> {
         if computed != *hash {
             return Err(mismatch("the element does not hash to the hash it was reached by"));
         }
+        // A directory of 33 to 256 entries: irmin-pack keeps it as an inode trie, and reading it
+        // whole (Irmin's `head`) reads the inner inodes, which follow in the stream.
+        let trie = match elt {
+            Elt::Node(entries) if depth == 0 => stable_trie(entries)?,
+            _ => Vec::new(),
+        };
         for (key, sub) in chain {
             self.nodes.entry(key).or_insert(sub);
         }
         self.nodes.insert((*hash, depth), inode.clone());
+        for (inner, inner_depth, _) in trie {
+            self.dir(op, &inner, inner_depth)?;
+        }
         Ok(inode)
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Directories of 33 to 256 entries.
+
+/// The inner inodes of the canonical inode trie of a directory whose entries (sorted by name)
+/// are `entries`, as irmin-pack keeps a directory of 33 to 256 entries, in the order Irmin's
+/// `head` reads them when it lists the directory whole: depth first, parents before their
+/// children, buckets by increasing index; each as (hash, depth, element): `Inode` for an inner
+/// `Tree`, `Node` for a `Values` leaf. Empty for a directory of at most 32 entries (one leaf).
+pub fn stable_trie(entries: &[(Vec<u8>, KindedHash)]) -> Result<Vec<(Hash, u8, Elt)>, VerifyError> {
+    let mut out = Vec::new();
+    if entries.len() > INODE_VALUES_MAX {
+        let refs: Vec<&(Vec<u8>, KindedHash)> = entries.iter().collect();
+        trie_pointers(0, &refs, &mut out)?;
+    }
+    Ok(out)
+}
+
+type EntryRef<'a> = &'a (Vec<u8>, KindedHash);
+
+/// Pushes the inodes below the inode `Tree` at `depth` holding `entries`; returns its pointers.
+fn trie_pointers(
+    depth: u8,
+    entries: &[EntryRef<'_>],
+    out: &mut Vec<(Hash, u8, Elt)>,
+) -> Result<Vec<(u8, Hash)>, VerifyError> {
+    if depth >= INODE_MAX_DEPTH {
+        return Err(VerifyError::MaxDepth);
+    }
+    let mut buckets: BTreeMap<u8, Vec<EntryRef<'_>>> = BTreeMap::new();
+    for entry in entries {
+        buckets.entry(inode_index(depth, &entry.0)).or_default().push(entry);
+    }
+    let mut pointers = Vec::with_capacity(buckets.len());
+    for (index, bucket) in buckets {
+        pointers.push((index, trie_inode(depth + 1, &bucket, out)?));
+    }
+    Ok(pointers)
+}
+
+/// Pushes the inode at `depth` holding `entries` (then the inodes below it); returns its hash.
+fn trie_inode(
+    depth: u8,
+    entries: &[EntryRef<'_>],
+    out: &mut Vec<(Hash, u8, Elt)>,
+) -> Result<Hash, VerifyError> {
+    if entries.len() <= INODE_VALUES_MAX {
+        let refs = entries.iter().map(|(name, kh)| (name.as_slice(), kh.kind, kh.hash));
+        let hash = values_inode_hash(entries.len(), refs);
+        out.push((hash, depth, Elt::Node(entries.iter().map(|entry| (*entry).clone()).collect())));
+        return Ok(hash);
+    }
+    let at = out.len();
+    out.push((Hash::default(), depth, Elt::Inode { length: 0, proofs: Vec::new() }));
+    let proofs = trie_pointers(depth, entries, out)?;
+    let length = entries.len() as u64;
+    let hash = tree_inode_hash(depth, length, proofs.len(), proofs.iter().copied());
+    if let Some(slot) = out.get_mut(at) {
+        *slot = (hash, depth, Elt::Inode { length, proofs });
+    }
+    Ok(hash)
 }
 
 impl Resolver for Consumer<'_> {
@@ -310,7 +381,21 @@ impl Resolver for StreamRecorder<'_> {
     }
     fn node(&mut self, _op: &'static str, hash: &Hash) -> Result<PInode, VerifyError> {
         let node = self.source.load_node(hash)?;
-        self.record_dir(hash, 0, &node)?;
+        if self.seen_nodes.insert((*hash, 0)) {
+            let elt = dehydrate(&node)?;
+            // A directory of 33 to 256 entries is an inode trie in irmin-pack: listing it whole
+            // (Irmin's `head`, to send its entries) reads its inner inodes, recorded after it.
+            let trie = match &elt {
+                Elt::Node(entries) => stable_trie(entries)?,
+                _ => Vec::new(),
+            };
+            self.elts.push((*hash, 0, elt));
+            for (inner, depth, inner_elt) in trie {
+                if self.seen_nodes.insert((inner, depth)) {
+                    self.elts.push((inner, depth, inner_elt));
+                }
+            }
+        }
         Ok(node)
     }
     fn inode(&mut self, _op: &'static str, hash: &Hash, depth: u8) -> Result<PInode, VerifyError> {
