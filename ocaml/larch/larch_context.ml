@@ -168,7 +168,7 @@ module Proof = struct
 
   type result = Value of bytes option | Bool of bool | Unit
 
-  type encoding = V1 | V2
+  type encoding = V1 | V2 | V1_tree2 | V2_tree2
 
   type produced = {
     proof : bytes;
@@ -194,12 +194,12 @@ module Proof = struct
       ops
       (Array.to_list raw)
 
-  let v2 = function V1 -> false | V2 -> true
+  let encoding_code = function V1 -> 0 | V2 -> 1 | V1_tree2 -> 2 | V2_tree2 -> 3
 
   (* The tree and stream variants share their arguments and results. *)
   let produce_with raw ?(encoding = V2) tree ops =
     let proof, before, after, r =
-      ok (raw tree (Array.of_list (List.map op_arg ops)) (v2 encoding))
+      ok (raw tree (Array.of_list (List.map op_arg ops)) (encoding_code encoding))
     in
     {
       proof;
@@ -210,7 +210,7 @@ module Proof = struct
 
   let verify_with raw ?(encoding = V2) proof ops =
     let before, after, r =
-      ok (raw (Bytes.to_string proof) (v2 encoding) (Array.of_list (List.map op_arg ops)))
+      ok (raw (Bytes.to_string proof) (encoding_code encoding) (Array.of_list (List.map op_arg ops)))
     in
     (Bytes.to_string before, Bytes.to_string after, results ops r)
 
@@ -231,7 +231,19 @@ module Proof = struct
 
   let verify_stream_proof ?encoding proof ops =
     verify_with Larch_raw.verify_stream_proof ?encoding proof ops
+
+  type leaf_kind = Hole | Raw_context
+
+  let merkle_tree_v2 ?(encoding = V2) ctxt leaf_kind key =
+    ok
+      (Larch_raw.merkle_tree_v2
+         (get_tree ctxt)
+         (match leaf_kind with Hole -> false | Raw_context -> true)
+         (Array.of_list key)
+         (encoding_code encoding))
 end
+
+let merkle_tree_v2 = Proof.merkle_tree_v2
 
 let to_hex s =
   String.concat

@@ -182,8 +182,11 @@ module Proof : sig
 
   type result = Value of bytes option | Bool of bool | Unit
 
-  (** [Merkle_proof_encoding.V1.Tree32] or [V2.Tree32]. *)
-  type encoding = V1 | V2
+  (** [Merkle_proof_encoding.V1.Tree32] or [V2.Tree32] (proofs of larch's 32-ary contexts), or
+      [V1.Tree2] or [V2.Tree2]: tree proofs of Octez's binary-tree context ([Context_binary],
+      version 2), which {!verify_tree_proof} verifies (larch does not produce them: its contexts
+      are 32-ary; producing in a [Tree2] encoding raises {!Error}). *)
+  type encoding = V1 | V2 | V1_tree2 | V2_tree2
 
   type produced = {
     proof : bytes;  (** encoded *)
@@ -213,7 +216,21 @@ module Proof : sig
       long, or an element that does not hash to what the replay looks for). *)
   val verify_stream_proof :
     ?encoding:encoding -> bytes -> op list -> hash * hash * result list
+
+  (** Octez's [Proof.merkle_leaf_kind]. *)
+  type leaf_kind = Hole | Raw_context
+
+  (** Octez's [Context.merkle_tree_v2 ctxt leaf_kind key]: the tree proof (version 0, encoded,
+      default [V2]) of Octez's [get_data leaf_kind [key]] on the context's tree. [Hole] reads
+      nothing: the proof's state is the blinded root. [Raw_context] reveals the path to
+      [data/key] and the value there, or the whole directory there (Octez's [unshallow]). Verify
+      it with {!verify_tree_proof} and the reads it covers. *)
+  val merkle_tree_v2 : ?encoding:encoding -> context -> leaf_kind -> key -> bytes
 end
+
+(** {!Proof.merkle_tree_v2}, with Octez's name at the top of the context module. *)
+val merkle_tree_v2 :
+  ?encoding:Proof.encoding -> context -> Proof.leaf_kind -> key -> bytes
 
 (** {1 Hashes as text} *)
 

@@ -127,31 +127,35 @@ external walker_next : walker -> (string array * tree) option res
   = "larch_walker_next"
 
 (* Proofs (src/proof.rs): ops are (0 find | 1 mem | 2 mem_tree | 3 add | 4 remove, path, value);
-   the bool: V2 encoding (else V1). *)
+   the int: the encoding (0 V1, 1 V2: Tree32; 2 V1, 3 V2: Tree2, verified only). *)
 external produce_tree_proof :
   tree ->
   (int * string array * string) array ->
-  bool ->
+  int ->
   (bytes * bytes * bytes * (bytes option * bool) array) res
   = "larch_produce_tree_proof"
 
 external verify_tree_proof :
   string ->
-  bool ->
+  int ->
   (int * string array * string) array ->
   (bytes * bytes * (bytes option * bool) array) res = "larch_verify_tree_proof"
+
+(* Octez's merkle_tree_v2: tree, Raw_context (else Hole), key, encoding; the encoded proof. *)
+external merkle_tree_v2 : tree -> bool -> string array -> int -> bytes res
+  = "larch_merkle_tree_v2"
 
 (* Stream proofs: the same arguments and results as the tree proofs'. *)
 external produce_stream_proof :
   tree ->
   (int * string array * string) array ->
-  bool ->
+  int ->
   (bytes * bytes * bytes * (bytes option * bool) array) res
   = "larch_produce_stream_proof"
 
 external verify_stream_proof :
   string ->
-  bool ->
+  int ->
   (int * string array * string) array ->
   (bytes * bytes * (bytes option * bool) array) res = "larch_verify_stream_proof"
 
