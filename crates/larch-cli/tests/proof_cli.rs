@@ -200,17 +200,17 @@ fn stream_proofs_produce_verify_and_reject_tampering() {
         assert_eq!(run.status.code(), Some(1), "{encoding}: tampered");
         assert!(text(&run.stderr).contains("rejected"), "{}", text(&run.stderr));
     }
+    // Irmin's repr JSON of the stream: produced, verified, and not a tree proof.
     let out = dir.path().join("stream.json");
-    let run = larch(&[
-        "proof",
-        "produce",
-        store,
-        "--stream",
-        "--encoding",
-        "json",
-        "--find",
-        key,
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(run.status.code(), Some(2), "no JSON stream encoding: a usage error");
+    let out = out.to_str().unwrap();
+    let run = larch(&["proof", "produce", store, "--stream", "--encoding", "json", "--find", key, out]);
+    assert!(run.status.success(), "json: {}", text(&run.stderr));
+    let json = std::fs::read_to_string(out).unwrap();
+    assert!(json.starts_with("{\"before\":{\"Node\":\"Co"), "{json}");
+    let run = larch(&["proof", "verify", out, "--stream", "--encoding", "json", "--hash", &before, "--find", key]);
+    assert!(run.status.success(), "json: {}", text(&run.stderr));
+    let found = format!("find {key} {}", hex::encode("1000007"));
+    assert!(text(&run.stdout).contains(&found), "{}", text(&run.stdout));
+    let run = larch(&["proof", "verify", out, "--encoding", "json", "--find", key]);
+    assert_eq!(run.status.code(), Some(1), "json: a stream read as a tree proof");
 }
