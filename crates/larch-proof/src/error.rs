@@ -39,8 +39,9 @@ pub enum VerifyError {
     },
     /// More than 32 names share their buckets down to Irmin's inode depth limit.
     MaxDepth,
-    /// The proof's `version` is not 0 for a tree proof, 1 for a stream proof (Octez: bit 0 marks a stream proof, bit 1 a binary-tree
-    /// context; neither is a tree proof of the 32-ary context).
+    /// The proof's `version` is not the one its verifier takes: 0 for a tree proof, 1 for a stream
+    /// proof, 2 for a tree proof of the binary-tree context (Octez: bit 0 marks a stream proof,
+    /// bit 1 a binary-tree context).
     UnsupportedVersion(i16),
     /// A stream proof ends before the replay has read everything it needs.
     StreamTooShort {
