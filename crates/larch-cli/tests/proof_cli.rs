@@ -207,7 +207,8 @@ fn stream_proofs_produce_verify_and_reject_tampering() {
     assert!(run.status.success(), "json: {}", text(&run.stderr));
     let json = std::fs::read_to_string(out).unwrap();
     assert!(json.starts_with("{\"before\":{\"Node\":\"Co"), "{json}");
-    let run = larch(&["proof", "verify", out, "--stream", "--encoding", "json", "--hash", &before, "--find", key]);
+    let run =
+        larch(&["proof", "verify", out, "--stream", "--encoding", "json", "--hash", &before, "--find", key]);
     assert!(run.status.success(), "json: {}", text(&run.stderr));
     let found = format!("find {key} {}", hex::encode("1000007"));
     assert!(text(&run.stdout).contains(&found), "{}", text(&run.stdout));

@@ -101,7 +101,7 @@ fn tree32(encoding: Encoding, what: &str) -> Outcome<bool> {
         Encoding::V1 => Ok(false),
         Encoding::V2 => Ok(true),
         Encoding::V1Tree2 | Encoding::V2Tree2 => Err(format!(
-            "larch: {what}: the Tree2 encodings are for proofs of the binary-tree context, which larch only verifies (its contexts are 32-ary)"
+            "larch: {what}: no Tree2 encoding here (Tree2 is the binary-tree context's; larch verifies its tree proofs only, its own contexts being 32-ary)"
         )),
     }
 }
@@ -196,11 +196,11 @@ pub fn larch_produce_stream_proof(
     let tree = tree.0.clone();
     guard(|| {
         let ops = ops_of(ops)?;
-        let v2 = encoding_of(encoding)?;
-        tree32(v2, "stream proofs")?;
+        let encoding = encoding_of(encoding)?;
+        tree32(encoding, "stream proofs")?;
         let produced = larch_core::proof::produce_stream(&tree, &ops)
             .map_err(|err| format!("larch: stream proof: {err}"))?;
-        let bytes = encode_stream(&produced.proof, v2)?;
+        let bytes = encode_stream(&produced.proof, encoding)?;
         Ok(produced_out(bytes, &produced.proof.before, &produced.proof.after, produced.results))
     })
 }
@@ -219,8 +219,8 @@ pub fn larch_verify_stream_proof(
     let proof = proof.to_vec();
     guard(|| {
         let ops = ops_of(ops)?;
-        let v2 = encoding_of(encoding)?;
-        let proof = decode_stream(&proof, v2)?;
+        let encoding = encoding_of(encoding)?;
+        let proof = decode_stream(&proof, encoding)?;
         let verified = larch_proof::verify_stream(&proof, &ops)
             .map_err(|err| format!("larch: the stream proof is rejected: {err}"))?;
         Ok(verified_out(&verified.before, &verified.after, verified.results))
