@@ -290,6 +290,9 @@ impl Manifest {
             other => return Err(r.malformed(at, format!("head flag {other}, not 0 or 1"))),
         };
         let hash: [u8; 32] = r.array()?;
+        if !has_head && hash != [0; 32] {
+            return Err(r.malformed(at, "a head hash without the head flag".into()));
+        }
         let head = has_head.then_some(Hash(hash));
         if first_chunk > head_chunk {
             return Err(
