@@ -90,8 +90,8 @@ fn main() {
         publisher.stats()
     );
     let commits = Arc::new(commits);
-    let (rng, seed) = larch_testkit::seeded_rng("replica_bench", 0x4e91_ca5);
-    drop(rng);
+    // The seed is printed; each reader thread draws from its own RNG derived from it.
+    let (_, seed) = larch_testkit::seeded_rng("replica_bench", 0x04e9_1ca5);
     let mut replicas = Vec::new();
     for r in 0..REPLICAS {
         let options = ReplicaOptions {

@@ -44,7 +44,7 @@ fn seeds() -> Vec<Vec<u8>> {
 }
 
 /// Sets the length field and the digest to match the bytes.
-fn reseal(bytes: &mut Vec<u8>) {
+fn reseal(bytes: &mut [u8]) {
     if bytes.len() < 48 {
         return;
     }
