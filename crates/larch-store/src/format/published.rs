@@ -35,7 +35,7 @@ pub struct PublishedState {
     pub segments: Vec<(String, u64)>,
     /// The commit of branch `main`, if set.
     pub head: Option<Hash>,
-    /// A control file ([`CONTROL_LEN`] bytes) whose slot 0 is this state, slot 1 empty, and whose
+    /// A control file (8,212 bytes) whose slot 0 is this state, slot 1 empty, and whose
     /// confirmation covers it: a reader opened on it stands on this state.
     pub image: Vec<u8>,
 }
