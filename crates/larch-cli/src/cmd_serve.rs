@@ -1,4 +1,6 @@
-//! `larch serve STORE --listen ADDR`: the read-only context server (crate `larch-server`).
+//! `larch serve STORE --listen ADDR`: the read-only context server (crate `larch-server`); with
+//! `--remote s3://BUCKET/PREFIX --cache-dir DIR` instead of `STORE`, a read replica following
+//! the manifests a writer publishes there (`docs/object-storage.md` *Read replicas*).
 
 use crate::size::parse_size;
 use anyhow::Context;
@@ -13,7 +15,16 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// The store directory (opened read-only: a writer may commit to it at the same time).
-    store: PathBuf,
+    #[arg(required_unless_present = "remote", conflicts_with = "remote")]
+    store: Option<PathBuf>,
+    /// Serve a read replica of the prefix `s3://BUCKET/PREFIX` a writer publishes manifests to
+    /// (docs/object-storage.md), instead of a store directory; needs `--cache-dir DIR` (its own,
+    /// one per replica) and the `AWS_*` environment of `--lower s3://…`. The bucket is never written.
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
+    /// With `--remote`: how often the newest manifest is fetched, in milliseconds.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    poll_ms: u64,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8732")]
     listen: SocketAddr,
@@ -63,7 +74,10 @@ fn parse_open_files(text: &str) -> Result<usize, String> {
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging();
-    let lower = crate::lower::open(&args.store, false)?;
+    let (store, lower) = match &args.store {
+        Some(store) => (store.clone(), crate::lower::open(store, false)?),
+        None => (PathBuf::new(), crate::lower::Lower::default()),
+    };
     let config = ServerConfig {
         limits: Limits {
             max_depth: args.max_depth,
@@ -81,10 +95,33 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         lower_layer: lower.layer(),
         ..ServerConfig::default()
     };
-    let state = ServerState::open(&args.store, config)?;
+    let state = match &args.remote {
+        Some(url) => {
+            let remote = crate::lower::remote_args();
+            let Some(cache_dir) = remote.as_ref().and_then(|args| args.cache_dir.clone()) else {
+                anyhow::bail!(
+                    "larch serve --remote needs --cache-dir DIR: the replica's own cache directory"
+                );
+            };
+            let options = larch_remote::ReplicaOptions {
+                cache_dir,
+                cache_bytes: remote.map_or(larch_remote::DEFAULT_CACHE_BYTES, |args| args.cache_bytes),
+                // A read the bucket cannot serve answers 503 within seconds, not after 30.
+                client: larch_remote::ClientSettings {
+                    call_timeout: Duration::from_secs(10),
+                    max_retries: 2,
+                    ..larch_remote::ClientSettings::default()
+                },
+            };
+            let config =
+                ServerConfig { reload_interval: Duration::from_millis(args.poll_ms.max(1)), ..config };
+            ServerState::open_remote(url, &options, config).with_context(|| format!("following {url}"))?
+        }
+        None => ServerState::open(&store, config)?,
+    };
     match state.head() {
-        Some(head) => tracing::info!(store = %args.store.display(), %head, "store opened read-only"),
-        None => tracing::info!(store = %args.store.display(), "store opened read-only; no head commit yet"),
+        Some(head) => tracing::info!(store = %state.path().display(), %head, "store opened read-only"),
+        None => tracing::info!(store = %state.path().display(), "store opened read-only; no head commit yet"),
     }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();

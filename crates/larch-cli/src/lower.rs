@@ -4,7 +4,7 @@
 //! mode opens its lower layer here.
 
 use anyhow::Context;
-use larch_remote::{RemoteLower, RemoteOptions, RemoteUrl, UploadStats};
+use larch_remote::{PublishOptions, Publisher, RemoteLower, RemoteOptions, RemoteUrl, UploadStats};
 use larch_store::{LowerLayer, Repo, RepoOptions};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -19,6 +19,9 @@ pub struct RemoteArgs {
     pub cache_bytes: u64,
     /// `--upload-wait SECONDS`: how long a writer command waits for its uploads before exiting.
     pub upload_wait: Duration,
+    /// `--manifest-interval SECONDS`: how often a writer publishes the replica manifest (zero:
+    /// never).
+    pub manifest_interval: Duration,
 }
 
 static REMOTE: OnceLock<RemoteArgs> = OnceLock::new();
@@ -26,6 +29,11 @@ static REMOTE: OnceLock<RemoteArgs> = OnceLock::new();
 /// Records the object-storage options (once, at start).
 pub fn set_remote(args: RemoteArgs) {
     let _ = REMOTE.set(args);
+}
+
+/// The object-storage options given (`--cache-dir`, `--remote-cache`, ...).
+pub fn remote_args() -> Option<RemoteArgs> {
+    REMOTE.get().cloned()
 }
 
 /// The `--lower` value when it is an object-storage URL.
@@ -39,6 +47,8 @@ pub fn remote_url() -> Option<String> {
 #[derive(Debug, Default)]
 pub struct Lower {
     remote: Option<RemoteLower>,
+    /// A writer's manifest publisher (read replicas, `docs/object-storage.md`).
+    publisher: Option<Publisher>,
 }
 
 /// Opens the `--lower` of `store`: nothing to open for a directory on disk (the store opens it),
@@ -49,6 +59,7 @@ pub fn open(store: &Path, writable: bool) -> anyhow::Result<Lower> {
         cache_dir: None,
         cache_bytes: larch_remote::DEFAULT_CACHE_BYTES,
         upload_wait: Duration::from_secs(600),
+        manifest_interval: Duration::from_secs(5),
     });
     let options = RemoteOptions {
         cache_dir: args.cache_dir,
@@ -57,7 +68,15 @@ pub fn open(store: &Path, writable: bool) -> anyhow::Result<Lower> {
     };
     let remote = RemoteLower::open(&url, store, writable, &options)
         .with_context(|| format!("opening the lower layer {url} of store {}", store.display()))?;
-    Ok(Lower { remote: Some(remote) })
+    let publisher = (writable && !args.manifest_interval.is_zero())
+        .then(|| {
+            let options = PublishOptions { interval: args.manifest_interval, ..PublishOptions::default() };
+            Publisher::start(&remote, store, options)
+                .inspect_err(|e| eprintln!("larch: not publishing the replica manifest to {url}: {e}"))
+                .ok()
+        })
+        .flatten();
+    Ok(Lower { remote: Some(remote), publisher })
 }
 
 impl Lower {
@@ -113,6 +132,12 @@ impl Lower {
                 remote.url(),
                 stats.last_error.as_deref().unwrap_or("none")
             );
+        }
+        // The last manifest: every state published, once its chunks are uploaded.
+        if let Some(publisher) = &self.publisher
+            && let Err(e) = publisher.publish_now()
+        {
+            eprintln!("larch: publishing the replica manifest to {} failed: {e}", remote.url());
         }
         remote.stats().uploads
     }

@@ -54,6 +54,10 @@ struct Cli {
     /// (what is left stays in the spool and is uploaded at the writer's next open).
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 600)]
     upload_wait: u64,
+    /// With `--lower s3://…`: a writer publishes the read replicas' manifest after each sealed
+    /// chunk and at least this often while it commits (`larch serve --remote`); 0: never.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 5.0)]
+    manifest_interval: f64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         cache_dir: cli.cache_dir,
         cache_bytes: cli.remote_cache,
         upload_wait: std::time::Duration::from_secs(cli.upload_wait),
+        manifest_interval: std::time::Duration::from_secs_f64(cli.manifest_interval.max(0.0)),
     });
     let result = match cli.command {
         Command::Replay(args) => cmd_replay::run(args),

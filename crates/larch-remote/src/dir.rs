@@ -158,6 +158,16 @@ impl RemoteDirectory {
         RemoteDirectory { client, cache, spool, sums_dir, uploader, sums: Mutex::new(Default::default()) }
     }
 
+    /// The client (read replicas' publisher and follower, `publish.rs`, `replica.rs`).
+    pub(crate) fn client(&self) -> &Arc<Client> {
+        &self.client
+    }
+
+    /// The spool and the local copies of checksum objects.
+    pub(crate) fn local_dirs(&self) -> (&Path, &Path) {
+        (&self.spool, &self.sums_dir)
+    }
+
     fn writable(&self) -> io::Result<&Arc<Uploader>> {
         self.uploader.as_ref().ok_or_else(read_only)
     }

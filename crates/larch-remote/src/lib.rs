@@ -15,6 +15,9 @@ pub mod cache;
 pub mod client;
 pub mod dir;
 pub mod error;
+pub mod manifest;
+pub mod publish;
+pub mod replica;
 pub mod sums;
 pub mod upload;
 pub mod url;
@@ -22,6 +25,9 @@ pub mod url;
 pub use cache::CacheStats;
 pub use client::{Client, ClientSettings};
 pub use error::RemoteError;
+pub use manifest::{Manifest, ManifestError};
+pub use publish::{PublishOptions, PublishStats, Publisher};
+pub use replica::{Replica, ReplicaError, ReplicaOptions, ReplicaStatus};
 pub use upload::UploadStats;
 pub use url::RemoteUrl;
 
@@ -154,6 +160,11 @@ impl RemoteLower {
     /// [`larch_store::Repo::open_read_only_layered`]).
     pub fn layer(&self) -> LowerLayer {
         LowerLayer { dir: self.dir.clone(), name: self.url.to_string() }
+    }
+
+    /// The directory over the bucket (read replicas' publisher, `publish.rs`).
+    pub(crate) fn directory(&self) -> &Arc<RemoteDirectory> {
+        &self.dir
     }
 
     /// The URL of the prefix.

@@ -26,6 +26,20 @@ pub enum ServerError {
         #[source]
         source: StoreError,
     },
+    /// A reload of the store handle failed.
+    #[error("reloading the store: {source}")]
+    Reload {
+        /// The store's error.
+        #[source]
+        source: StoreError,
+    },
+    /// A read replica could not open or follow its prefix (`larch serve --remote`).
+    #[error("{source}")]
+    Replica {
+        /// The replica's error.
+        #[source]
+        source: larch_remote::ReplicaError,
+    },
 }
 
 const OFFLOAD_KIND: &str = "offload";
@@ -69,12 +83,18 @@ impl ApiError {
     /// A failure of the store under a well-formed request (I/O, corruption).
     pub fn store(err: &StoreError) -> ApiError {
         tracing::warn!(%err, "store read failed");
+        if crate::remote::unavailable(err) {
+            return crate::remote::unavailable_error(err);
+        }
         ApiError::new(500, "store_error", err.to_string())
     }
 
     /// A failure of a tree walk under a well-formed request.
     pub fn tree(err: &TreeError) -> ApiError {
         tracing::warn!(%err, "tree read failed");
+        if crate::remote::unavailable(err) {
+            return crate::remote::unavailable_error(err);
+        }
         ApiError::new(500, "store_error", err.to_string())
     }
 

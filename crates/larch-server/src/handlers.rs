@@ -104,13 +104,17 @@ fn respond(state: &ServerState, path: &str, query: Option<&str>, inline: bool) -
     match request::parse(path, query)? {
         Route::Health => {
             let head = state.head().map(|hash| hash.to_base58());
-            Ok(Reply::value(&serde_json::json!({
+            let mut health = serde_json::json!({
                 "status": "ok",
                 "store": state.path().display().to_string(),
                 "head": head,
                 "commits": state.commit_count(),
                 "seconds_since_reload": state.seconds_since_reload(),
-            })))
+            });
+            if let (Some(replica), Some(fields)) = (state.replica_health(), health.as_object_mut()) {
+                fields.insert("replica".into(), replica);
+            }
+            Ok(Reply::value(&health))
         }
         Route::Metrics => Ok(Reply {
             content_type: PROMETHEUS,

@@ -26,6 +26,7 @@ mod error;
 mod handlers;
 mod limit;
 mod metrics;
+mod remote;
 mod render;
 mod request;
 mod state;

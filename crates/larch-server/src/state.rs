@@ -39,6 +39,9 @@ pub struct ServerState {
     pub(crate) bucket: TokenBucket,
     /// Permits for requests answered on the blocking pool: one per core.
     pub(crate) heavy: tokio::sync::Semaphore,
+    /// A read replica's follower (`larch serve --remote`, `remote.rs`): the store directory is
+    /// its mirror, brought up to date before each reload.
+    replica: Option<Arc<larch_remote::Replica>>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -53,7 +56,17 @@ impl ServerState {
     /// Opens the store at `path` read-only (no lock, no write) and checks out its head. The
     /// configured `max_depth` is clamped to [`MAX_DEPTH_CAP`].
     pub fn open(path: impl AsRef<Path>, config: ServerConfig) -> Result<Arc<ServerState>, ServerError> {
-        let path = path.as_ref().to_path_buf();
+        ServerState::open_inner(path.as_ref(), config, None)
+    }
+
+    /// Opens `path` (a store directory, or a replica's mirror with `replica`'s lower layer in
+    /// `config.lower_layer`).
+    pub(crate) fn open_inner(
+        path: &Path,
+        config: ServerConfig,
+        replica: Option<Arc<larch_remote::Replica>>,
+    ) -> Result<Arc<ServerState>, ServerError> {
+        let path = path.to_path_buf();
         let repo = Repo::open_read_only_layered(&path, repo_options(&config), config.lower_layer.clone())
             .map_err(|source| ServerError::Open { path: path.clone(), source })?;
         let head = snapshot(&repo).map_err(|source| ServerError::Head { path: path.clone(), source })?;
@@ -71,6 +84,7 @@ impl ServerState {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             ),
             config,
+            replica,
         }))
     }
 
@@ -103,8 +117,14 @@ impl ServerState {
         read(&self.repo).stats()
     }
 
-    /// Sees the commits published since the last reload; returns whether there were any.
-    pub fn reload(&self) -> Result<bool, StoreError> {
+    /// The replica this server follows, if it is one.
+    pub(crate) fn replica(&self) -> Option<&Arc<larch_remote::Replica>> {
+        self.replica.as_ref()
+    }
+
+    /// Sees the commits published since the last reload (a replica: fetches the newest manifest
+    /// first); returns whether there were any.
+    pub fn reload(&self) -> Result<bool, ServerError> {
         self.metrics.reloads.fetch_add(1, Ordering::Relaxed);
         let result = self.reload_inner();
         match &result {
@@ -119,10 +139,22 @@ impl ServerState {
         result
     }
 
-    fn reload_inner(&self) -> Result<bool, StoreError> {
+    fn reload_inner(&self) -> Result<bool, ServerError> {
+        // A replica fetches outside the lock (the network), applies under it (local files).
+        let fetched = match &self.replica {
+            Some(replica) => {
+                *self.last_reload.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+                replica.fetch().map_err(|source| ServerError::Replica { source })?
+            }
+            None => false,
+        };
+        let reload = |source| ServerError::Reload { source };
         let (changed, reopened) = {
             let mut repo = write(&self.repo);
             *self.last_reload.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            if fetched && let Some(replica) = &self.replica {
+                replica.apply().map_err(|source| ServerError::Replica { source })?;
+            }
             match repo.reload() {
                 // The store went back to an older state (a recovery, a writer's fallback): the
                 // handle's commit map belongs to the timeline left, so it is replaced by a new one
@@ -134,17 +166,18 @@ impl ServerState {
                         &self.path,
                         repo_options(&self.config),
                         self.config.lower_layer.clone(),
-                    )?;
+                    )
+                    .map_err(reload)?;
                     (true, true)
                 }
-                other => (other?, false),
+                other => (other.map_err(reload)?, false),
             }
         };
         if changed {
             let repo = read(&self.repo);
             let current = self.head();
             if repo.head() != current || reopened {
-                let snapshot = snapshot(&repo)?;
+                let snapshot = snapshot(&repo).map_err(reload)?;
                 if let Some(new) = &snapshot {
                     tracing::debug!(head = %new.details.hash, commits = repo.commit_count(), "new head");
                 }

@@ -59,6 +59,7 @@ pub use check::scan::ScanReport;
 pub use commit::writer::WriteCounts;
 pub use error::{FileKind, Result, StoreError};
 pub use format::codec::{INLINE_MAX, RecordKind};
+pub use format::published::{PublishedState, published_state};
 pub use gc::archive::ArchiveReport;
 pub use gc::policy::{GcOptions, GcPolicy};
 pub use gc::report::{GcPhase, GcProgress, GcReport};

@@ -21,7 +21,11 @@ pub struct TestServer {
 
 impl TestServer {
     pub fn start(store: &Path, config: ServerConfig) -> TestServer {
-        let state = ServerState::open(store, config).expect("open the store read-only");
+        TestServer::serve(ServerState::open(store, config).expect("open the store read-only"))
+    }
+
+    /// Serves `state` (a replica's, say).
+    pub fn serve(state: Arc<ServerState>) -> TestServer {
         let runtime =
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();

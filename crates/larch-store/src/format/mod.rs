@@ -9,3 +9,4 @@ pub mod control;
 pub mod index;
 pub mod names;
 pub mod patch;
+pub mod published;

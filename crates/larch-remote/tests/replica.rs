@@ -1,0 +1,151 @@
+//! Read replicas against a real S3-compatible server on loopback (`common`: `s3s-fs`
+//! in-process): a writer in archive mode commits, archives and publishes manifests; replicas with
+//! caches of their own follow it with no store directory, read every commit's values as the
+//! writer's store holds them, refuse a damaged manifest while serving the previous one, and never
+//! write to the bucket.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{BUCKET, S3Server};
+use larch_core::{CommitInfo, Hash};
+use larch_remote::{
+    PublishOptions, Publisher, RemoteLower, RemoteOptions, Replica, ReplicaError, ReplicaOptions,
+};
+use larch_store::{Repo, RepoOptions};
+use std::path::Path;
+use std::time::Duration;
+
+fn repo_options() -> RepoOptions {
+    RepoOptions { chunk_bytes: 8 << 10, cache_bytes: 1 << 16, ..RepoOptions::default() }
+}
+
+fn value(block: u32, key: u32) -> Vec<u8> {
+    format!("block {block} key {key} {}", "y".repeat((block % 5) as usize * 50)).into_bytes()
+}
+
+fn commit_block(repo: &mut Repo, parent: Option<Hash>, block: u32) -> Hash {
+    let mut tree = match parent {
+        Some(parent) => repo.checkout(&parent).unwrap(),
+        None => repo.empty_tree(),
+    };
+    for key in 0..20 {
+        tree.add(&["data", &format!("d{}", block % 8), &format!("k{}", block * 20 + key)], value(block, key))
+            .unwrap();
+    }
+    let parents: Vec<Hash> = parent.into_iter().collect();
+    repo.commit(&tree, &parents, CommitInfo::tezos(1_600_000_000 + i64::from(block), "block")).unwrap()
+}
+
+fn replica_options(server: &S3Server, dir: &Path) -> ReplicaOptions {
+    ReplicaOptions { cache_dir: dir.to_path_buf(), cache_bytes: 1 << 20, client: server.settings() }
+}
+
+fn open_reader(replica: &Replica) -> Repo {
+    Repo::open_read_only_layered(replica.mirror(), repo_options(), Some(replica.layer())).unwrap()
+}
+
+/// Every value of every commit in `commits` (block numbers from 0) as `repo` reads it.
+fn check(repo: &Repo, commits: &[Hash]) {
+    for (block, hash) in commits.iter().enumerate() {
+        let block = block as u32;
+        let tree = repo.checkout(hash).unwrap_or_else(|e| panic!("commit {block}: {e}"));
+        for key in [0, 7, 19] {
+            let found =
+                tree.find(&["data", &format!("d{}", block % 8), &format!("k{}", block * 20 + key)]).unwrap();
+            assert_eq!(
+                found.map(|v| v.as_bytes().to_vec()),
+                Some(value(block, key)),
+                "block {block} key {key}"
+            );
+        }
+    }
+}
+
+#[test]
+fn replicas_follow_the_writer_and_refuse_a_damaged_manifest() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let (store, cache) = (root.path().join("store"), root.path().join("cache"));
+    std::fs::create_dir(&store).unwrap();
+    let url = format!("s3://{BUCKET}/replicated");
+    let options = RemoteOptions { cache_dir: Some(cache), cache_bytes: 1 << 20, client: server.settings() };
+    let lower = RemoteLower::open(&url, &store, true, &options).unwrap();
+    let mut repo = Repo::open_with_layer(&store, repo_options(), Some(lower.layer())).unwrap();
+    let publish = PublishOptions { poll: Duration::ZERO, grace: Duration::ZERO, ..PublishOptions::default() };
+    let mut commits = Vec::new();
+    for block in 0..40 {
+        commits.push(commit_block(&mut repo, commits.last().copied(), block));
+        if block == 29 {
+            repo.archive(&commits[20]).unwrap();
+        }
+    }
+    assert!(lower.wait_uploaded(Duration::from_secs(60)));
+    // No manifest yet: a replica says so with a typed error.
+    let dirs = [root.path().join("r1"), root.path().join("r2")];
+    assert!(matches!(
+        Replica::open(&url, &replica_options(&server, &dirs[0])),
+        Err(ReplicaError::NoManifest { .. })
+    ));
+    let publisher = Publisher::start(&lower, &store, publish).unwrap();
+    let first = publisher.publish_now().unwrap().expect("a first manifest");
+    assert_eq!(publisher.publish_now().unwrap(), None, "nothing new to publish");
+    let replicas: Vec<Replica> =
+        dirs.iter().map(|dir| Replica::open(&url, &replica_options(&server, dir)).unwrap()).collect();
+    let mut readers: Vec<Repo> = replicas.iter().map(open_reader).collect();
+    for (replica, reader) in replicas.iter().zip(&readers) {
+        assert_eq!(reader.head(), repo.head());
+        assert_eq!(replica.status().generation, first);
+        check(reader, &commits);
+    }
+    // The writer goes on: more blocks, a chunk archived, manifests published.
+    for block in 40..90 {
+        commits.push(commit_block(&mut repo, commits.last().copied(), block));
+        if block % 10 == 9 {
+            repo.archive(&commits[block as usize - 5]).unwrap();
+            assert!(lower.wait_uploaded(Duration::from_secs(60)));
+            publisher.publish_now().unwrap();
+        }
+    }
+    let stats = publisher.stats();
+    println!("publisher: {stats:?}");
+    assert!(stats.published >= 6 && stats.pieces > 0, "{stats:?}");
+    for (replica, reader) in replicas.iter().zip(readers.iter_mut()) {
+        assert!(replica.fetch().unwrap());
+        assert!(replica.apply().unwrap());
+        assert!(reader.reload().unwrap());
+        assert_eq!(reader.head(), repo.head());
+        check(reader, &commits);
+        assert_eq!(replica.status().head, repo.head());
+    }
+    // Retired pieces are deleted once their grace period is over (zero here), never the
+    // manifest's own.
+    assert!(publisher.sweep(Duration::ZERO) + publisher.stats().deleted > 0);
+
+    // A damaged manifest: refused with a typed error; the replica serves the previous state.
+    let generation = replicas[0].status().generation;
+    commits.push(commit_block(&mut repo, commits.last().copied(), 90));
+    publisher.publish_now().unwrap().unwrap();
+    let file = server.object_file("replicated/manifest");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let good = bytes.clone();
+    bytes[60] ^= 0x40;
+    std::fs::write(&file, &bytes).unwrap();
+    let refused = replicas[0].fetch();
+    assert!(matches!(refused, Err(ReplicaError::Manifest { .. })), "{refused:?}");
+    assert!(!replicas[0].apply().unwrap());
+    assert_eq!(replicas[0].status().generation, generation);
+    assert!(replicas[0].status().last_error.is_some());
+    check(&readers[0], &commits[..90]);
+    // Repaired: followed again.
+    std::fs::write(&file, &good).unwrap();
+    assert!(replicas[0].fetch().unwrap() && replicas[0].apply().unwrap());
+    assert!(readers[0].reload().unwrap());
+    check(&readers[0], &commits);
+    assert_eq!(replicas[0].status().last_error, None);
+    drop(readers);
+    drop(replicas);
+    drop(publisher);
+    drop(repo);
+}
