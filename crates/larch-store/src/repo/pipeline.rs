@@ -3,7 +3,6 @@
 //! publishes it. See `docs/store.md`, *Pipelined commits*.
 
 use crate::error::{Result, StoreError};
-use crate::options::SyncPolicy;
 use crate::repo::Repo;
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, Tree, schema};
 use std::collections::VecDeque;
@@ -133,10 +132,37 @@ impl PipelinedRepo {
         let (jobs, receive_jobs) = sync_channel::<Job>(depth);
         let (send_done, done) = sync_channel::<Done>(depth);
         let shared = repo.clone();
-        let overlap_syncs = lock(&repo).options.sync == SyncPolicy::Commit;
         let thread = std::thread::Builder::new()
             .name("larch-commit".into())
-            .spawn(move || commit_thread(&shared, &receive_jobs, &send_done, overlap_syncs))
+            .spawn(move || {
+                // After a failure, the commits queued behind it are not made.
+                let mut failed = false;
+                while let Ok(job) = receive_jobs.recv() {
+                    let mut repo = lock(&shared);
+                    let result = if failed {
+                        Err(StoreError::Poisoned)
+                    } else {
+                        repo.commit(&job.tree, &job.parents, job.info)
+                    };
+                    let result = result.and_then(|actual| {
+                        if actual == job.hash {
+                            Ok(())
+                        } else if job.expected {
+                            Err(StoreError::UnexpectedCommit { expected: job.hash, actual })
+                        } else {
+                            Err(StoreError::CommitMismatch { expected: job.hash, actual })
+                        }
+                    });
+                    failed |= result.is_err();
+                    let stats = ContextRepo::stats(&*repo);
+                    let gc_running = repo.gc_running();
+                    drop(repo);
+                    drop(job.tree);
+                    if send_done.send(Done { result, stats, gc_running }).is_err() {
+                        break;
+                    }
+                }
+            })
             .map_err(|e| StoreError::io(crate::FileKind::Pack, 0, "start the commit thread", e))?;
         Ok(PipelinedRepo {
             repo,
@@ -421,125 +447,6 @@ impl ContextRepo for PipelinedRepo {
         }
         finished
     }
-}
-
-/// The commit thread: runs each job's [`Repo::commit`] in order and reports it done.
-///
-/// With `overlap_syncs` (the store's policy is [`SyncPolicy::Commit`]), a commit's publish (its
-/// two syncs and the control slot) runs on the store's publisher thread while this thread encodes
-/// and writes the next job, if one is already queued: the commit is then reported done only once
-/// its publish has reached the disk, so that what the caller is told is durable stays what
-/// `SyncPolicy::Commit` makes durable (`docs/store.md`, *Pipelined commits*). The repository's
-/// policy is `Pipelined` only inside each `Repo::commit` call made here; anyone else who locks it
-/// (after every job is reported done) finds `Commit` and no publish in flight.
-fn commit_thread(
-    shared: &Mutex<Repo>,
-    jobs: &Receiver<Job>,
-    done: &SyncSender<Done>,
-    overlap_syncs: bool,
-) {
-    // After a failure, the commits queued behind it are not made.
-    let mut failed = false;
-    // A commit made whose publish may still be in flight, with the pack end it published.
-    let mut held: Option<u64> = None;
-    loop {
-        let job = match held {
-            None => match jobs.recv() {
-                Ok(job) => job,
-                Err(_) => break,
-            },
-            Some(end) => match jobs.try_recv() {
-                Ok(job) => job,
-                Err(empty_or_gone) => {
-                    // Nothing to overlap the publish with: it is waited for now.
-                    held = None;
-                    let mut repo = lock(shared);
-                    let result = settle_held(&mut repo, end, &mut None);
-                    failed |= result.is_err();
-                    let report = Done { result, stats: ContextRepo::stats(&*repo), gc_running: repo.gc_running() };
-                    drop(repo);
-                    if done.send(report).is_err() || empty_or_gone == std::sync::mpsc::TryRecvError::Disconnected {
-                        break;
-                    }
-                    continue;
-                }
-            },
-        };
-        let mut repo = lock(shared);
-        let result = if failed {
-            Err(StoreError::Poisoned)
-        } else {
-            if overlap_syncs {
-                repo.options.sync = SyncPolicy::Pipelined;
-            }
-            let made = repo.commit(&job.tree, &job.parents, job.info);
-            if overlap_syncs {
-                repo.options.sync = SyncPolicy::Commit;
-            }
-            made
-        };
-        let mut result = result.and_then(|actual| {
-            if actual == job.hash {
-                Ok(())
-            } else if job.expected {
-                Err(StoreError::UnexpectedCommit { expected: job.hash, actual })
-            } else {
-                Err(StoreError::CommitMismatch { expected: job.hash, actual })
-            }
-        });
-        if let Some(end) = held.take() {
-            // This commit's publish settled the one before first, unless it failed before its
-            // publish (or made none): then that one is waited for here. A failed publish of the
-            // one before is its error, and this commit's is then `Poisoned`.
-            let mut next_error = result.err();
-            let earlier = settle_held(&mut repo, end, &mut next_error);
-            failed |= earlier.is_err();
-            result = match next_error {
-                Some(e) => Err(e),
-                None if failed => Err(StoreError::Poisoned),
-                None => Ok(()),
-            };
-            let report = Done { result: earlier, stats: ContextRepo::stats(&*repo), gc_running: repo.gc_running() };
-            if done.send(report).is_err() {
-                break;
-            }
-        }
-        failed |= result.is_err();
-        if overlap_syncs && result.is_ok() {
-            held = Some(repo.state.pack_end);
-            drop(repo);
-            drop(job.tree);
-            continue;
-        }
-        if overlap_syncs && let Err(e) = repo.settle_publish() {
-            failed = true;
-            if result.is_ok() {
-                result = Err(e);
-            }
-        }
-        let stats = ContextRepo::stats(&*repo);
-        let gc_running = repo.gc_running();
-        drop(repo);
-        drop(job.tree);
-        if done.send(Done { result, stats, gc_running }).is_err() {
-            break;
-        }
-    }
-}
-
-/// Whether the commit held by the commit thread, which published the pack up to `end`, is
-/// durable: its switch was adopted (by the next commit's publish, which waits for it first), or is
-/// still in flight and waited for now. When it failed inside the next commit's call, that call's
-/// error (`next_error`) is the held commit's: it is taken from there.
-fn settle_held(repo: &mut Repo, end: u64, next_error: &mut Option<StoreError>) -> Result<()> {
-    if repo.synced_pack_end >= end {
-        return Ok(());
-    }
-    if repo.poisoned {
-        return Err(next_error.take().unwrap_or(StoreError::Poisoned));
-    }
-    repo.settle_publish()?;
-    if repo.synced_pack_end >= end { Ok(()) } else { Err(StoreError::Poisoned) }
 }
 
 /// `stats` with the read side's counters of `source` as they are now: cache hits and misses, the
