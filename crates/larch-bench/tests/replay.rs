@@ -541,6 +541,8 @@ fn a_due_gc_is_deferred_while_the_previous_one_runs() {
     assert_eq!((gc.started, gc.deferred, gc.skipped, gc.waited_s), (4, 4, 1, 0.0));
     let table = summary_table(&gc);
     assert!(table.contains("GCs deferred"), "{table}");
+    // `defer` is the default policy (`larch replay --gc-when-busy`).
+    assert_eq!(replay_busy_schedule(GcWhenBusy::default()).0, started);
 }
 
 /// `skip` (irmin-bench's behaviour): a GC due while the previous one runs is not started.

@@ -110,11 +110,12 @@ pub struct ReplayArgs {
     /// later commit (irmin-bench's `--gc-distance-in-the-past`).
     #[arg(long, value_name = "M", requires = "gc_every", value_parser = clap::value_parser!(u64).range(1..))]
     gc_keep: Option<u64>,
-    /// With `--gc-every`: what a due GC does while the previous one still runs. `wait` (the
-    /// default) waits for the previous one, then starts it: the store stops growing once GCs
-    /// begin; `defer` starts it on the same commit once the previous has finished (the replay never
-    /// waits, the store grows meanwhile); `skip` does not start it (irmin-bench's behaviour).
-    #[arg(long, value_name = "POLICY", requires = "gc_every", default_value = "wait")]
+    /// With `--gc-every`: what a due GC does while the previous one still runs. `defer` (the
+    /// default) starts it on the same commit once the previous has finished (the replay never
+    /// waits, the store grows meanwhile); `wait` waits for the previous one, then starts it (the
+    /// block pays the wait; the store stops growing once GCs begin); `skip` does not start it
+    /// (irmin-bench's behaviour).
+    #[arg(long, value_name = "POLICY", requires = "gc_every", default_value = "defer")]
     gc_when_busy: WhenBusyArg,
 }
 

@@ -65,14 +65,17 @@ pub struct GcSchedule {
 /// What a replay does with a GC that is due while the previous one still runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GcWhenBusy {
-    /// Wait for the running GC to finish, then start it (the default): the block pays the wait,
-    /// and the store stops growing once GCs begin (the writer cannot outrun its GCs).
-    #[default]
+    /// Wait for the running GC to finish, then start it: the block pays the wait (seconds when a
+    /// GC overruns its interval), and the store stops growing once GCs begin (the writer cannot
+    /// outrun its GCs).
     Wait,
     /// Start it after the first block that ends with the running GC finished, on the commit it
     /// was due on (a later due GC replaces a deferred one, which then counts as never started):
     /// the replay never waits, but when GCs take longer than their interval they fall behind and
-    /// the store grows meanwhile (docs/benchmarks.md at c117370, "Sixth round").
+    /// the store grows meanwhile (docs/benchmarks.md at c117370, "Sixth round"). The default: a
+    /// GC that overruns its interval by a little (a loaded machine, a large burst in its window)
+    /// costs no block a wait.
+    #[default]
     Defer,
     /// Do not start it (irmin-bench's behaviour: Irmin's `Gc.start_exn` starts no GC while one
     /// runs, and the replay logs "GC skipped").

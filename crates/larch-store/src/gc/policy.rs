@@ -18,8 +18,11 @@ use crate::format::control::MAX_SEGMENTS;
 /// Tuning of segment compaction (defaults: [`GcPolicy::default`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GcPolicy {
-    /// A GC merges old segments only while everything it copies stays within this percentage of
-    /// the store's disk at its start (the newly old chunks' live records are always copied).
+    /// A GC merges old segments only while everything it copies, plus what the writer appended
+    /// during the handle's previous GC (the growth to expect while this one runs, which stays
+    /// beside the old files until the switch as well), stays within this percentage of the
+    /// store's disk at its start: the budget of the GC's extra disk (the newly old chunks' live
+    /// records are always copied).
     pub copy_budget_percent: u64,
     /// A suffix of segments is merged only if at least this percentage of its record bytes is
     /// garbage (each byte copied then reclaims at least a quarter of a byte).
@@ -128,6 +131,14 @@ pub(crate) struct Compaction {
 }
 
 impl Compaction {
+    /// Leaves room in the copy budget for `appended` bytes, what the writer appended during the
+    /// previous GC: the writer's growth while this GC runs stays on disk beside the old files
+    /// until the switch, like the copy ([`GcPolicy::copy_budget_percent`]). The newly old chunks'
+    /// live records are still copied whatever the budget; fewer old segments are merged.
+    pub(crate) fn leave_room_for(&mut self, appended: u64) {
+        self.budget_bytes = self.budget_bytes.saturating_sub(appended);
+    }
+
     /// Offsets below this are not traversed by the mark.
     pub(crate) fn floor(&self, region_start: u64) -> u64 {
         self.candidates.first().map_or(region_start, |segment| segment.range_start)
@@ -359,5 +370,32 @@ mod tests {
         let compact = Compaction { budget_bytes: 2_000, min_garbage_percent: 0, ..base };
         assert_eq!(choose(&compact, &[999, 90, 60], 0), 3);
         assert_eq!(choose(&compact, &[1000, 90, 60], 0), 0);
+    }
+
+    #[test]
+    fn the_growth_seen_during_the_last_gc_leaves_room_in_the_copy_budget() {
+        let list = segments(&[1000, 90, 60]);
+        let mut plan = Compaction {
+            candidates: list,
+            deep: true,
+            budget_bytes: 300,
+            min_garbage_percent: 33,
+            must_merge: false,
+            slice_bytes: u64::MAX,
+            keep_in_place_percent: 0,
+        };
+        // 100 mandatory + 70 live of the two newest fit in 300, and in 300 - 120 = 180, not in
+        // 300 - 140 = 160, where the newest alone (100 + 30) still fits; 300 - 300 merges none.
+        assert_eq!(choose(&plan, &[900, 40, 30], 100), 2);
+        let mut less = plan.clone();
+        less.leave_room_for(120);
+        assert_eq!(choose(&less, &[900, 40, 30], 100), 2);
+        let mut less = plan.clone();
+        less.leave_room_for(140);
+        assert_eq!(less.budget_bytes, 160);
+        assert_eq!(choose(&less, &[900, 40, 30], 100), 1);
+        plan.leave_room_for(u64::MAX);
+        assert_eq!(plan.budget_bytes, 0);
+        assert_eq!(choose(&plan, &[900, 40, 30], 100), 0);
     }
 }

@@ -59,6 +59,8 @@ pub(crate) struct GcRun {
     pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
     pub(crate) started: Instant,
     pub(crate) disk_before: u64,
+    /// The pack's end when it started: what the writer appends meanwhile is measured from it.
+    pub(crate) pack_end_at_start: u64,
     pub(crate) dir: Arc<dyn Directory>,
     /// The options, for the next slice.
     pub(crate) options: GcOptions,
@@ -136,6 +138,9 @@ pub(crate) struct GcAfter {
     pub(crate) baseline: Option<u64>,
     /// A sliced GC's next slice.
     pub(crate) next_slice: Option<NextSlice>,
+    /// Bytes the writer appended to the pack while the last GC (or slice) of this handle ran,
+    /// from its start to its switch: the growth the next GC's copy budget leaves room for.
+    pub(crate) appended_during_last: u64,
     /// The window's root summaries, from one GC's worker to the next ([`crate::gc::roots`]).
     pub(crate) root_spans: Arc<Mutex<RootSpans>>,
 }

@@ -161,6 +161,12 @@ impl Repo {
                 disk_before,
             ),
         };
+        // A compaction asked for has its own budget; an automatic GC's leaves room for the growth
+        // its last run saw.
+        let mut compaction = compaction;
+        if !options.compact {
+            compaction.leave_room_for(self.gc_after.appended_during_last);
+        }
         let floor = compaction.floor(region_start);
         let deep = compaction.deep;
         if state.keep_from == 0 && keep_from > 0 {
@@ -215,6 +221,7 @@ impl Repo {
             late_roots,
             started: Instant::now(),
             disk_before,
+            pack_end_at_start: state.pack_end,
             dir,
             options,
             slice,

@@ -133,6 +133,7 @@ impl Repo {
             output.candidates.iter().map(|(segment, live)| segment.record_bytes.saturating_sub(*live)).sum();
         self.commits.retain(|_, offset| *offset >= run.keep_from);
         self.gc_after.oldest_kept = Some(run.commit);
+        self.gc_after.appended_during_last = self.state.pack_end.saturating_sub(run.pack_end_at_start);
         if let Some(last) = self.last_commit
             && last < run.keep_from
         {
