@@ -5,6 +5,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod proxy;
+
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use larch_remote::ClientSettings;
 use std::net::SocketAddr;
