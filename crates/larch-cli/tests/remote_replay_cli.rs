@@ -86,3 +86,80 @@ fn replay_in_archive_mode_through_a_stopped_server() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("refused"), "{}", text(&out.stderr));
 }
+
+/// The hashes `larch log --json` prints for the head's history, read through `url`.
+fn history(server: &S3Server, store: &std::path::Path, url: &str) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_larch"))
+        .args(["log", path_str(store), "--json", "--lower", url])
+        .envs(server.env())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    log.as_array().unwrap().iter().map(|commit| commit["hash"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn recover_takes_a_lower_layer_in_object_storage() {
+    let server = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, _) = small_trace(dir.path(), 40, 29);
+    let store = dir.path().join("store");
+    let url = format!("s3://{BUCKET}/recover");
+    let larch = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_larch")).args(args).envs(server.env()).output().unwrap()
+    };
+    let out = larch(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&store),
+        "--chunk-size",
+        "8K",
+        "--lower",
+        &url,
+        "--archive-every",
+        "5",
+        "--archive-keep",
+        "4",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(server.object_file("recover/chunk.000001.sums").exists());
+    let before = history(&server, &store, &url);
+    assert_eq!(before.len(), 42);
+
+    // As it is: without the lower layer it says `--lower`; with it, nothing to do.
+    let out = larch(&["recover", path_str(&store)]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--lower"), "{}", text(&out.stderr));
+    let out = larch(&["recover", path_str(&store), "--lower", &url]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("nothing to do"), "{}", text(&out.stdout));
+
+    // Both control slots torn: rebuilt from the files, the sealed chunks read from the bucket.
+    let file = std::fs::OpenOptions::new().write(true).open(store.join("control")).unwrap();
+    file.set_len(40).unwrap();
+    drop(file);
+    let out = larch(&["recover", path_str(&store), "--apply"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--lower"), "{}", text(&out.stderr));
+    let out = larch(&["recover", path_str(&store), "--lower", &url, "--apply"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("published: the store now stands on"), "{stdout}");
+    assert_eq!(history(&server, &store, &url), before);
+    let out = Command::new(env!("CARGO_BIN_EXE_larch"))
+        .args(["fsck", path_str(&store), "--lower", &url, "--cache-dir"])
+        .arg(dir.path().join("fsck-cache"))
+        .envs(server.env())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    // Recovery never wrote the bucket: the writer's objects only.
+    let objects: Vec<String> = std::fs::read_dir(server.object_file("recover"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("chunk.") && name != "larch-lower")
+        .collect();
+    assert!(objects.iter().all(|name| name.starts_with('.')), "{objects:?}");
+}
