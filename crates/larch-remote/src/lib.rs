@@ -15,6 +15,7 @@ pub mod cache;
 pub mod client;
 pub mod dir;
 pub mod error;
+pub mod retire;
 pub mod sums;
 pub mod upload;
 pub mod url;
@@ -144,8 +145,12 @@ impl RemoteLower {
             }
         }
         let cache = Arc::new(BlockCache::open(&blocks, options.cache_bytes)?);
-        let uploader =
-            if writable { Some(Arc::new(Uploader::start(client.clone(), &spool, &sums_dir)?)) } else { None };
+        let uploader = if writable {
+            let retired = Arc::new(retire::Retired::open(&cache_dir.join(retire::RETIRED_DIR))?);
+            Some(Arc::new(Uploader::start(client.clone(), &spool, &sums_dir, retired)?))
+        } else {
+            None
+        };
         let dir = Arc::new(RemoteDirectory::new(client, cache.clone(), spool, sums_dir, uploader.clone()));
         Ok(RemoteLower { url, dir, cache, uploader })
     }

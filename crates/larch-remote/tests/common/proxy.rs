@@ -75,6 +75,7 @@ pub struct Seen {
 struct State {
     rules: Vec<Rule>,
     seen: Vec<Seen>,
+    arrived: Vec<(String, String)>,
 }
 
 /// The proxy, running on its own runtime.
@@ -137,6 +138,11 @@ impl FaultProxy {
         self.lock().seen.clone()
     }
 
+    /// The requests received so far (method, path), answered or not.
+    pub fn arrived(&self) -> Vec<(String, String)> {
+        self.lock().arrived.clone()
+    }
+
     /// Client settings for the test server, through this proxy.
     pub fn settings(&self, server: &S3Server) -> ClientSettings {
         let mut settings = server.settings();
@@ -166,6 +172,7 @@ async fn handle(
     let (method, path) = (request.method().to_string(), request.uri().path().to_string());
     let fault = {
         let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+        state.arrived.push((method.clone(), path.clone()));
         let found = state.rules.iter().position(|rule| {
             rule.method.is_none_or(|m| m == method) && rule.path.as_ref().is_none_or(|p| path.contains(p))
         });
