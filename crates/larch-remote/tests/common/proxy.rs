@@ -95,12 +95,14 @@ impl FaultProxy {
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State::default()));
-        let client =
-            hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http::<Incoming>();
+        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        connector.set_nodelay(true);
+        let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector);
         let shared = state.clone();
         runtime.spawn(async move {
             loop {
                 let Ok((socket, _)) = listener.accept().await else { continue };
+                let _ = socket.set_nodelay(true);
                 let (state, client) = (shared.clone(), client.clone());
                 tokio::spawn(async move {
                     let handler = hyper::service::service_fn(move |request| {
