@@ -1,6 +1,6 @@
 //! `larch recover STORE [--apply]`: finds the newest complete commit of a damaged store from its
 //! pack and commit index, reports what publishing it would drop, and publishes it with `--apply`.
-//! A store in archive mode needs the global `--lower DIR`; a collected store whose control file
+//! A store in archive mode needs the global `--lower DIR` or `--lower s3://BUCKET/PREFIX`; a collected store whose control file
 //! has no valid slot is rebuilt from its chunk and segment files (docs/store.md, *Recovery*).
 
 use anyhow::Context;
@@ -20,15 +20,14 @@ pub struct RecoverArgs {
 
 /// Plans (and with `--apply` performs) the recovery; exits with 1 when no complete commit exists.
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
-    // Archive mode: the global `--lower DIR` (chunk files moved there are looked up in it).
-    if let Some(url) = crate::lower::remote_url() {
-        anyhow::bail!(
-            "larch recover does not read a lower layer in object storage ({url}) yet: give a lower directory"
-        );
+    // Archive mode: the global `--lower DIR|s3://...` (chunk files moved there are looked up in
+    // it; object storage is opened as a reader: recovery never writes the bucket).
+    let layer = crate::lower::open(&args.store, false)?;
+    let plan = match layer.layer() {
+        Some(layer) => larch_store::plan_recovery_layered(&args.store, Some(layer)),
+        None => larch_store::plan_recovery_with(&args.store, crate::inspect::lower().as_deref()),
     }
-    let lower = crate::inspect::lower();
-    let plan = larch_store::plan_recovery_with(&args.store, lower.as_deref())
-        .with_context(|| format!("examining store {}", args.store.display()))?;
+    .with_context(|| format!("examining store {}", args.store.display()))?;
     let short = |hash: &larch_core::Hash| hash.to_hex().chars().take(16).collect::<String>();
     match &plan.open_error {
         None => println!("the store opens as it is"),

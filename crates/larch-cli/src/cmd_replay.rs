@@ -4,6 +4,7 @@
 
 use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
+use crate::replay_archive::{Archive, ArchiveSchedule, ArchiveSummary, Archiving};
 use crate::size::parse_size;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -117,6 +118,15 @@ pub struct ReplayArgs {
     /// (irmin-bench's behaviour).
     #[arg(long, value_name = "POLICY", requires = "gc_every", default_value = "defer")]
     gc_when_busy: WhenBusyArg,
+    /// Archive mode, with the global `--lower DIR|s3://BUCKET/PREFIX`: every N commits, move the
+    /// sealed chunks below the commit `--archive-keep` blocks behind the newest to the lower
+    /// layer (as `larch archive` does); the summary reports the moves and, with object storage,
+    /// the uploads (the replay waits for them at its end, at most `--upload-wait`).
+    #[arg(long, value_name = "N", requires = "archive_keep", conflicts_with = "in_memory", value_parser = clap::value_parser!(u64).range(1..))]
+    archive_every: Option<u64>,
+    /// With `--archive-every`: keep in the store directory the chunks of the last M blocks.
+    #[arg(long, value_name = "M", requires = "archive_every")]
+    archive_keep: Option<u64>,
 }
 
 /// `--gc-when-busy`.
@@ -227,6 +237,18 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
+    // Archive mode: the lower layer (opened once the store directory exists).
+    let archive = match (args.archive_every.zip(args.archive_keep), &target) {
+        (Some((every, keep)), Target::Store { path, .. }) => {
+            if crate::inspect::lower_raw().is_none() {
+                bail!("--archive-every needs --lower DIR or --lower s3://BUCKET/PREFIX: the lower layer");
+            }
+            std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+            Some((ArchiveSchedule { every, keep }, crate::lower::open(path, true)?))
+        }
+        _ => None,
+    };
+    let mut archived: Option<ArchiveSummary> = None;
     let outcome = match &target {
         Target::Memory => {
             let mut repo = MemoryRepo::new();
@@ -247,16 +269,27 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 chunk_bytes: args.chunk_size,
                 ..RepoOptions::default()
             };
-            let mut repo = Repo::open_with(path, store_options)
-                .with_context(|| format!("opening store {}", path.display()))?;
+            let mut repo = match &archive {
+                Some((_, lower)) => lower.open_writer(path, store_options),
+                None => Repo::open_with(path, store_options),
+            }
+            .with_context(|| format!("opening store {}", path.display()))?;
             if repo.commit_count() > 0 {
                 bail!("store {} already holds commits: replay needs a fresh store", path.display());
             }
             let (outcome, repo) = if !args.no_pipeline {
                 let mut pipelined = PipelinedRepo::with_depth(repo, usize::from(args.pipeline_depth))
                     .with_context(|| format!("starting the commit thread of {}", path.display()))?;
-                let outcome =
-                    run_replay(&mut pipelined, job, &options, &meta, stats_path.as_deref(), expected_blocks);
+                let outcome = replay_archiving(
+                    &mut pipelined,
+                    archive.as_ref(),
+                    &mut archived,
+                    job,
+                    &options,
+                    &meta,
+                    stats_path.as_deref(),
+                    expected_blocks,
+                );
                 // The replay's own error (e.g. the commit thread's, returned by the next call) comes
                 // first; the commit thread's last word only if the replay had none.
                 match pipelined.into_inner() {
@@ -267,8 +300,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             } else {
-                let outcome =
-                    run_replay(&mut repo, job, &options, &meta, stats_path.as_deref(), expected_blocks);
+                let outcome = replay_archiving(
+                    &mut repo,
+                    archive.as_ref(),
+                    &mut archived,
+                    job,
+                    &options,
+                    &meta,
+                    stats_path.as_deref(),
+                    expected_blocks,
+                );
                 (outcome, Some(repo))
             };
             match repo {
@@ -281,6 +322,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    if let (Some(summary), Some((_, lower))) = (archived.as_mut(), &archive) {
+        summary.uploads = lower.finish_uploads().map(Into::into);
+    }
     let (Replayed { summary, setup, last: last_commit }, store_head) = match outcome {
         Ok(outcome) => {
             if let Target::Store { path, _temp: None, .. } = &target {
@@ -310,6 +354,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
             object.insert("last_commit".into(), last_commit.map(|hash| hash.to_string()).into());
             object.insert("store_head".into(), store_head.map(|hash| hash.to_string()).into());
+            if let Some(archived) = &archived {
+                object.insert("archive".into(), archived.to_json());
+            }
         }
         emit_line(serde_json::to_string_pretty(&value)?)?;
     } else {
@@ -327,6 +374,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             ))?,
             _ => emit_line(format_args!("Last commit {}", show(last_commit)))?,
         }
+        if let Some(archived) = &archived {
+            emit_line(archived)?;
+        }
     }
     if let Some(dir) = &args.report {
         write_report(dir, &summary, stats_path.as_deref())?;
@@ -334,7 +384,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if args.fsck
         && let Target::Store { path, .. } = &target
     {
-        let report = larch_store::fsck(path).with_context(|| format!("checking {}", path.display()))?;
+        let report = match &archive {
+            Some((_, lower)) => lower
+                .open_read_only(path, RepoOptions { create: false, ..RepoOptions::default() })
+                .with_context(|| format!("opening {}", path.display()))?
+                .fsck(),
+            None => larch_store::fsck(path).with_context(|| format!("checking {}", path.display()))?,
+        };
         emit_line("")?;
         emit(&report)?;
         if !report.is_clean() {
@@ -342,6 +398,30 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Replays `job` into `repo` ([`run_replay`]), through the archive schedule when there is one
+/// (its summary into `archived`).
+#[allow(clippy::too_many_arguments)]
+fn replay_archiving<R: Archive>(
+    repo: &mut R,
+    archive: Option<&(ArchiveSchedule, crate::lower::Lower)>,
+    archived: &mut Option<ArchiveSummary>,
+    job: Job,
+    options: &ReplayOptions,
+    meta: &RunMeta,
+    stats_path: Option<&Path>,
+    expected_blocks: Option<u64>,
+) -> anyhow::Result<Replayed> {
+    let Some((schedule, lower)) = archive else {
+        return run_replay(repo, job, options, meta, stats_path, expected_blocks);
+    };
+    let name = crate::inspect::lower_raw().map(|lower| lower.display().to_string()).unwrap_or_default();
+    let mut archiving =
+        Archiving::new(repo, *schedule, name, Box::new(|| lower.upload_stats().map(|u| u.backlog)));
+    let outcome = run_replay(&mut archiving, job, options, meta, stats_path, expected_blocks);
+    *archived = Some(archiving.summary);
+    outcome
 }
 
 /// Generates the trace of `params` into `path` by running `larch trace gen` in a child process, so

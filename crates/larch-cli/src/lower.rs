@@ -117,6 +117,11 @@ impl Lower {
         }
     }
 
+    /// The uploads' counters so far (a writer on object storage only).
+    pub fn upload_stats(&self) -> Option<UploadStats> {
+        self.remote.as_ref().and_then(|remote| remote.stats().uploads)
+    }
+
     /// A writer's end: waits for the uploads (at most `--upload-wait`) and says on standard error
     /// what is left. `None` without an object-storage layer.
     pub fn finish_uploads(&self) -> Option<UploadStats> {

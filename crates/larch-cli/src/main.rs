@@ -26,6 +26,7 @@ mod limits;
 mod lower;
 mod output;
 mod progress;
+mod replay_archive;
 mod size;
 
 use clap::{Parser, Subcommand};

@@ -4,7 +4,9 @@
 //! with a fresh cache (cold) and again (warm). The object store is the in-process `s3s-fs`
 //! server of the tests, on loopback.
 //!
-//! `cargo run --release -p larch-remote --example remote_bench -- [ROUNDS] [BLOCKS]`
+//! `cargo run --release -p larch-remote --example remote_bench -- [ROUNDS] [BLOCKS]`; with
+//! `PROBE=1` in the environment, then the latency of single range GETs of 256, 64, 16 and 4 KiB
+//! (the request's own cost, apart from the store's reads).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -111,6 +113,9 @@ fn main() {
         let reader =
             Repo::open_read_only_layered(&store, RepoOptions::default(), Some(reader_lower.layer())).unwrap();
         let mut cold = read(&reader, &s3_commits, 100);
+        let mut slowest: Vec<(usize, Duration)> = cold.iter().copied().enumerate().collect();
+        slowest.sort_by_key(|(_, time)| std::cmp::Reverse(*time));
+        println!("round {round}: slowest cold reads (commit index, time): {:?}", &slowest[..3]);
         drop(reader);
         let reader =
             Repo::open_read_only_layered(&store, RepoOptions::default(), Some(reader_lower.layer())).unwrap();
@@ -137,6 +142,24 @@ fn main() {
             quantile(&mut warm, 0.99),
             cache.hit_ratio(),
         );
+    }
+    if std::env::var_os("PROBE").is_some() {
+        let url = larch_remote::RemoteUrl::parse(&format!("s3://{BUCKET}/bench0")).unwrap();
+        let client = larch_remote::Client::connect(&url, server.settings()).unwrap();
+        for size in [256u64 << 10, 64 << 10, 16 << 10, 4 << 10] {
+            let mut times = Vec::new();
+            for i in 0..30u64 {
+                let at = (i * 7919 * 4096) % (200 << 10);
+                let started = Instant::now();
+                client.get_range("chunk.000005", at..at + size.min(256 << 10)).unwrap();
+                times.push(started.elapsed());
+            }
+            println!(
+                "range GET {size} bytes: p50 {:?} max {:?}",
+                quantile(&mut times, 0.5),
+                quantile(&mut times, 1.0)
+            );
+        }
     }
     ratios.sort_by(f64::total_cmp);
     println!("median p99 ratio (s3 / local lower): {:.2}", ratios[ratios.len() / 2]);

@@ -266,25 +266,44 @@ impl Directory for RemoteDirectory {
         }
         names.sort();
         names.dedup();
+        // Chunks retired by a GC whose objects are not deleted yet are gone for the store.
+        if let Some(uploader) = &self.uploader {
+            let retired = uploader.retired();
+            names.retain(|name| !retired.contains(name));
+        }
         Ok(names)
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
-        self.writable()?;
-        match std::fs::remove_file(self.spooled(name)) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        let uploader = self.writable()?;
+        if !larch_store_names::is_chunk(name) {
+            // A partial copy (`.tmp`): in the spool only.
+            return std::fs::remove_file(self.spooled(name));
         }
-        // The checksum object first: an object without one is never trusted.
-        let sums = self.sums_of(name).map_err(RemoteError::into_io)?;
-        drop(sums);
-        let object = format!("{name}{SUMS_SUFFIX}");
-        self.client.delete(&object).map_err(RemoteError::into_io)?;
-        self.client.delete(name).map_err(RemoteError::into_io)?;
+        // Retired durably first, under the uploader's gate (`crate::retire`): an upload in
+        // flight deletes what it uploaded instead of completing it.
+        let uploading = {
+            let _gate = uploader.retired().gate();
+            uploader.retired().mark(name).map_err(RemoteError::into_io)?;
+            match std::fs::remove_file(self.spooled(name)) {
+                Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            uploader.is_uploading(name)
+        };
         self.sums.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
-        let _ = std::fs::remove_file(self.sums_dir.join(&object));
-        self.cache.forget(name)
+        let _ = std::fs::remove_file(self.sums_dir.join(format!("{name}{SUMS_SUFFIX}")));
+        self.cache.forget(name)?;
+        // The objects: deleted by the upload thread when it is uploading this chunk (after its
+        // attempt, which may still write the object); a failed deletion stays in the journal,
+        // swept by the upload thread.
+        if uploading {
+            uploader.kick();
+        } else if let Err(e) = uploader.retired().delete(&self.client, name) {
+            tracing::warn!("deleting the objects of the retired {name} failed (swept later): {e}");
+            uploader.kick();
+        }
+        Ok(())
     }
 
     fn sync(&self) -> io::Result<()> {

@@ -15,9 +15,13 @@ pub mod cache;
 pub mod client;
 pub mod dir;
 pub mod error;
+<<<<<<< HEAD
 pub mod manifest;
 pub mod publish;
 pub mod replica;
+=======
+pub mod retire;
+>>>>>>> wt-s3ops
 pub mod sums;
 pub mod upload;
 pub mod url;
@@ -150,8 +154,12 @@ impl RemoteLower {
             }
         }
         let cache = Arc::new(BlockCache::open(&blocks, options.cache_bytes)?);
-        let uploader =
-            if writable { Some(Arc::new(Uploader::start(client.clone(), &spool, &sums_dir)?)) } else { None };
+        let uploader = if writable {
+            let retired = Arc::new(retire::Retired::open(&cache_dir.join(retire::RETIRED_DIR))?);
+            Some(Arc::new(Uploader::start(client.clone(), &spool, &sums_dir, retired)?))
+        } else {
+            None
+        };
         let dir = Arc::new(RemoteDirectory::new(client, cache.clone(), spool, sums_dir, uploader.clone()));
         Ok(RemoteLower { url, dir, cache, uploader })
     }

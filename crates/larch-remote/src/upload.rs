@@ -8,6 +8,7 @@
 
 use crate::client::Client;
 use crate::error::{RemoteError, local};
+use crate::retire::{Retired, sweep};
 use crate::sums::{BLOCK_BYTES, SUMS_SUFFIX, Sums};
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -42,6 +43,8 @@ struct State {
     pending: VecDeque<(String, u64)>,
     busy: Option<(String, u64)>,
     stop: bool,
+    /// A deletion failed: sweep at once.
+    sweep_now: bool,
     stats: UploadStats,
 }
 
@@ -52,6 +55,7 @@ struct Shared {
     client: Arc<Client>,
     spool: PathBuf,
     sums_dir: PathBuf,
+    retired: Arc<Retired>,
 }
 
 /// The uploading thread of a writer's lower layer.
@@ -68,14 +72,21 @@ impl Shared {
 }
 
 impl Uploader {
-    /// Starts the thread; every chunk already in `spool` is queued (an earlier process's backlog).
-    pub fn start(client: Arc<Client>, spool: &Path, sums_dir: &Path) -> Result<Uploader, RemoteError> {
+    /// Starts the thread; every chunk already in `spool` is queued (an earlier process's backlog),
+    /// and the objects of the chunks `retired` names are deleted ([`crate::retire`]).
+    pub fn start(
+        client: Arc<Client>,
+        spool: &Path,
+        sums_dir: &Path,
+        retired: Arc<Retired>,
+    ) -> Result<Uploader, RemoteError> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             client,
             spool: spool.to_path_buf(),
             sums_dir: sums_dir.to_path_buf(),
+            retired,
         });
         let mut names = Vec::new();
         for entry in std::fs::read_dir(spool).map_err(|e| local(spool, "list", e))? {
@@ -108,6 +119,22 @@ impl Uploader {
         state.pending.push_back((name.to_string(), len));
         state.stats.backlog += 1;
         state.stats.backlog_bytes += len;
+        self.shared.wake.notify_all();
+    }
+
+    /// The journal of retired chunks.
+    pub fn retired(&self) -> &Arc<Retired> {
+        &self.shared.retired
+    }
+
+    /// Whether an attempt to upload `name` is running.
+    pub fn is_uploading(&self, name: &str) -> bool {
+        self.shared.lock().busy.as_ref().is_some_and(|(busy, _)| busy == name)
+    }
+
+    /// Wakes the thread to sweep the retired chunks' objects (a deletion failed).
+    pub fn kick(&self) {
+        self.shared.lock().sweep_now = true;
         self.shared.wake.notify_all();
     }
 
@@ -151,20 +178,47 @@ impl Drop for Uploader {
 
 fn run(shared: &Shared) {
     let mut backoff = MIN_BACKOFF;
+    // The sweep of retired chunks' objects: at start, then whenever the journal holds any, with
+    // its own backoff after a failure.
+    let (mut sweep_backoff, mut next_sweep) = (MIN_BACKOFF, Instant::now());
     loop {
-        let (name, len) = {
+        if !shared.retired.names().is_empty() && Instant::now() >= next_sweep {
+            match sweep(&shared.retired, &shared.client) {
+                Ok(_) => sweep_backoff = MIN_BACKOFF,
+                Err(e) => {
+                    tracing::warn!("deleting retired objects failed (retried in {sweep_backoff:?}): {e}");
+                    next_sweep = Instant::now() + sweep_backoff;
+                    sweep_backoff = (sweep_backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+        let job = {
             let mut state = shared.lock();
             loop {
                 if state.stop {
                     return;
                 }
+                if std::mem::take(&mut state.sweep_now) {
+                    next_sweep = Instant::now();
+                }
                 if let Some(next) = state.pending.pop_front() {
                     state.busy = Some(next.clone());
-                    break next;
+                    break Some(next);
                 }
-                state = shared.wake.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+                if shared.retired.names().is_empty() {
+                    state = shared.wake.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+                    continue;
+                }
+                // Retired objects wait: sweep when due (or at once when woken).
+                let wait = next_sweep.saturating_duration_since(Instant::now());
+                if wait.is_zero() {
+                    break None;
+                }
+                state =
+                    shared.wake.wait_timeout(state, wait).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
             }
         };
+        let Some((name, len)) = job else { continue };
         let result = upload(shared, &name);
         let mut state = shared.lock();
         state.busy = None;
@@ -193,8 +247,13 @@ fn run(shared: &Shared) {
 }
 
 /// Uploads the spooled chunk `name`, verifies it, writes its checksum object, removes the spooled
-/// copy. `false` when there was nothing to upload (removed since it was queued).
+/// copy. `false` when there was nothing to upload (removed since it was queued, or retired: then
+/// its objects are deleted).
 fn upload(shared: &Shared, name: &str) -> Result<bool, RemoteError> {
+    if shared.retired.contains(name) {
+        shared.retired.delete(&shared.client, name)?;
+        return Ok(false);
+    }
     let path = shared.spool.join(name);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => Bytes::from(bytes),
@@ -217,6 +276,15 @@ fn upload(shared: &Shared, name: &str) -> Result<bool, RemoteError> {
         !sums.check(block, back.get(range.start as usize..range.end as usize).unwrap_or_default())
     }) {
         return Err(corrupt(format!("block {block} read back differs from the uploaded bytes")));
+    }
+    // A GC may have retired the chunk meanwhile: its journal entry is made under the gate, so
+    // either it is seen here (and what was uploaded is deleted), or the retirement comes after
+    // the spooled copy is gone and deletes the objects itself.
+    let gate = shared.retired.gate();
+    if shared.retired.contains(name) {
+        drop(gate);
+        shared.retired.delete(&shared.client, name)?;
+        return Ok(false);
     }
     let encoded = sums.encode();
     shared.client.put(&format!("{name}{SUMS_SUFFIX}"), Bytes::from(encoded.clone()))?;

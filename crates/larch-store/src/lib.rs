@@ -71,7 +71,9 @@ pub use options::{
     CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_OPEN_FILES, RepoOptions, StoreStats,
     SyncPolicy, SyncPolicyParseError,
 };
-pub use recovery::plan::{FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_with};
+pub use recovery::plan::{
+    FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_layered, plan_recovery_with,
+};
 pub use repo::bulk::{BulkTarget, BulkWriter};
 pub use repo::check::fsck;
 pub use repo::pipeline::{PIPELINE_MAX_DEPTH, PipelinedRepo};

@@ -5,6 +5,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod proxy;
+
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use larch_remote::ClientSettings;
 use std::net::SocketAddr;
@@ -55,6 +57,9 @@ impl S3Server {
             let mut connections = tokio::task::JoinSet::new();
             loop {
                 let Ok((socket, _)) = listener.accept().await else { continue };
+                // As S3 servers do: without it, an answer's headers and body, written apart, wait
+                // for the client's delayed acknowledgement (40 ms on Linux) on every request.
+                let _ = socket.set_nodelay(true);
                 let service = service.clone();
                 let failing = failing.clone();
                 connections.spawn(async move {

@@ -7,6 +7,7 @@ use crate::format::codec::{self, PACK_HEADER_LEN, RecordKind};
 use crate::format::control::{ControlFileState, ControlState, FLAG_ARCHIVE, PAGE, Slot};
 use crate::format::index;
 use crate::io::classify::{DirKind, classify};
+use crate::io::layered::LowerLayer;
 use crate::io::storage::{Directory, DiskDirectory, FileStorage, MemStorage, Storage, StoreFiles};
 use crate::options::RepoOptions;
 use crate::pack::layout::Layout;
@@ -180,7 +181,19 @@ pub fn plan_recovery(path: impl AsRef<Path>) -> Result<RecoveryPlan> {
 /// directory, then in `lower` (`--lower DIR`). Without it, a store whose published state says
 /// it is archived is refused with [`StoreError::NeedsLower`].
 pub fn plan_recovery_with(path: impl AsRef<Path>, lower: Option<&Path>) -> Result<RecoveryPlan> {
-    let path = path.as_ref().to_path_buf();
+    plan_recovery_in(path.as_ref(), lower, None)
+}
+
+/// [`plan_recovery`] of a store in archive mode over a lower layer given as a [`LowerLayer`]
+/// (object storage: `larch-remote`'s, opened read-only), with the same rules as
+/// [`plan_recovery_with`]'s lower directory: chunk files are looked up in the store directory,
+/// then in the layer, which recovery never writes.
+pub fn plan_recovery_layered(path: impl AsRef<Path>, layer: Option<LowerLayer>) -> Result<RecoveryPlan> {
+    plan_recovery_in(path.as_ref(), None, layer)
+}
+
+fn plan_recovery_in(path: &Path, lower: Option<&Path>, layer: Option<LowerLayer>) -> Result<RecoveryPlan> {
+    let path = path.to_path_buf();
     match classify(&path)? {
         DirKind::Store | DirKind::NoControl(_) => {}
         DirKind::Interrupted | DirKind::Empty => {
@@ -197,7 +210,12 @@ pub fn plan_recovery_with(path: impl AsRef<Path>, lower: Option<&Path>) -> Resul
     }
     let options =
         RepoOptions { create: false, lower: lower.map(Path::to_path_buf), ..RepoOptions::default() };
-    let open_error = Repo::open_read_only_options(&path, options).err().map(|e| e.to_string());
+    let open_error = match &layer {
+        Some(layer) => Repo::open_read_only_layered(&path, options, Some(layer.clone())),
+        None => Repo::open_read_only_options(&path, options),
+    }
+    .err()
+    .map(|e| e.to_string());
     let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
         match FileStorage::open(&path.join(kind.file_name()), false, false) {
             Ok(file) => Ok(Arc::new(file)),
@@ -212,6 +230,9 @@ pub fn plan_recovery_with(path: impl AsRef<Path>, lower: Option<&Path>) -> Resul
     };
     if let Some(lower) = lower {
         files = crate::io::layered::with_lower(files, &path, lower, false, false)?;
+    }
+    if let Some(layer) = &layer {
+        files = layer.over(files, &path);
     }
     plan(files, path, open_error)
 }
