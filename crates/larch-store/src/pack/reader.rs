@@ -26,6 +26,56 @@ pub(crate) mod prefetch;
 /// 160 needs 5% more calls and is slower again. (2 KB was 10–15% slower than 512.)
 const FIRST_READ: u64 = 256;
 
+/// A page of the page cache. While most records read are larger than [`FIRST_READ`] (a context
+/// far larger than the cache, whose misses are mostly the inode nodes of huge directories,
+/// 0.3–2 KB each), the first read of a record goes to the end of its page instead (at least
+/// [`FIRST_READ`] bytes), so that a record under a page takes one read call, not two, and no read
+/// touches a page it does not need ([`WideReads`]).
+const PAGE: u64 = 4096;
+
+/// The span of a run of records read ahead ([`PackReader::read_ahead`]): the records whose
+/// offsets lie within this many bytes of the run's first one are read with one call.
+pub(crate) const READ_AHEAD_SPAN: u64 = 64 << 10;
+
+/// Whether the first read of a record is [`FIRST_READ`] bytes or the rest of its page: a score
+/// that each record read moves up by one if it was larger than [`FIRST_READ`], down by one if not,
+/// within `0..=WIDE_SCORE_MAX`; above half of it, reads are wide. So reads widen once more than
+/// half of the records read need a second read (the mainnet rung), and stay narrow where most
+/// records are small (the default trace, whose misses are mostly patches and small directories).
+#[derive(Debug, Default)]
+struct WideReads {
+    score: std::sync::atomic::AtomicU32,
+}
+
+/// The highest [`WideReads`] score.
+const WIDE_SCORE_MAX: u32 = 256;
+
+impl WideReads {
+    /// Whether a first read is wide now.
+    fn wide(&self) -> bool {
+        self.score.load(Ordering::Relaxed) > WIDE_SCORE_MAX / 2
+    }
+
+    /// Counts a record of `total` bytes (a plain load and store: racing readers may lose a step,
+    /// which only delays the switch).
+    fn note(&self, total: u64) {
+        let score = self.score.load(Ordering::Relaxed);
+        let next = if total > FIRST_READ { (score + 1).min(WIDE_SCORE_MAX) } else { score.saturating_sub(1) };
+        if next != score {
+            self.score.store(next, Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes of the first read of a record at `offset`.
+    fn first_read(&self, offset: u64) -> u64 {
+        if !self.wide() {
+            return FIRST_READ;
+        }
+        let rest = PAGE - offset % PAGE;
+        if rest < FIRST_READ { rest + PAGE } else { rest }
+    }
+}
+
 #[derive(Clone)]
 enum CachedObject {
     Node(Arc<Node>),
@@ -116,6 +166,8 @@ pub(crate) struct ReadCounters {
     pub misses: AtomicU64,
     pub bytes_read: AtomicU64,
     pub records_read: AtomicU64,
+    /// Read calls made into the pack's files (a record takes one or two; a run read ahead, one).
+    pub read_calls: AtomicU64,
 }
 
 /// The read side of a pack: storage, published end, cache, counters.
@@ -143,6 +195,8 @@ pub(crate) struct PackReader {
     /// `recent_window`).
     recent_inodes_window: AtomicU64,
     pub counters: ReadCounters,
+    /// The size of first reads ([`WideReads`]).
+    wide: WideReads,
 }
 
 impl fmt::Debug for PackReader {
@@ -225,6 +279,7 @@ impl PackReader {
             recent_window: AtomicU64::new(0),
             recent_inodes_window: AtomicU64::new(0),
             counters: ReadCounters::default(),
+            wide: WideReads::default(),
         }
     }
 
@@ -303,6 +358,17 @@ impl PackReader {
         offset: u64,
         decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
     ) -> Result<(T, u64)> {
+        self.with_record_in(offset, None, decode)
+    }
+
+    /// [`PackReader::with_record`], taking the record from `pre` (the pack's bytes from `offset`
+    /// on, read ahead) when it holds it whole.
+    fn with_record_in<T>(
+        &self,
+        offset: u64,
+        pre: Option<&[u8]>,
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
         let end = self.end();
         if offset < PACK_HEADER_LEN || offset >= end {
             return Err(StoreError::corrupt(
@@ -311,14 +377,26 @@ impl PackReader {
                 format!("offset outside the published pack [{PACK_HEADER_LEN}, {end})"),
             ));
         }
-        // One read usually covers the whole record (most are under `FIRST_READ`); a second read fetches the
-        // rest of a larger one.
-        let first = usize::try_from((end - offset).min(FIRST_READ)).unwrap_or(0);
+        // Bytes read ahead, if they hold the header (up to 11 bytes) and the whole record.
+        if let Some(pre) = pre.filter(|pre| pre.len() as u64 >= (end - offset).min(11)) {
+            let (kind, body_len, header_len) =
+                parse_head(pre.get(..pre.len().min(11)).unwrap_or_default(), offset)?;
+            let total = header_len as u64 + body_len + 4;
+            if let Some(record) = usize::try_from(total).ok().and_then(|total| pre.get(..total))
+                && offset + total <= end
+            {
+                return self.check_and_decode(offset, record, kind, header_len, decode);
+            }
+        }
+        // One read usually covers the whole record (most are under the first read's size); a
+        // second read fetches the rest of a larger one.
+        let first = usize::try_from((end - offset).min(self.wide.first_read(offset))).unwrap_or(0);
         let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
             buffer.clear();
             buffer.resize(first, 0);
             // A pack shorter than published (truncated by someone else, or lost by the disk) is
             // `Truncated`; an offset in no file of the layout, `Unmapped`.
+            self.counters.read_calls.fetch_add(1, Ordering::Relaxed);
             self.layout.read(offset, buffer)?;
             let (kind, body_len, header_len) =
                 parse_head(buffer.get(..first.min(11)).unwrap_or_default(), offset)?;
@@ -335,23 +413,77 @@ impl PackReader {
             if total_usize > first {
                 buffer.resize(total_usize, 0);
                 let rest = buffer.get_mut(first..).unwrap_or_default();
+                self.counters.read_calls.fetch_add(1, Ordering::Relaxed);
                 self.layout.read(offset + first as u64, rest)?;
             }
-            self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
-            self.counters.records_read.fetch_add(1, Ordering::Relaxed);
             let record = buffer.get(..total_usize).unwrap_or_default();
-            let (data, crc) = record.split_at(total_usize.saturating_sub(4));
-            let stored = u32::from_le_bytes(crc.try_into().unwrap_or_default());
-            if crc32fast::hash(data) != stored {
-                return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
-            }
-            Ok((decode(kind, data.get(header_len..).unwrap_or_default())?, total))
+            self.check_and_decode(offset, record, kind, header_len, decode)
         };
         let (value, total) = SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut buffer) => run(&mut buffer),
             Err(_) => run(&mut Vec::new()),
         })?;
         Ok((value, total))
+    }
+
+    /// Counts the whole `record` at `offset` (header, body, checksum) read, checks its
+    /// checksum and decodes its body.
+    fn check_and_decode<T>(
+        &self,
+        offset: u64,
+        record: &[u8],
+        kind: RecordKind,
+        header_len: usize,
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        let total = record.len() as u64;
+        self.wide.note(total);
+        self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
+        self.counters.records_read.fetch_add(1, Ordering::Relaxed);
+        let (data, crc) = record.split_at(record.len().saturating_sub(4));
+        let stored = u32::from_le_bytes(crc.try_into().unwrap_or_default());
+        if crc32fast::hash(data) != stored {
+            return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+        }
+        Ok((decode(kind, data.get(header_len..).unwrap_or_default())?, total))
+    }
+
+    /// Reads the nodes `nodes` (`(offset, hash)`, sorted by offset) that the cache lacks into
+    /// it, in runs: the records within [`READ_AHEAD_SPAN`] of a run's first one are read with
+    /// one call (and a page past the last), then decoded from it; a record the run does not hold
+    /// whole, or a run that cannot be read, is read on its own. Errors are left to whoever needs
+    /// the node. Returns the nodes read into the cache.
+    pub(crate) fn read_ahead(&self, nodes: &[(u64, Hash)]) -> u64 {
+        let end = self.end();
+        let mut read = 0;
+        let mut rest = nodes;
+        let mut buffer = Vec::new();
+        while let Some(&(start, _)) = rest.first() {
+            let count =
+                rest.iter().take_while(|(offset, _)| *offset < start.saturating_add(READ_AHEAD_SPAN)).count();
+            let (run, after) = rest.split_at(count.max(1));
+            rest = after;
+            let last = run.last().map_or(start, |(offset, _)| *offset);
+            let span_end = last.saturating_add(PAGE).min(end);
+            let have = start < span_end && {
+                buffer.clear();
+                buffer.resize(usize::try_from(span_end - start).unwrap_or(0), 0);
+                self.counters.read_calls.fetch_add(1, Ordering::Relaxed);
+                self.layout.read(start, &mut buffer).is_ok()
+            };
+            for &(offset, hash) in run {
+                if self.is_cached(offset) {
+                    continue;
+                }
+                let pre = have
+                    .then(|| buffer.get(usize::try_from(offset - start).unwrap_or(usize::MAX)..))
+                    .flatten();
+                if self.node_read_in(offset, &hash, patch::MAX_CHAIN, true, pre).is_ok() {
+                    read += 1;
+                }
+            }
+        }
+        read
     }
 
     /// Puts `item` into the cache; what it evicts is dropped on the graveyard's thread.
@@ -425,12 +557,25 @@ impl PackReader {
         max_chain: u8,
         keep: bool,
     ) -> Result<(Arc<Node>, u8)> {
+        self.node_read_in(offset, hash, max_chain, keep, None)
+    }
+
+    /// [`PackReader::node_read`], its record taken from `pre` if it holds it whole
+    /// ([`PackReader::with_record_in`]).
+    fn node_read_in(
+        &self,
+        offset: u64,
+        hash: &Hash,
+        max_chain: u8,
+        keep: bool,
+        pre: Option<&[u8]>,
+    ) -> Result<(Arc<Node>, u8)> {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         enum Decoded {
             Full(NodeBody),
             Patch(patch::Patch),
         }
-        let (decoded, _) = self.with_record(offset, |kind, body| {
+        let (decoded, _) = self.with_record_in(offset, pre, |kind, body| {
             let mut counts = codec::EntryCounts::default();
             match kind {
                 RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
@@ -663,5 +808,35 @@ impl ObjectSource for PackSource {
             hash: *hash,
             reason: Box::new(e),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_widen_when_most_records_are_large_and_narrow_back() {
+        let wide = WideReads::default();
+        assert_eq!(wide.first_read(5000), FIRST_READ);
+        // One large record in three: narrow.
+        for i in 0..3 * WIDE_SCORE_MAX {
+            wide.note(if i % 3 == 0 { 2000 } else { 100 });
+        }
+        assert!(!wide.wide());
+        // Two in three: wide, to the end of the page (through the next one when little is left).
+        for i in 0..3 * WIDE_SCORE_MAX {
+            wide.note(if i % 3 == 0 { 100 } else { 2000 });
+        }
+        assert!(wide.wide());
+        assert_eq!(wide.first_read(PAGE * 3 + 100), PAGE - 100);
+        assert_eq!(wide.first_read(PAGE * 3), PAGE);
+        assert_eq!(wide.first_read(PAGE * 4 - 10), PAGE + 10);
+        // Small records again: narrow.
+        for _ in 0..WIDE_SCORE_MAX {
+            wide.note(FIRST_READ);
+        }
+        assert!(!wide.wide());
+        assert_eq!(wide.first_read(PAGE * 3 + 100), FIRST_READ);
     }
 }
