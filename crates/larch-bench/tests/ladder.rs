@@ -20,6 +20,7 @@ fn small_rung(seed: u64) -> GenParams {
         largest_map: Some(4000),
         delegates: Some(20),
         setup_part_ops: 4000,
+        setup_part_items: 0,
         abandon_rate: 0.05,
         reorg_rate: 0.05,
     }
@@ -129,6 +130,44 @@ fn the_reported_context_size_is_the_trees() {
         assert_eq!(count(&tree), (report.setup_values, report.setup_dirs), "setup-part-ops {setup_part_ops}");
         assert_eq!(report.setup_dirs, params.setup_directories());
     }
+}
+
+/// The tree of the setup's last commit: `ops` replayed into memory.
+fn setup_tree(ops: Vec<Op>, report: &larch_bench::GenReport) -> Hash {
+    let mut repo = MemoryRepo::new();
+    let ops = ops.into_iter().map(Ok::<_, std::convert::Infallible>);
+    replay(&mut repo, ops, &ReplayOptions::default(), &RunMeta::default(), None, &mut |_| {}).unwrap();
+    repo.checkout(&report.final_commit).unwrap().hash()
+}
+
+#[test]
+fn setup_parts_bounded_by_items_are_smaller_and_build_the_same_context() {
+    let base = GenParams { blocks: 0, ..small_rung(3) };
+    let (ops, report) = Generator::new(base.clone()).unwrap().collect().unwrap();
+    let items = 500;
+    let bounded = GenParams { setup_part_items: items, ..base };
+    let (bounded_ops, bounded_report) = Generator::new(bounded).unwrap().collect().unwrap();
+    // Each part holds at most `items` directories of accounts, contracts or entries: a part of
+    // big map entries (two operations each) stops at about 1,000 operations, not 4,000.
+    assert!(
+        bounded_report.setup_blocks > report.setup_blocks + 2,
+        "{} parts bounded against {}",
+        bounded_report.setup_blocks,
+        report.setup_blocks
+    );
+    let parts: Vec<usize> = bounded_ops
+        .split(|op| matches!(op, Op::Commit { .. }))
+        .map(|part| part.iter().filter(|op| matches!(op, Op::Add { .. })).count())
+        .collect();
+    assert!(parts.iter().all(|&adds| adds <= 4000), "{parts:?}");
+    let maps_part = parts.get(parts.len().saturating_sub(3)).copied().unwrap_or(0);
+    assert!(maps_part < 2000, "a part of big map entries holds {maps_part} adds: {parts:?}");
+    // The same context at the end of the setup, whatever its parts.
+    assert_eq!(
+        (bounded_report.setup_values, bounded_report.setup_dirs),
+        (report.setup_values, report.setup_dirs)
+    );
+    assert_eq!(setup_tree(bounded_ops, &bounded_report), setup_tree(ops, &report));
 }
 
 #[test]

@@ -54,6 +54,11 @@ pub struct ReplayArgs {
     /// block; default: the rung's, 0 at 1x and 262,144 above).
     #[arg(long, value_name = "N", conflicts_with = "trace")]
     setup_part_ops: Option<u64>,
+    /// With a generated trace in setup parts: commit a part also once it holds N items (accounts,
+    /// contracts, big map entries: each a directory; 0: no bound; default: the rung's, 81,920
+    /// above 1x). What a part holds in memory until its commit grows with them.
+    #[arg(long, value_name = "N", conflicts_with = "trace")]
+    setup_part_items: Option<u64>,
     /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 96M
     /// with the pipeline (its commit thread's heap and the trees carried in memory take the
     /// rest of the memory budget). Sizes: `256M` and `256MiB` are binary
@@ -178,6 +183,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         None if args.generate || rung != Rung::X1 => {
             let mut params = rung.params(args.seed, args.blocks.unwrap_or(3000));
             params.setup_part_ops = args.setup_part_ops.unwrap_or(params.setup_part_ops);
+            params.setup_part_items = args.setup_part_items.unwrap_or(params.setup_part_items);
             params.validate()?;
             eprintln!(
                 "streaming the {rung} Tezos-like trace (seed {}, setup in about {} block(s), then {} regular blocks) into the store",

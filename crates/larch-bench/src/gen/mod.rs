@@ -117,10 +117,14 @@ enum Plan {
     Reorg,
 }
 
-/// The setup's parts: commits a part once it holds `part_ops` operations.
+/// The setup's parts: commits a part once it holds `part_ops` operations or `part_items` items.
 struct SetupParts {
     /// Operations per part (0: no parts).
     part_ops: u64,
+    /// With parts: items per part at most ([`GenParams::setup_part_items`]; 0: no bound).
+    part_items: u64,
+    /// Items of the current part: checkpoints passed since its start.
+    items: u64,
     /// Level of the last commit (genesis, then each part).
     level: u64,
     /// Its hash: the next part's parent.
@@ -128,8 +132,9 @@ struct SetupParts {
 }
 
 impl SetupParts {
-    /// Commits the current context as the next setup part when it holds `part_ops` operations,
-    /// and checks the part out again (from the sink's store, if it gives its tree).
+    /// Called after each item of the setup: commits the current context as the next setup part
+    /// when it holds `part_ops` operations or `part_items` items, and checks the part out again
+    /// (from the sink's store, if it gives its tree).
     fn split(
         &mut self,
         out: &mut Emitter<'_>,
@@ -137,9 +142,12 @@ impl SetupParts {
         progress: &mut dyn FnMut(u64, u64),
         total: u64,
     ) -> Result<(), GenError> {
-        if self.part_ops == 0 || out.context_ops < self.part_ops {
+        self.items += 1;
+        let full = out.context_ops >= self.part_ops || (self.part_items > 0 && self.items >= self.part_items);
+        if self.part_ops == 0 || !full {
             return Ok(());
         }
+        self.items = 0;
         let level = self.level + 1;
         let info = CommitInfo::tezos(date(level), format!("lvl {level}, {} ops", out.context_ops));
         let hash = commit_hash(&out.tree.hash(), &[self.parent], &info);
@@ -309,7 +317,13 @@ impl<'p> Run<'p> {
         out.checkout(Scoped::Keep(genesis), genesis_tree)?;
         let mut model = Model::new(self.params.seed);
         let setup_dirs;
-        let mut parts = SetupParts { part_ops: self.params.setup_part_ops, level: 0, parent: genesis };
+        let mut parts = SetupParts {
+            part_ops: self.params.setup_part_ops,
+            part_items: self.params.setup_part_items,
+            items: 0,
+            level: 0,
+            parent: genesis,
+        };
         {
             let tally = &mut self.tally;
             let mut checkpoint =

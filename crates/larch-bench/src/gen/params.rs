@@ -27,6 +27,13 @@ pub struct GenParams {
     /// bucket after another, so that each part rewrites a slice of them, not all of them: what a
     /// streamed setup needs to hold memory and disk to the part's size (`docs/workload.md`).
     pub setup_part_ops: u64,
+    /// With setup parts: a part is also committed once it holds this many items (accounts,
+    /// contracts, big map entries, delegates: each a new directory; 0, the default: no such
+    /// bound). What a part holds in memory until its commit grows with its directories more
+    /// than with its operations (a big map entry is a directory of two values, an account one of
+    /// four or five; a part's tree is held twice, by the generator and by the replay that
+    /// streams it), so a part of big map entries is smaller in operations than one of accounts.
+    pub setup_part_items: u64,
     /// Entries of the largest big map at setup; `None` (the default) derives it from `accounts`
     /// (22,000 at 20,000 accounts, growing with the square root of the scale above it).
     pub largest_map: Option<u64>,
@@ -46,6 +53,7 @@ impl Default for GenParams {
             abandon_rate: 0.005,
             reorg_rate: 0.001,
             setup_part_ops: 0,
+            setup_part_items: 0,
             largest_map: None,
             delegates: None,
         }
@@ -176,9 +184,14 @@ impl GenParams {
         12 + self.accounts + 2 * self.originated() + 2 * self.big_maps() + entries + self.delegates() + 6
     }
 
-    /// Setup blocks the generator commits, roughly: 1 without parts.
+    /// Setup blocks the generator commits, roughly: 1 without parts (a part bounded by
+    /// [`GenParams::setup_part_items`] counted as of 3 operations an item).
     pub fn setup_parts_estimate(&self) -> u64 {
-        self.setup_ops_estimate().checked_div(self.setup_part_ops).map_or(1, |parts| parts + 1)
+        let part_ops = match self.setup_part_items {
+            0 => self.setup_part_ops,
+            items => self.setup_part_ops.min(items.saturating_mul(3)),
+        };
+        self.setup_ops_estimate().checked_div(part_ops).map_or(1, |parts| parts + 1)
     }
 
     /// Accounts whose balance the large burst of every fifth cycle rewrites (two writes each).
@@ -219,6 +232,14 @@ impl Rung {
     /// Operations per setup part of the streamed rungs.
     pub const SETUP_PART_OPS: u64 = 1 << 18;
 
+    /// Items per setup part of the streamed rungs ([`GenParams::setup_part_items`]): 81,920,
+    /// against the 131,072 big map entries of 2^18 operations (a part of accounts, ~62,000 of
+    /// them, is bounded by its operations). It stays above the 65,536 nodes a part rewrites
+    /// past which a pipelined store does not carry the part's tree in memory to the next block
+    /// but reads it back lazily (`larch-store`'s `PipelinedRepo::checkout`): a smaller part would
+    /// be carried, and its nodes kept reachable from the next parts' trees.
+    pub const SETUP_PART_ITEMS: u64 = 81_920;
+
     /// The rung's name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -238,6 +259,7 @@ impl Rung {
                 largest_map: Some(220_000),
                 delegates: Some(MAINNET_DELEGATES),
                 setup_part_ops: Rung::SETUP_PART_OPS,
+                setup_part_items: Rung::SETUP_PART_ITEMS,
                 ..base
             },
             Rung::Mainnet => GenParams {
@@ -245,6 +267,7 @@ impl Rung {
                 largest_map: Some(2_400_000),
                 delegates: Some(MAINNET_DELEGATES),
                 setup_part_ops: Rung::SETUP_PART_OPS,
+                setup_part_items: Rung::SETUP_PART_ITEMS,
                 ..base
             },
         }

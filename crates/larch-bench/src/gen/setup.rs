@@ -56,7 +56,7 @@ pub(crate) fn write_cycle(out: &mut Emitter<'_>, rng: &mut Rng, c: u64) -> Resul
 
 /// The setup block's operations: accounts, contracts, big maps, delegates, cycles, singletons.
 /// `checkpoint` runs between items; with setup parts, the large directories are filled in
-/// inode-bucket order ([`bucket_order`]). Returns the number of directories after the setup.
+/// inode-bucket order ([`BucketOrder`]). Returns the number of directories after the setup.
 pub(crate) fn setup(
     out: &mut Emitter<'_>,
     rng: &mut Rng,
@@ -71,8 +71,8 @@ pub(crate) fn setup(
     let parts = params.setup_part_ops > 0;
     if parts {
         // The contract index in bucket order, implicit and originated accounts together.
-        let implicit = bucket_order(params.accounts, |i| model.implicit_id(i));
-        let originated = bucket_order(params.originated(), |j| model.originated_id(j));
+        let mut implicit = BucketOrder::new(params.accounts, |i| model.implicit_id(i));
+        let mut originated = BucketOrder::new(params.originated(), |j| model.originated_id(j));
         for group in 0..BUCKET_GROUPS {
             for i in implicit.of(group) {
                 implicit_account(out, rng, model, i)?;
@@ -110,10 +110,18 @@ pub(crate) fn setup(
 
 /// The indices `0..n` sorted by the inode buckets of their names at depths 0 and 1 (a
 /// counting sort, stable): a directory filled in this order is filled one second-level subtree
-/// after another, so that a setup part rewrites only the few subtrees it fills. Four bytes per
-/// index while the setup fills the directory.
-pub(crate) struct BucketOrder {
-    /// First index of each group in `order` (groups `b0 * 32 + b1`), and the end.
+/// after another, so that a setup part rewrites only the few subtrees it fills. The order is
+/// computed a window of groups at a time ([`ORDER_WINDOW`] indices at most, in a few scans of
+/// the names), so that it holds a few MiB whatever `n` (the whole order of the mainnet rung's 10 M
+/// accounts held 40 MiB, 60 while it was built).
+pub(crate) struct BucketOrder<F> {
+    n: u64,
+    name: F,
+    /// Groups per window (a power of two dividing [`BUCKET_GROUPS`]).
+    window: usize,
+    /// The first group of the window loaded (`usize::MAX`: none yet).
+    first: usize,
+    /// First index of each group of the window in `order` (relative to `first`), and the end.
     starts: Vec<usize>,
     order: Vec<u32>,
 }
@@ -121,37 +129,82 @@ pub(crate) struct BucketOrder {
 /// Groups of [`BucketOrder`]: buckets at depth 0 times buckets at depth 1.
 pub(crate) const BUCKET_GROUPS: usize = INODE_BUCKETS as usize * INODE_BUCKETS as usize;
 
-impl BucketOrder {
-    /// The indices of group `group`, in increasing order.
-    pub(crate) fn of(&self, group: usize) -> impl Iterator<Item = u64> + '_ {
+/// Indices a [`BucketOrder`] window holds, about (groups are not all the same size): windows
+/// are as many as needed, a power of two, for `n / windows` to stay below it.
+pub(crate) const ORDER_WINDOW: u64 = 1 << 21;
+
+impl<F: Fn(u64) -> Vec<u8>> BucketOrder<F> {
+    /// The bucket order of the names `name(0..n)` (`n` below 2^32, as `accounts` is), computed
+    /// as its groups are asked for.
+    pub(crate) fn new(n: u64, name: F) -> BucketOrder<F> {
+        BucketOrder::with_window(n, name, ORDER_WINDOW)
+    }
+
+    /// [`BucketOrder::new`] with windows of about `indices` indices.
+    fn with_window(n: u64, name: F, indices: u64) -> BucketOrder<F> {
+        let windows = n.div_ceil(indices.max(1)).max(1).next_power_of_two().min(BUCKET_GROUPS as u64);
+        let window = BUCKET_GROUPS / usize::try_from(windows).unwrap_or(BUCKET_GROUPS);
+        BucketOrder {
+            n,
+            name,
+            window: window.max(1),
+            first: usize::MAX,
+            starts: Vec::new(),
+            order: Vec::new(),
+        }
+    }
+
+    fn group(&self, i: u64) -> usize {
+        let name = (self.name)(i);
+        usize::from(inode_index(0, &name)) * INODE_BUCKETS as usize + usize::from(inode_index(1, &name))
+    }
+
+    /// Loads the window starting at group `first`: one scan of the names.
+    fn load(&mut self, first: usize) {
+        let window = first..first + self.window;
+        let members: Vec<(u16, u32)> = (0..self.n)
+            .filter_map(|i| {
+                let g = self.group(i);
+                window.contains(&g).then(|| ((g - first) as u16, i as u32))
+            })
+            .collect();
+        let mut starts = vec![0usize; self.window + 1];
+        for (g, _) in &members {
+            starts[usize::from(*g) + 1] += 1;
+        }
+        for g in 0..self.window {
+            starts[g + 1] += starts[g];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0u32; members.len()];
+        for (g, i) in &members {
+            let slot = &mut next[usize::from(*g)];
+            order[*slot] = *i;
+            *slot += 1;
+        }
+        self.first = first;
+        self.starts = starts;
+        self.order = order;
+    }
+
+    /// The indices of group `group`, in increasing order (groups are best asked for in order:
+    /// each new window scans the names again).
+    pub(crate) fn of(&mut self, group: usize) -> impl Iterator<Item = u64> + '_ {
+        let first = group - group % self.window;
+        if first != self.first {
+            self.load(first);
+        }
+        let local = group - first;
         let range =
-            self.starts.get(group).copied().unwrap_or(0)..self.starts.get(group + 1).copied().unwrap_or(0);
+            self.starts.get(local).copied().unwrap_or(0)..self.starts.get(local + 1).copied().unwrap_or(0);
         self.order.get(range).unwrap_or(&[]).iter().map(|&i| u64::from(i))
     }
-}
 
-/// The bucket order of the names `name(0..n)` (`n` below 2^32, as `accounts` is).
-pub(crate) fn bucket_order(n: u64, name: impl Fn(u64) -> Vec<u8>) -> BucketOrder {
-    let group = |i: u64| {
-        let name = name(i);
-        usize::from(inode_index(0, &name)) * INODE_BUCKETS as usize + usize::from(inode_index(1, &name))
-    };
-    let groups: Vec<u16> = (0..n).map(|i| group(i) as u16).collect();
-    let mut starts = vec![0usize; BUCKET_GROUPS + 1];
-    for g in &groups {
-        starts[usize::from(*g) + 1] += 1;
+    /// Indices held now (tests).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.order.len()
     }
-    for g in 0..BUCKET_GROUPS {
-        starts[g + 1] += starts[g];
-    }
-    let mut next = starts.clone();
-    let mut order = vec![0u32; groups.len()];
-    for (i, g) in groups.iter().enumerate() {
-        let slot = &mut next[usize::from(*g)];
-        order[*slot] = i as u32;
-        *slot += 1;
-    }
-    BucketOrder { starts, order }
 }
 
 fn singletons(out: &mut Emitter<'_>, rng: &mut Rng) -> Result<(), GenError> {
@@ -223,7 +276,7 @@ fn big_maps(
             checkpoint(out)
         };
         if parts && entries > u64::from(INODE_BUCKETS) {
-            let order = bucket_order(entries, |i| model.entry_key(m, i));
+            let mut order = BucketOrder::new(entries, |i| model.entry_key(m, i));
             for group in 0..BUCKET_GROUPS {
                 for i in order.of(group) {
                     entry(out, rng, i)?;
@@ -247,4 +300,44 @@ fn rng_len(rng: &mut Rng, lo: u64, hi: u64) -> usize {
 pub(crate) fn big_map_value(rng: &mut Rng) -> Vec<u8> {
     let len = value_size(rng, ValueKind::BigMapData);
     rng.bytes(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order of `n` names, group by group, and the most indices held at once.
+    fn walk(n: u64, indices: u64) -> (Vec<u64>, usize) {
+        let model = Model::new(3);
+        let mut order = BucketOrder::with_window(n, |i| model.implicit_id(i), indices);
+        let mut all = Vec::new();
+        let mut held = 0;
+        for group in 0..BUCKET_GROUPS {
+            all.extend(order.of(group));
+            held = held.max(order.held());
+        }
+        (all, held)
+    }
+
+    #[test]
+    fn windows_give_the_whole_order_in_bounded_memory() {
+        let n = 20_000;
+        let (whole, held_whole) = walk(n, u64::MAX);
+        assert_eq!(held_whole, n as usize);
+        // A permutation of 0..n, grouped by bucket and increasing within a group.
+        let mut sorted = whole.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+        let model = Model::new(3);
+        let group = |i: u64| {
+            let name = model.implicit_id(i);
+            (inode_index(0, &name), inode_index(1, &name), i)
+        };
+        assert!(whole.windows(2).all(|w| group(w[0]) < group(w[1])));
+        // Windows of ~2,500 indices: 8 windows, the same order, an eighth of it held at most
+        // (groups are not all the same size: a few percent more).
+        let (windowed, held) = walk(n, 2_500);
+        assert_eq!(windowed, whole);
+        assert!(held <= 2_800, "held {held}");
+    }
 }

@@ -19,12 +19,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) mod prefetch;
+mod wide;
+
+use wide::{PAGE, WideReads};
 
 /// Bytes read at once for a record: its header and most records (a larger one takes a second
 /// read). Most records read on a miss are patches and small directories (~100 B): on the default
 /// trace 256 needs 2% more read calls than 512 but copies half the bytes (find/mem 3–6% faster);
 /// 160 needs 5% more calls and is slower again. (2 KB was 10–15% slower than 512.)
 const FIRST_READ: u64 = 256;
+
+/// The span of a run of records read ahead ([`PackReader::read_ahead`]): the records whose
+/// offsets lie within this many bytes of the run's first one are read with one call.
+pub(crate) const READ_AHEAD_SPAN: u64 = 64 << 10;
 
 #[derive(Clone)]
 enum CachedObject {
@@ -116,6 +123,8 @@ pub(crate) struct ReadCounters {
     pub misses: AtomicU64,
     pub bytes_read: AtomicU64,
     pub records_read: AtomicU64,
+    /// Read calls made into the pack's files (a record takes one or two; a run read ahead, one).
+    pub read_calls: AtomicU64,
 }
 
 /// The read side of a pack: storage, published end, cache, counters.
@@ -143,6 +152,8 @@ pub(crate) struct PackReader {
     /// `recent_window`).
     recent_inodes_window: AtomicU64,
     pub counters: ReadCounters,
+    /// The size of first reads ([`WideReads`]).
+    wide: WideReads,
 }
 
 impl fmt::Debug for PackReader {
@@ -225,6 +236,7 @@ impl PackReader {
             recent_window: AtomicU64::new(0),
             recent_inodes_window: AtomicU64::new(0),
             counters: ReadCounters::default(),
+            wide: WideReads::default(),
         }
     }
 
@@ -303,6 +315,17 @@ impl PackReader {
         offset: u64,
         decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
     ) -> Result<(T, u64)> {
+        self.with_record_in(offset, None, decode)
+    }
+
+    /// [`PackReader::with_record`], taking the record from `pre` (the pack's bytes from `offset`
+    /// on, read ahead) when it holds it whole.
+    fn with_record_in<T>(
+        &self,
+        offset: u64,
+        pre: Option<&[u8]>,
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
         let end = self.end();
         if offset < PACK_HEADER_LEN || offset >= end {
             return Err(StoreError::corrupt(
@@ -311,14 +334,26 @@ impl PackReader {
                 format!("offset outside the published pack [{PACK_HEADER_LEN}, {end})"),
             ));
         }
-        // One read usually covers the whole record (most are under `FIRST_READ`); a second read fetches the
-        // rest of a larger one.
-        let first = usize::try_from((end - offset).min(FIRST_READ)).unwrap_or(0);
+        // Bytes read ahead, if they hold the header (up to 11 bytes) and the whole record.
+        if let Some(pre) = pre.filter(|pre| pre.len() as u64 >= (end - offset).min(11)) {
+            let (kind, body_len, header_len) =
+                parse_head(pre.get(..pre.len().min(11)).unwrap_or_default(), offset)?;
+            let total = header_len as u64 + body_len + 4;
+            if let Some(record) = usize::try_from(total).ok().and_then(|total| pre.get(..total))
+                && offset + total <= end
+            {
+                return self.check_and_decode(offset, record, kind, header_len, decode);
+            }
+        }
+        // One read usually covers the whole record (most are under the first read's size); a
+        // second read fetches the rest of a larger one.
+        let first = usize::try_from((end - offset).min(self.wide.first_read(offset))).unwrap_or(0);
         let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
             buffer.clear();
             buffer.resize(first, 0);
             // A pack shorter than published (truncated by someone else, or lost by the disk) is
             // `Truncated`; an offset in no file of the layout, `Unmapped`.
+            self.counters.read_calls.fetch_add(1, Ordering::Relaxed);
             self.layout.read(offset, buffer)?;
             let (kind, body_len, header_len) =
                 parse_head(buffer.get(..first.min(11)).unwrap_or_default(), offset)?;
@@ -335,23 +370,77 @@ impl PackReader {
             if total_usize > first {
                 buffer.resize(total_usize, 0);
                 let rest = buffer.get_mut(first..).unwrap_or_default();
+                self.counters.read_calls.fetch_add(1, Ordering::Relaxed);
                 self.layout.read(offset + first as u64, rest)?;
             }
-            self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
-            self.counters.records_read.fetch_add(1, Ordering::Relaxed);
             let record = buffer.get(..total_usize).unwrap_or_default();
-            let (data, crc) = record.split_at(total_usize.saturating_sub(4));
-            let stored = u32::from_le_bytes(crc.try_into().unwrap_or_default());
-            if crc32fast::hash(data) != stored {
-                return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
-            }
-            Ok((decode(kind, data.get(header_len..).unwrap_or_default())?, total))
+            self.check_and_decode(offset, record, kind, header_len, decode)
         };
         let (value, total) = SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut buffer) => run(&mut buffer),
             Err(_) => run(&mut Vec::new()),
         })?;
         Ok((value, total))
+    }
+
+    /// Counts the whole `record` at `offset` (header, body, checksum) read, checks its
+    /// checksum and decodes its body.
+    fn check_and_decode<T>(
+        &self,
+        offset: u64,
+        record: &[u8],
+        kind: RecordKind,
+        header_len: usize,
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        let total = record.len() as u64;
+        self.wide.note(total);
+        self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
+        self.counters.records_read.fetch_add(1, Ordering::Relaxed);
+        let (data, crc) = record.split_at(record.len().saturating_sub(4));
+        let stored = u32::from_le_bytes(crc.try_into().unwrap_or_default());
+        if crc32fast::hash(data) != stored {
+            return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+        }
+        Ok((decode(kind, data.get(header_len..).unwrap_or_default())?, total))
+    }
+
+    /// Reads the nodes `nodes` (`(offset, hash)`, sorted by offset) that the cache lacks into
+    /// it, in runs: the records within [`READ_AHEAD_SPAN`] of a run's first one are read with
+    /// one call (and a page past the last), then decoded from it; a record the run does not hold
+    /// whole, or a run that cannot be read, is read on its own. Errors are left to whoever needs
+    /// the node. Returns the nodes read into the cache.
+    pub(crate) fn read_ahead(&self, nodes: &[(u64, Hash)]) -> u64 {
+        let end = self.end();
+        let mut read = 0;
+        let mut rest = nodes;
+        let mut buffer = Vec::new();
+        while let Some(&(start, _)) = rest.first() {
+            let count =
+                rest.iter().take_while(|(offset, _)| *offset < start.saturating_add(READ_AHEAD_SPAN)).count();
+            let (run, after) = rest.split_at(count.max(1));
+            rest = after;
+            let last = run.last().map_or(start, |(offset, _)| *offset);
+            let span_end = last.saturating_add(PAGE).min(end);
+            let have = start < span_end && {
+                buffer.clear();
+                buffer.resize(usize::try_from(span_end - start).unwrap_or(0), 0);
+                self.counters.read_calls.fetch_add(1, Ordering::Relaxed);
+                self.layout.read(start, &mut buffer).is_ok()
+            };
+            for &(offset, hash) in run {
+                if self.is_cached(offset) {
+                    continue;
+                }
+                let pre = have
+                    .then(|| buffer.get(usize::try_from(offset - start).unwrap_or(usize::MAX)..))
+                    .flatten();
+                if self.node_read_in(offset, &hash, patch::MAX_CHAIN, true, pre).is_ok() {
+                    read += 1;
+                }
+            }
+        }
+        read
     }
 
     /// Puts `item` into the cache; what it evicts is dropped on the graveyard's thread.
@@ -425,12 +514,25 @@ impl PackReader {
         max_chain: u8,
         keep: bool,
     ) -> Result<(Arc<Node>, u8)> {
+        self.node_read_in(offset, hash, max_chain, keep, None)
+    }
+
+    /// [`PackReader::node_read`], its record taken from `pre` if it holds it whole
+    /// ([`PackReader::with_record_in`]).
+    fn node_read_in(
+        &self,
+        offset: u64,
+        hash: &Hash,
+        max_chain: u8,
+        keep: bool,
+        pre: Option<&[u8]>,
+    ) -> Result<(Arc<Node>, u8)> {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         enum Decoded {
             Full(NodeBody),
             Patch(patch::Patch),
         }
-        let (decoded, _) = self.with_record(offset, |kind, body| {
+        let (decoded, _) = self.with_record_in(offset, pre, |kind, body| {
             let mut counts = codec::EntryCounts::default();
             match kind {
                 RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {

@@ -150,3 +150,36 @@ fn leaves_left_when_their_tree_is_done_are_dropped_unread() {
     assert_eq!(prefetch.leaves_dropped.load(Ordering::Relaxed), 1);
     assert!(!uncached(current), "a leaf of the current count was not read");
 }
+
+#[test]
+fn read_ahead_reads_nearby_records_with_few_calls() {
+    let (dir, commit) = store_of_accounts();
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let tree = reader.checkout(&commit).unwrap();
+    let counters = &reader.source.reader.counters;
+    // Every account's directory, in the pack's order (finding them reads the inode nodes only).
+    let mut nodes: Vec<(u64, Hash)> =
+        (0..ACCOUNTS).map(|i| (offset(&reader, &tree, i), hash(&tree, i))).collect();
+    nodes.sort_unstable_by_key(|(offset, _)| *offset);
+    assert!(nodes.iter().all(|(offset, _)| !reader.source.reader.is_cached(*offset)));
+    let calls = counters.read_calls.load(Ordering::Relaxed);
+    let read = reader.source.reader.read_ahead(&nodes);
+    let calls = counters.read_calls.load(Ordering::Relaxed) - calls;
+    assert_eq!(read, ACCOUNTS as u64);
+    // One call per run of 64 KiB of records (a few dozen bytes each), not one per record.
+    assert!(calls <= ACCOUNTS as u64 / 50, "{calls} read calls for {ACCOUNTS} records");
+    // Each is cached as a record read on its own decodes it: the balances come from the cache.
+    let misses = counters.misses.load(Ordering::Relaxed);
+    for i in order() {
+        assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()), "account {i}");
+    }
+    assert_eq!(counters.misses.load(Ordering::Relaxed), misses);
+    // A run that ends inside a record, and offsets that are no record: each is read on its own
+    // (or fails), nothing wrong enters the cache.
+    let fresh = Repo::open_read_only(dir.path()).unwrap();
+    let last = *nodes.last().unwrap();
+    let bogus = (last.0 + 1, last.1);
+    assert_eq!(fresh.source.reader.read_ahead(&[last, bogus]), 1);
+    assert!(fresh.source.reader.is_cached(last.0));
+    assert!(!fresh.source.reader.is_cached(bogus.0));
+}

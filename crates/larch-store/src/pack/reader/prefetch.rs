@@ -10,7 +10,9 @@
 //! than [`STORM_WINDOW`] starts again at its next miss; the loads of all the store's trees count
 //! together), the other stored
 //! sub-directories of the leaf of each further miss are read into the cache by the prefetching
-//! thread, where the reading thread then finds them. Each leaf is handed over once per count. A
+//! thread, where the reading thread then finds them: in the pack's order, the records within
+//! 64 KiB of each other with one read call (`PackReader::read_ahead`; a leaf's sub-directories
+//! written by the same commit lie side by side). Each leaf is handed over once per count. A
 //! regular block misses at most about 1,100 of them (the default replay), a large burst about
 //! 16,000.
 //!
@@ -193,14 +195,11 @@ fn prefetch_loop(source: &Weak<PackSource>, receiver: &Receiver<Batch>) {
             prefetch.leaves_done.fetch_add(1, Ordering::Release);
             continue;
         }
-        let mut read = 0;
-        for (offset, hash) in batch.nodes {
-            if !source.reader.is_cached(offset)
-                && source.reader.node_read(offset, &hash, crate::format::patch::MAX_CHAIN, true).is_ok()
-            {
-                read += 1;
-            }
-        }
+        // In the pack's order, nearby records with one read call (`PackReader::read_ahead`).
+        let mut nodes = batch.nodes;
+        nodes.retain(|(offset, _)| !source.reader.is_cached(*offset));
+        nodes.sort_unstable_by_key(|(offset, _)| *offset);
+        let read = source.reader.read_ahead(&nodes);
         prefetch.nodes_read.fetch_add(read, Ordering::Relaxed);
         prefetch.leaves_done.fetch_add(1, Ordering::Release);
     }
