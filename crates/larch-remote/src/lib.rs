@@ -15,13 +15,10 @@ pub mod cache;
 pub mod client;
 pub mod dir;
 pub mod error;
-<<<<<<< HEAD
 pub mod manifest;
 pub mod publish;
 pub mod replica;
-=======
 pub mod retire;
->>>>>>> wt-s3ops
 pub mod sums;
 pub mod upload;
 pub mod url;
