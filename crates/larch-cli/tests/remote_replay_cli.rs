@@ -41,7 +41,9 @@ fn replay_in_archive_mode_through_a_stopped_server() {
     }
     server.stop();
     let stopped = Instant::now();
-    std::thread::sleep(Duration::from_secs(6));
+    // 6 s by default; the 30 s with `LARCH_TEST_OUTAGE_SECS=30`.
+    let outage = std::env::var("LARCH_TEST_OUTAGE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    std::thread::sleep(Duration::from_secs(outage));
     let running_at_restart = child.try_wait().unwrap().is_none();
     server.restart();
     println!("server stopped for {:?}; the replay still ran: {running_at_restart}", stopped.elapsed());
