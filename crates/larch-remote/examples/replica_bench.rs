@@ -5,7 +5,8 @@
 //! `s3s-fs` server of the tests, on loopback. Each replica is a `Replica` with its own cache
 //! directory and store handle (in one process: the replicas share the machine's cores, as four
 //! processes would), read by `THREADS` threads; every value read is compared with the value
-//! written.
+//! written. Before that, a replica's first open is timed in a fresh cache directory, its
+//! checksum objects fetched one at a time against `SUMS_IN_FLIGHT` at once, alternated (5 rounds).
 //!
 //! `cargo run --release -p larch-remote --example replica_bench -- [BLOCKS] [SECONDS] [THREADS] [CACHE_MIB]`
 
@@ -16,6 +17,7 @@ mod common;
 
 use common::{BUCKET, S3Server};
 use larch_core::{CommitInfo, Hash};
+use larch_remote::replica::SUMS_IN_FLIGHT;
 use larch_remote::{PublishOptions, Publisher, RemoteLower, RemoteOptions, Replica, ReplicaOptions};
 use larch_store::{Repo, RepoOptions};
 use rand::{Rng, SeedableRng};
@@ -92,6 +94,37 @@ fn main() {
     let commits = Arc::new(commits);
     // The seed is printed; each reader thread draws from its own RNG derived from it.
     let (_, seed) = larch_testkit::seeded_rng("replica_bench", 0x04e9_1ca5);
+    // A replica's first open, its checksum objects fetched one after the other (1 in flight)
+    // against `SUMS_IN_FLIGHT` at once, alternated, each in a fresh cache directory.
+    let open_fresh = |dir: &std::path::Path, in_flight: usize| {
+        let options = ReplicaOptions {
+            cache_dir: dir.to_path_buf(),
+            cache_bytes: cache_mib << 20,
+            client: server.settings(),
+        };
+        let opened = Instant::now();
+        let replica = Replica::open_in_flight(&url, &options, in_flight).unwrap();
+        let reader =
+            Repo::open_read_only_layered(replica.mirror(), RepoOptions::default(), Some(replica.layer()))
+                .unwrap();
+        assert_eq!(reader.head(), commits.last().copied());
+        let took = opened.elapsed().as_secs_f64();
+        std::fs::remove_dir_all(dir).unwrap();
+        took
+    };
+    for round in 0..5 {
+        let order = if round % 2 == 0 { [1, SUMS_IN_FLIGHT] } else { [SUMS_IN_FLIGHT, 1] };
+        let mut took = [0.0; 2];
+        for in_flight in order {
+            took[usize::from(in_flight != 1)] = open_fresh(&root.path().join("fresh"), in_flight);
+        }
+        println!(
+            "first open, round {round}: 1 in flight {:.3} s, {SUMS_IN_FLIGHT} in flight {:.3} s: ratio {:.2}",
+            took[0],
+            took[1],
+            took[0] / took[1]
+        );
+    }
     let mut replicas = Vec::new();
     for r in 0..REPLICAS {
         let options = ReplicaOptions {

@@ -129,21 +129,7 @@ impl Client {
         });
         match rx.recv() {
             Ok(Ok(Ok(value))) => Ok(value),
-            Ok(Ok(Err(e))) => {
-                let not_found = matches!(e, object_store::Error::NotFound { .. });
-                // The whole chain: the client's outer messages hide the cause ("builder error").
-                let mut message = e.to_string();
-                let mut source = std::error::Error::source(&e);
-                while let Some(cause) = source {
-                    let text = cause.to_string();
-                    if !message.contains(&text) {
-                        message.push_str(": ");
-                        message.push_str(&text);
-                    }
-                    source = cause.source();
-                }
-                Err(error(message, not_found))
-            }
+            Ok(Ok(Err(e))) => Err(error(describe(&e), matches!(e, object_store::Error::NotFound { .. }))),
             Ok(Err(_)) => Err(error(format!("no answer within {timeout:?}"), false)),
             Err(_) => Err(error("the client's runtime stopped".into(), false)),
         }
@@ -161,6 +147,48 @@ impl Client {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
+        }
+    }
+
+    /// The whole objects `names`, in order, with at most `in_flight` requests at once (each bounded
+    /// by the call timeout, the client's retries included). The first failure ends the call: its
+    /// error names its object, and the requests still running are dropped.
+    pub fn get_many(&self, names: &[String], in_flight: usize) -> Result<Vec<Bytes>, RemoteError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let timeout = self.settings.call_timeout;
+        let paths: Vec<(usize, ObjectPath)> = names.iter().map(|name| self.path(name)).enumerate().collect();
+        let store = self.store.clone();
+        let calls = paths.into_iter().map(move |(i, path)| {
+            let store = store.clone();
+            async move {
+                match tokio::time::timeout(timeout, async move { store.get(&path).await?.bytes().await })
+                    .await
+                {
+                    Ok(Ok(bytes)) => Ok(bytes),
+                    Ok(Err(e)) => Err((i, Some(e))),
+                    Err(_) => Err((i, None)),
+                }
+            }
+        });
+        let all = stream::iter(calls).buffered(in_flight.max(1)).try_collect::<Vec<Bytes>>();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = tx.send(all.await);
+        });
+        let error = |i: usize, message: String, not_found| RemoteError::Request {
+            url: self.url.to_string(),
+            name: names.get(i).cloned().unwrap_or_default(),
+            op: "get",
+            message,
+            not_found,
+        };
+        match rx.recv() {
+            Ok(Ok(all)) => Ok(all),
+            Ok(Err((i, Some(e)))) => {
+                Err(error(i, describe(&e), matches!(e, object_store::Error::NotFound { .. })))
+            }
+            Ok(Err((i, None))) => Err(error(i, format!("no answer within {timeout:?}"), false)),
+            Err(_) => Err(error(0, "the client's runtime stopped".into(), false)),
         }
     }
 
@@ -213,4 +241,20 @@ impl Client {
             .filter_map(|meta| meta.location.filename().map(|name| (name.to_string(), meta.size)))
             .collect())
     }
+}
+
+/// The message of `e` with its whole chain of causes: the client's outer messages hide the cause
+/// ("builder error").
+fn describe(e: &object_store::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }

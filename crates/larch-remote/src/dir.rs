@@ -174,30 +174,52 @@ impl RemoteDirectory {
 
     /// The checksums of the uploaded chunk `name`: from memory, the local copy, or its object.
     fn sums_of(&self, name: &str) -> Result<Arc<Sums>, RemoteError> {
-        if let Some(sums) = self.sums.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
-            return Ok(sums.clone());
+        if let Some(sums) = self.known_sums(name) {
+            return Ok(sums);
         }
         let object = format!("{name}{SUMS_SUFFIX}");
-        let corrupt = |reason: &str| RemoteError::Corrupt {
+        let bytes = self.client.get(&object)?;
+        self.accept_sums(name, &bytes)
+    }
+
+    /// The checksums of `name` from memory or from a well-formed local copy (then kept in memory).
+    fn known_sums(&self, name: &str) -> Option<Arc<Sums>> {
+        if let Some(sums) = self.sums.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
+            return Some(sums.clone());
+        }
+        let object = format!("{name}{SUMS_SUFFIX}");
+        let sums = Arc::new(std::fs::read(self.sums_dir.join(&object)).ok().and_then(|b| Sums::decode(&b))?);
+        self.sums.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), sums.clone());
+        Some(sums)
+    }
+
+    /// The checksum object of `name` fetched as `bytes`: decoded (its own digest checked, else
+    /// refused as corrupt), copied into the cache directory and kept in memory.
+    fn accept_sums(&self, name: &str, bytes: &[u8]) -> Result<Arc<Sums>, RemoteError> {
+        let object = format!("{name}{SUMS_SUFFIX}");
+        let sums = Arc::new(Sums::decode(bytes).ok_or_else(|| RemoteError::Corrupt {
             url: self.client.url().to_string(),
             name: object.clone(),
-            reason: reason.to_string(),
-        };
-        let local_copy =
-            std::fs::read(self.sums_dir.join(&object)).ok().and_then(|bytes| Sums::decode(&bytes));
-        let sums = match local_copy {
-            Some(sums) => sums,
-            None => {
-                let bytes = self.client.get(&object)?;
-                let sums =
-                    Sums::decode(&bytes).ok_or_else(|| corrupt("not a well-formed checksum object"))?;
-                let _ = write_atomically(&self.sums_dir, &object, &bytes);
-                sums
-            }
-        };
-        let sums = Arc::new(sums);
+            reason: "not a well-formed checksum object".to_string(),
+        })?);
+        let _ = write_atomically(&self.sums_dir, &object, bytes);
         self.sums.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), sums.clone());
         Ok(sums)
+    }
+
+    /// Fetches the checksum objects of the uploaded chunks `names` that neither memory nor the
+    /// cache directory holds, at most `in_flight` requests at once, and keeps them (a read
+    /// replica's open: one request per chunk, concurrent rather than one after the other). Each
+    /// is verified as [`Directory::open`] verifies it; the first failure is returned, naming its
+    /// object. Returns the number of objects fetched.
+    pub(crate) fn prefetch_sums(&self, names: &[String], in_flight: usize) -> Result<usize, RemoteError> {
+        let missing: Vec<&String> = names.iter().filter(|name| self.known_sums(name).is_none()).collect();
+        let objects: Vec<String> = missing.iter().map(|name| format!("{name}{SUMS_SUFFIX}")).collect();
+        let fetched = self.client.get_many(&objects, in_flight)?;
+        for (name, bytes) in missing.iter().zip(&fetched) {
+            self.accept_sums(name, bytes)?;
+        }
+        Ok(fetched.len())
     }
 
     fn spooled(&self, name: &str) -> PathBuf {

@@ -11,7 +11,7 @@ mod common;
 use common::{BUCKET, S3Server};
 use larch_core::{CommitInfo, Hash};
 use larch_remote::{
-    PublishOptions, Publisher, RemoteLower, RemoteOptions, Replica, ReplicaError, ReplicaOptions,
+    PublishOptions, Publisher, RemoteError, RemoteLower, RemoteOptions, Replica, ReplicaError, ReplicaOptions,
 };
 use larch_store::{Repo, RepoOptions};
 use std::path::Path;
@@ -146,6 +146,87 @@ fn replicas_follow_the_writer_and_refuse_a_damaged_manifest() {
     assert_eq!(replicas[0].status().last_error, None);
     drop(readers);
     drop(replicas);
+    drop(publisher);
+    drop(repo);
+}
+
+/// A replica's open fetches the checksum object of every archived chunk (concurrently), each
+/// verified: one damaged or missing refuses the open with an error naming it; once repaired, the
+/// open succeeds, every one is in the cache directory, and every value reads back.
+#[test]
+fn a_replica_open_fetches_and_verifies_every_checksum_object() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let (store, cache) = (root.path().join("store"), root.path().join("cache"));
+    std::fs::create_dir(&store).unwrap();
+    let url = format!("s3://{BUCKET}/sums");
+    let options = RemoteOptions { cache_dir: Some(cache), cache_bytes: 1 << 20, client: server.settings() };
+    let lower = RemoteLower::open(&url, &store, true, &options).unwrap();
+    let mut repo = Repo::open_with_layer(&store, repo_options(), Some(lower.layer())).unwrap();
+    let mut commits = Vec::new();
+    for block in 0..60 {
+        commits.push(commit_block(&mut repo, commits.last().copied(), block));
+    }
+    repo.archive(&commits[55]).unwrap();
+    assert!(lower.wait_uploaded(Duration::from_secs(60)));
+    let publisher = Publisher::start(
+        &lower,
+        &store,
+        PublishOptions { poll: Duration::ZERO, grace: Duration::ZERO, ..PublishOptions::default() },
+    )
+    .unwrap();
+    publisher.publish_now().unwrap().expect("a manifest");
+    let mut sums: Vec<String> = std::fs::read_dir(server.object_file("sums"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("chunk.") && name.ends_with(".sums"))
+        .collect();
+    sums.sort();
+    assert!(sums.len() >= 10, "archived chunks: {sums:?}");
+    let victim = sums[sums.len() / 2].clone();
+    let file = server.object_file(&format!("sums/{victim}"));
+    let good = std::fs::read(&file).unwrap();
+    let dir = root.path().join("replica");
+
+    // Damaged: refused as corrupt, naming the object.
+    let mut bad = good.clone();
+    let at = bad.len() - 40;
+    bad[at] ^= 0x01;
+    std::fs::write(&file, &bad).unwrap();
+    match Replica::open(&url, &replica_options(&server, &dir)) {
+        Err(ReplicaError::Remote(RemoteError::Corrupt { name, .. })) => assert_eq!(name, victim),
+        other => panic!("a damaged {victim} is refused: {other:?}"),
+    }
+    assert!(!dir.join("sums").join(&victim).exists(), "a damaged checksum object is never kept");
+    // Missing: refused, naming the object (not found, not "unavailable").
+    std::fs::remove_file(&file).unwrap();
+    match Replica::open(&url, &replica_options(&server, &dir)) {
+        Err(ReplicaError::Remote(RemoteError::Request { name, not_found: true, .. })) => {
+            assert_eq!(name, victim)
+        }
+        other => panic!("a missing {victim} is refused: {other:?}"),
+    }
+    // Repaired: the open fetches what is missing and keeps all of them.
+    std::fs::write(&file, &good).unwrap();
+    let replica = Replica::open(&url, &replica_options(&server, &dir)).unwrap();
+    for name in &sums {
+        assert_eq!(
+            std::fs::read(server.object_file(&format!("sums/{name}"))).unwrap(),
+            std::fs::read(dir.join("sums").join(name)).unwrap(),
+            "{name} kept at open"
+        );
+    }
+    let reader = open_reader(&replica);
+    assert_eq!(reader.head(), repo.head());
+    check(&reader, &commits);
+    // A second open needs none of them: with the object store failing, it stops at the manifest
+    // (its first request), never at a checksum object.
+    drop(reader);
+    drop(replica);
+    server.failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let refused = Replica::open(&url, &replica_options(&server, &dir));
+    assert!(matches!(&refused, Err(e) if e.is_unavailable()), "{refused:?}");
+    server.failing.store(false, std::sync::atomic::Ordering::SeqCst);
     drop(publisher);
     drop(repo);
 }
