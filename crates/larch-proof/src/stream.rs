@@ -6,8 +6,10 @@
 //!
 //! An element is a value, a directory or inode leaf listed with the kinded hashes of its entries
 //! (`Node`), an inner inode with the hashes of its buckets (`Inode`), or a chain of ≥ 2
-//! single-pointer inodes with the hash it ends on (`InodeExtender`). Each object appears once:
-//! the verifier remembers what it has taken (by hash and inode depth).
+//! single-pointer inodes with the hash it ends on (`InodeExtender`). Each object appears once,
+//! keyed by its hash alone as in Irmin 3.7.2's stream environment (`Proof.Env`, one `set` of
+//! hashes for values, directories and inodes): an inode leaf reached again at another depth (its
+//! hash does not include its depth) is not sent again, and the verifier reuses it at that depth.
 
 use crate::error::VerifyError;
 use crate::hash::{
@@ -129,7 +131,9 @@ pub fn verify_stream_with<T>(
 struct Consumer<'a> {
     elts: &'a [Elt],
     next: usize,
-    nodes: BTreeMap<(Hash, u8), PInode>,
+    /// Directories and inodes taken, by hash (as Irmin's consumer `nodes` table): the index of the
+    /// element that gave it, the depth it was read at and the inode.
+    nodes: BTreeMap<Hash, (usize, u8, PInode)>,
     contents: BTreeMap<Hash, Vec<u8>>,
 }
 
@@ -147,8 +151,12 @@ impl Consumer<'_> {
     }
 
     fn dir(&mut self, op: &'static str, hash: &Hash, depth: u8) -> Result<PInode, VerifyError> {
-        if let Some(inode) = self.nodes.get(&(*hash, depth)) {
-            return Ok(inode.clone());
+        if let Some((index, seen_depth, inode)) = self.nodes.get(hash) {
+            return at_depth(inode, *seen_depth, depth).ok_or(VerifyError::StreamMismatch {
+                index: *index,
+                why: REDEPTH,
+                hash: *hash,
+            });
         }
         let what = if depth == 0 { "node" } else { "inode" };
         let (index, elt) = self.take(op, what, hash)?;
@@ -163,14 +171,32 @@ impl Consumer<'_> {
             Elt::Node(entries) if depth == 0 => stable_trie(entries)?,
             _ => Vec::new(),
         };
-        for (key, sub) in chain {
-            self.nodes.entry(key).or_insert(sub);
+        for ((key, level), sub) in chain {
+            self.nodes.entry(key).or_insert((index, level, sub));
         }
-        self.nodes.insert((*hash, depth), inode.clone());
+        self.nodes.insert(*hash, (index, depth, inode.clone()));
         for (inner, inner_depth, _) in trie {
             self.dir(op, &inner, inner_depth)?;
         }
         Ok(inode)
+    }
+}
+
+const REDEPTH: &str = "an object reached again at a depth where it does not have its hash";
+
+/// The inode `inode`, read at `seen` and known by its hash, as the object reached by that hash at
+/// `depth`: the same object at the same depth; an inode leaf (`Values`, whose hash does not
+/// include its depth) at any other depth ≥ 1. Anything else would need two pre-images of one hash
+/// (a flat directory and an inode leaf, or an inner inode at two depths): `None`.
+fn at_depth(inode: &PInode, seen: u8, depth: u8) -> Option<PInode> {
+    if seen == depth {
+        return Some(inode.clone());
+    }
+    match inode {
+        PInode::Values(values) if seen > 0 && depth > 0 => {
+            Some(PInode::Values(PValues { depth, entries: values.entries.clone() }))
+        }
+        _ => None,
     }
 }
 
@@ -351,22 +377,24 @@ fn check_inode_length(length: u64, depth: u8) -> Result<(), &'static str> {
 // ---------------------------------------------------------------------------------------------
 // Production.
 
-/// Loads through a [`Source`] and records every object the first time it is read, in order.
+/// Loads through a [`Source`] and records every object the first time its hash is read, in
+/// order: Irmin 3.7.2's `Proof.Env` in stream `Produce` mode keeps one `set` of hashes for
+/// values, directories and inner inodes alike (`add_contents_from_store`, `add_node_from_store`,
+/// `add_recnode_from_store` push an element only when the hash is not in it).
 struct StreamRecorder<'a> {
     source: &'a mut dyn Source,
-    seen_nodes: BTreeSet<(Hash, u8)>,
-    seen_contents: BTreeSet<Hash>,
-    /// (hash, depth, element); depth 0 for values.
-    elts: Vec<(Hash, u8, Elt)>,
+    seen: BTreeSet<Hash>,
+    /// (hash, element), in the order read.
+    elts: Vec<(Hash, Elt)>,
 }
 
 impl StreamRecorder<'_> {
-    fn record_dir(&mut self, hash: &Hash, depth: u8, inode: &PInode) -> Result<(), VerifyError> {
-        if !self.seen_nodes.insert((*hash, depth)) {
+    fn record_dir(&mut self, hash: &Hash, inode: &PInode) -> Result<(), VerifyError> {
+        if !self.seen.insert(*hash) {
             return Ok(());
         }
         let elt = dehydrate(inode)?;
-        self.elts.push((*hash, depth, elt));
+        self.elts.push((*hash, elt));
         Ok(())
     }
 }
@@ -374,14 +402,14 @@ impl StreamRecorder<'_> {
 impl Resolver for StreamRecorder<'_> {
     fn contents(&mut self, _op: &'static str, hash: &Hash) -> Result<Vec<u8>, VerifyError> {
         let value = self.source.load_contents(hash)?;
-        if self.seen_contents.insert(*hash) {
-            self.elts.push((*hash, 0, Elt::Contents(value.clone())));
+        if self.seen.insert(*hash) {
+            self.elts.push((*hash, Elt::Contents(value.clone())));
         }
         Ok(value)
     }
     fn node(&mut self, _op: &'static str, hash: &Hash) -> Result<PInode, VerifyError> {
         let node = self.source.load_node(hash)?;
-        if self.seen_nodes.insert((*hash, 0)) {
+        if self.seen.insert(*hash) {
             let elt = dehydrate(&node)?;
             // A directory of 33 to 256 entries is an inode trie in irmin-pack: listing it whole
             // (Irmin's `head`, to send its entries) reads its inner inodes, recorded after it.
@@ -389,10 +417,10 @@ impl Resolver for StreamRecorder<'_> {
                 Elt::Node(entries) => stable_trie(entries)?,
                 _ => Vec::new(),
             };
-            self.elts.push((*hash, 0, elt));
-            for (inner, depth, inner_elt) in trie {
-                if self.seen_nodes.insert((inner, depth)) {
-                    self.elts.push((inner, depth, inner_elt));
+            self.elts.push((*hash, elt));
+            for (inner, _, inner_elt) in trie {
+                if self.seen.insert(inner) {
+                    self.elts.push((inner, inner_elt));
                 }
             }
         }
@@ -400,7 +428,7 @@ impl Resolver for StreamRecorder<'_> {
     }
     fn inode(&mut self, _op: &'static str, hash: &Hash, depth: u8) -> Result<PInode, VerifyError> {
         let inode = self.source.load_inode(hash, depth)?;
-        self.record_dir(hash, depth, &inode)?;
+        self.record_dir(hash, &inode)?;
         Ok(inode)
     }
 }
@@ -439,48 +467,50 @@ fn dehydrate(inode: &PInode) -> Result<Elt, VerifyError> {
     }
 }
 
-/// Irmin's post-processing: an inode with a single pointer whose target (read after it) is also a
-/// single-pointer inode becomes an extender over the whole chain; the chain's inner elements are
-/// dropped (the verifier learns them from the extender).
-fn compress(elts: Vec<(Hash, u8, Elt)>) -> Vec<Elt> {
-    let mut singletons: BTreeMap<(Hash, u8), (usize, u8, Hash)> = BTreeMap::new();
-    for (position, (hash, depth, elt)) in elts.iter().enumerate() {
+/// Irmin 3.7.2's `Proof.Env.post_processing`: every recorded single-pointer inode is a link
+/// `hash → (bucket, child)` (`singleton_inodes`, by hash). Going through the elements in order, one
+/// whose hash an earlier extender absorbed is dropped (`skips`); an inode with a single pointer
+/// whose child is a recorded single-pointer inode becomes an `Inode_extender` following the links
+/// as far as they go (`forward_lookup`, whatever order the chain was read in), and the chain's
+/// inodes but its last target are absorbed.
+fn compress(elts: Vec<(Hash, Elt)>) -> Vec<Elt> {
+    let mut singletons: BTreeMap<Hash, (u8, Hash)> = BTreeMap::new();
+    for (hash, elt) in &elts {
         if let Elt::Inode { proofs, .. } = elt
             && let [(index, child)] = proofs.as_slice()
         {
-            singletons.insert((*hash, *depth), (position, *index, *child));
+            singletons.insert(*hash, (*index, *child));
         }
     }
-    let mut skip = BTreeSet::new();
+    let mut skips: BTreeSet<Hash> = BTreeSet::new();
     let mut out = Vec::with_capacity(elts.len());
-    for (position, (_, depth, elt)) in elts.into_iter().enumerate() {
-        if skip.contains(&position) {
+    for (hash, elt) in elts {
+        if skips.contains(&hash) {
             continue;
         }
         let Elt::Inode { length, proofs } = elt else {
             out.push(elt);
             continue;
         };
-        let [(first, target)] = proofs.as_slice() else {
+        let [(first, child)] = proofs.as_slice() else {
             out.push(Elt::Inode { length, proofs });
             continue;
         };
-        let mut target = *target;
+        // Hashes are acyclic (a link goes one inode level down), and the links are at most the
+        // number of elements: the walk ends.
         let mut segments = alloc::vec![*first];
-        let mut level = depth;
-        let mut last = position;
-        while let Some(next) = level.checked_add(1)
-            && let Some((at, index, child)) = singletons.get(&(target, next)).copied()
-            && at > last
-            && !skip.contains(&at)
-        {
-            skip.insert(at);
+        let mut target = *child;
+        let mut absorbed = Vec::new();
+        while let Some((index, next)) = singletons.get(&target).copied() {
+            if segments.len() > singletons.len() {
+                break;
+            }
+            absorbed.push(target);
             segments.push(index);
-            target = child;
-            level = next;
-            last = at;
+            target = next;
         }
         if segments.len() >= 2 {
+            skips.extend(absorbed);
             out.push(Elt::InodeExtender { length, segments, proof: target });
         } else {
             out.push(Elt::Inode { length, proofs });
@@ -507,12 +537,7 @@ pub fn produce_stream_with<T>(
     root: KindedHash,
     f: impl FnOnce(&mut Context<'_>) -> Result<T, VerifyError>,
 ) -> Result<(StreamProof, T), VerifyError> {
-    let mut recorder = StreamRecorder {
-        source,
-        seen_nodes: BTreeSet::new(),
-        seen_contents: BTreeSet::new(),
-        elts: Vec::new(),
-    };
+    let mut recorder = StreamRecorder { source, seen: BTreeSet::new(), elts: Vec::new() };
     let mut context = Context::new(blinded_root(root), &mut recorder, Some(root));
     let value = f(&mut context)?;
     let after = context.hash()?;

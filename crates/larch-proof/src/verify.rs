@@ -267,21 +267,16 @@ pub fn produce_with<T>(
 ) -> Result<(Proof, T), VerifyError> {
     let mut recorder =
         Recorder { source, nodes: BTreeMap::new(), inodes: BTreeMap::new(), contents: BTreeMap::new() };
-    let work = match root.kind {
-        Kind::Node => {
-            // The root of a proof is always opened.
-            let node = recorder.node("produce", &root.hash)?;
-            PNode::Dir(Box::new(node))
-        }
-        Kind::Contents => PNode::BlindedContents(root.hash),
-    };
-    let mut context = Context { root: work, resolver: &mut recorder, unchanged: Some(root) };
-    let value = f(&mut context)?;
-    let after = context.hash()?;
+    // The root is opened only when `f` (or the after hash) reads it: Irmin's `produce_proof`
+    // imports the tree lazily (`import_with_env` → `Node.of_key`), so a computation that reads
+    // nothing gives the blinded root.
     let blinded = match root.kind {
         Kind::Node => PNode::BlindedNode(root.hash),
         Kind::Contents => PNode::BlindedContents(root.hash),
     };
+    let mut context = Context { root: blinded.clone(), resolver: &mut recorder, unchanged: Some(root) };
+    let value = f(&mut context)?;
+    let after = context.hash()?;
     let state = model::to_proof(&recorder.reveal(&blinded));
     Ok((Proof { version: 0, before: root, after, state }, value))
 }
