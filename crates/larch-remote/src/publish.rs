@@ -27,8 +27,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-/// A new piece absorbs the previous pieces anyway once a file has this many.
+/// A new piece absorbs the previous pieces shorter than [`MAX_PIECE_BYTES`] anyway once a file
+/// has this many of them.
 const MAX_PIECES: usize = 24;
+
+/// The longest piece: a longer range (a large GC segment) is published as several pieces of at
+/// most this size, each read into memory and uploaded with one `PUT`. Pieces of this size are
+/// never absorbed by a later one.
+const MAX_PIECE_BYTES: u64 = 64 << 20;
 
 /// When and how the writer publishes manifests.
 #[derive(Clone, Debug)]
@@ -431,20 +437,25 @@ impl Core {
         if from == len {
             return Ok(PiecedFile { name: name.to_string(), len, pieces });
         }
+        let mut small = pieces.iter().filter(|p| p.len() < MAX_PIECE_BYTES).count();
         while let Some(last) = pieces.last() {
-            if last.len() > len - from && pieces.len() < MAX_PIECES {
+            if last.len() >= MAX_PIECE_BYTES || (last.len() > len - from && small < MAX_PIECES) {
                 break;
             }
             from = last.from;
             pieces.pop();
+            small -= 1;
         }
-        let piece = Piece { from, to: len, generation };
-        let mut bytes = vec![0u8; (len - from) as usize];
-        file.read_exact_at(&mut bytes, from).map_err(|e| local(&self.store.join(name), "read", e))?;
-        put_verified(&self.client, &piece.object(name), Bytes::from(bytes))?;
-        self.stats.pieces += 1;
-        self.stats.piece_bytes += piece.len();
-        pieces.push(piece);
+        while from < len {
+            let piece = Piece { from, to: len.min(from.saturating_add(MAX_PIECE_BYTES)), generation };
+            let mut bytes = vec![0u8; piece.len() as usize];
+            file.read_exact_at(&mut bytes, from).map_err(|e| local(&self.store.join(name), "read", e))?;
+            put_verified(&self.client, &piece.object(name), Bytes::from(bytes))?;
+            self.stats.pieces += 1;
+            self.stats.piece_bytes += piece.len();
+            from = piece.to;
+            pieces.push(piece);
+        }
         Ok(PiecedFile { name: name.to_string(), len, pieces })
     }
 
