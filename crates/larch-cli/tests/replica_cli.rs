@@ -81,7 +81,25 @@ fn a_replica_process_serves_what_the_writer_published() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let url = format!("s3://{BUCKET}/ctx");
 
-    // No manifest yet: the replica says so and exits.
+    // A writer that publishes no manifest (`--manifest-interval 0`) creates the prefix (its
+    // `larch-lower` marker, archived chunks): the replica says there is no manifest, and exits.
+    let out = Command::new(env!("CARGO_BIN_EXE_larch"))
+        .args([
+            "archive",
+            path_str(&store),
+            "--lower",
+            &url,
+            "--keep-blocks",
+            "20",
+            "--manifest-interval",
+            "0",
+        ])
+        .envs(server.env())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(server.object_file("ctx/larch-lower").exists());
+    assert!(!server.object_file("ctx/manifest").exists());
     let cache = dir.path().join("replica");
     let out = Command::new(env!("CARGO_BIN_EXE_larch"))
         .args(["serve", "--remote", &url, "--cache-dir", path_str(&cache), "--listen", "127.0.0.1:0"])
@@ -90,7 +108,7 @@ fn a_replica_process_serves_what_the_writer_published() {
         .unwrap();
     assert!(!out.status.success());
     assert!(
-        text(&out.stderr).contains("no manifest") || text(&out.stderr).contains("no larch-lower"),
+        text(&out.stderr).contains("has no manifest: no writer published one yet"),
         "{}",
         text(&out.stderr)
     );

@@ -27,8 +27,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-/// A new piece absorbs the previous pieces anyway once a file has this many.
+/// A new piece absorbs the previous pieces shorter than [`MAX_PIECE_BYTES`] anyway once a file
+/// has this many of them.
 const MAX_PIECES: usize = 24;
+
+/// The longest piece: a longer range (a large GC segment) is published as several pieces of at
+/// most this size, each read into memory and uploaded with one `PUT`. Pieces of this size are
+/// never absorbed by a later one.
+const MAX_PIECE_BYTES: u64 = 64 << 20;
 
 /// When and how the writer publishes manifests.
 #[derive(Clone, Debug)]
@@ -80,6 +86,11 @@ struct Core {
     sums_dir: PathBuf,
     identity: [u8; 16],
     last: Option<Manifest>,
+    /// The objects named by manifests whose `PUT` was sent since `last` but not confirmed by
+    /// the read-back: any of them may be in the bucket (and applied by replicas), so these
+    /// objects are retired only once a later manifest is confirmed.
+    unconfirmed: HashSet<String>,
+    /// Never used twice, even by a manifest that may not have been written.
     next_generation: u64,
     last_publish: Option<Instant>,
     retired: Vec<(String, Instant)>,
@@ -179,6 +190,7 @@ impl Publisher {
                 ..PublishStats::default()
             },
             last,
+            unconfirmed: HashSet::new(),
             next_generation: top + 1,
             last_publish: None,
             retired,
@@ -367,23 +379,23 @@ impl Core {
         })?;
         let manifest = Manifest { slot, confirm, ..manifest };
         let encoded = manifest.encode();
-        self.client.put(MANIFEST_OBJECT, Bytes::from(encoded.clone()))?;
-        if self.client.get(MANIFEST_OBJECT)?.as_ref() != encoded.as_slice() {
-            return Err(Skip::Failed(RemoteError::Corrupt {
-                url: self.client.url().to_string(),
-                name: MANIFEST_OBJECT.into(),
-                reason: "the manifest read back differs from the bytes uploaded".into(),
-            }));
+        // The generation is spent once the `PUT` is sent: a manifest that may have been written
+        // (a `PUT` answered with an error, a read-back that failed) must not share it with a
+        // different one, which replicas that applied the first would ignore.
+        self.next_generation = generation + 1;
+        if let Err(e) = self.write_manifest(encoded) {
+            self.unconfirmed.extend(manifest.objects());
+            return Err(Skip::Failed(e));
         }
-        // Objects the new manifest no longer names: deleted once the grace period is over.
+        // Objects no longer named by the new manifest (nor by one that may have been written
+        // before it): deleted once the grace period is over.
         let named: HashSet<String> = manifest.objects().into_iter().collect();
         let now_at = Instant::now();
-        for object in self.last.iter().flat_map(Manifest::objects) {
-            if !named.contains(&object) {
-                self.retired.push((object, now_at));
-            }
-        }
-        self.next_generation = generation + 1;
+        let mut retiring = std::mem::take(&mut self.unconfirmed);
+        retiring.extend(self.last.iter().flat_map(Manifest::objects));
+        let mut retiring: Vec<String> = retiring.into_iter().filter(|o| !named.contains(o)).collect();
+        retiring.sort();
+        self.retired.extend(retiring.into_iter().map(|object| (object, now_at)));
         self.last = Some(manifest);
         self.last_publish = Some(now_at);
         self.stats.generation = generation;
@@ -391,6 +403,19 @@ impl Core {
         self.stats.retiring = self.retired.len() as u64;
         self.stats.last_error = None;
         Ok(Some(generation))
+    }
+
+    /// Writes the manifest `encoded`, then reads it back and compares.
+    fn write_manifest(&self, encoded: Vec<u8>) -> Result<(), RemoteError> {
+        self.client.put(MANIFEST_OBJECT, Bytes::from(encoded.clone()))?;
+        if self.client.get(MANIFEST_OBJECT)?.as_ref() != encoded.as_slice() {
+            return Err(RemoteError::Corrupt {
+                url: self.client.url().to_string(),
+                name: MANIFEST_OBJECT.into(),
+                reason: "the manifest read back differs from the bytes uploaded".into(),
+            });
+        }
+        Ok(())
     }
 
     /// The pieces of `name` covering `[0, len)`: the previous manifest's, and a new piece for
@@ -412,20 +437,25 @@ impl Core {
         if from == len {
             return Ok(PiecedFile { name: name.to_string(), len, pieces });
         }
+        let mut small = pieces.iter().filter(|p| p.len() < MAX_PIECE_BYTES).count();
         while let Some(last) = pieces.last() {
-            if last.len() > len - from && pieces.len() < MAX_PIECES {
+            if last.len() >= MAX_PIECE_BYTES || (last.len() > len - from && small < MAX_PIECES) {
                 break;
             }
             from = last.from;
             pieces.pop();
+            small -= 1;
         }
-        let piece = Piece { from, to: len, generation };
-        let mut bytes = vec![0u8; (len - from) as usize];
-        file.read_exact_at(&mut bytes, from).map_err(|e| local(&self.store.join(name), "read", e))?;
-        put_verified(&self.client, &piece.object(name), Bytes::from(bytes))?;
-        self.stats.pieces += 1;
-        self.stats.piece_bytes += piece.len();
-        pieces.push(piece);
+        while from < len {
+            let piece = Piece { from, to: len.min(from.saturating_add(MAX_PIECE_BYTES)), generation };
+            let mut bytes = vec![0u8; piece.len() as usize];
+            file.read_exact_at(&mut bytes, from).map_err(|e| local(&self.store.join(name), "read", e))?;
+            put_verified(&self.client, &piece.object(name), Bytes::from(bytes))?;
+            self.stats.pieces += 1;
+            self.stats.piece_bytes += piece.len();
+            from = piece.to;
+            pieces.push(piece);
+        }
         Ok(PiecedFile { name: name.to_string(), len, pieces })
     }
 

@@ -75,6 +75,16 @@ pub enum ReplicaError {
         /// The prefix.
         url: String,
     },
+    /// A length the manifest gives cannot be held in memory.
+    #[error("{url}/{MANIFEST_OBJECT}: its {field} ({value}) is too large to read")]
+    TooLarge {
+        /// The prefix.
+        url: String,
+        /// The manifest's field.
+        field: &'static str,
+        /// Its value.
+        value: u64,
+    },
     /// The prefix or its manifest is not the one this replica follows.
     #[error("the replica of {url} refuses it: {reason}")]
     Foreign {
@@ -121,6 +131,8 @@ struct Pending {
     /// The index bytes `[from, index_end)`.
     index: Vec<u8>,
     from: u64,
+    /// The generation applied when it was fetched (what `from` was chosen against).
+    base: u64,
 }
 
 #[derive(Debug)]
@@ -300,26 +312,6 @@ impl Replica {
         for path in [dir, &mirror, &spool, &sums] {
             std::fs::create_dir_all(path).map_err(|e| local(path, "create", e))?;
         }
-        let origin = dir.join(ORIGIN_FILE);
-        match std::fs::read_to_string(&origin) {
-            Ok(text) if text.trim_end() == url.to_string() => {}
-            Ok(text) => {
-                return Err(ReplicaError::Foreign {
-                    url: url.to_string(),
-                    reason: format!(
-                        "the cache directory {} serves {:?} (give each replica its own --cache-dir)",
-                        dir.display(),
-                        text.trim_end()
-                    ),
-                });
-            }
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                crate::dir::write_atomically(dir, ORIGIN_FILE, format!("{url}\n").as_bytes())?;
-            }
-            Err(e) => return Err(local(&origin, "read", e).into()),
-        }
-        let cache = Arc::new(BlockCache::open(&blocks, options.cache_bytes)?);
-        let remote = Arc::new(RemoteDirectory::new(client.clone(), cache.clone(), spool, sums, None));
         let foreign = |reason: String| ReplicaError::Foreign { url: url.to_string(), reason };
         let marker = client
             .get_opt(LOWER_MARKER)?
@@ -330,6 +322,9 @@ impl Replica {
             .and_then(|hex| hex::decode(hex).ok())
             .and_then(|bytes| <[u8; 16]>::try_from(bytes).ok())
             .ok_or_else(|| foreign(format!("its {LOWER_MARKER} object is not a store identity")))?;
+        check_origin(dir, &url, identity)?;
+        let cache = Arc::new(BlockCache::open(&blocks, options.cache_bytes)?);
+        let remote = Arc::new(RemoteDirectory::new(client.clone(), cache.clone(), spool, sums, None));
         let manifest = Arc::new(fetch_manifest(&client, &url, identity)?);
         remote.prefetch_sums(&archived_chunks(&manifest), in_flight)?;
         let inner = Arc::new(Inner {
@@ -338,10 +333,9 @@ impl Replica {
             current: RwLock::new(manifest.clone()),
             opened: Mutex::new(HashMap::new()),
         });
-        let mut index = vec![0u8; manifest.index_end as usize];
         let commits =
             manifest.file("commits").ok_or_else(|| foreign("its manifest names no commit index".into()))?;
-        inner.read_pieces(commits, 0, &mut index).map_err(|e| io_error(&url, e))?;
+        let index = read_index(&inner, &url, commits, 0, manifest.index_end)?;
         let replica = Replica {
             url,
             client,
@@ -401,7 +395,9 @@ impl Replica {
     fn fetch_inner(&self) -> Result<bool, ReplicaError> {
         let manifest = fetch_manifest(&self.client, &self.url, self.identity)?;
         let applied = self.lock().applied.clone();
-        if manifest.generation == applied.generation {
+        // An older manifest than the one applied (another reload applied a newer one meanwhile,
+        // or the bucket's went back): never followed backwards.
+        if manifest.generation <= applied.generation {
             return Ok(false);
         }
         // The same timeline grown: only the new index bytes; else (a rewound or replaced store)
@@ -414,19 +410,39 @@ impl Replica {
             url: self.url.to_string(),
             reason: "its manifest names no commit index".into(),
         })?;
-        let mut index = vec![0u8; manifest.index_end.saturating_sub(from) as usize];
-        self.inner.read_pieces(commits, from, &mut index).map_err(|e| io_error(&self.url, e))?;
+        let index = read_index(&self.inner, &self.url, commits, from, manifest.index_end)?;
         // The chunks archived since: their checksums now, off the store lock.
         self.inner.remote.prefetch_sums(&archived_chunks(&manifest), SUMS_IN_FLIGHT)?;
-        self.lock().pending = Some(Pending { manifest: Arc::new(manifest), index, from });
+        let mut follow = self.lock();
+        let newer = |generation: u64| manifest.generation > generation;
+        if !newer(follow.applied.generation)
+            || follow.pending.as_ref().is_some_and(|p| !newer(p.manifest.generation))
+        {
+            // A concurrent reload fetched (or applied) this generation or a newer one.
+            return Ok(follow.pending.is_some());
+        }
+        follow.pending =
+            Some(Pending { manifest: Arc::new(manifest), index, from, base: applied.generation });
         Ok(true)
     }
 
     /// Applies what [`Replica::fetch`] prepared: the new index bytes and control image into the
     /// mirror, the new pieces into the lower layer. `false` when nothing was pending. Run it
     /// where no reader of the mirror reloads at the same time (a server: under its store lock).
+    /// A pending manifest no newer than the one applied, or fetched against another applied
+    /// manifest than the current one (a concurrent reload applied one meanwhile), is dropped:
+    /// the replica never moves backwards, and the next fetch prepares it again.
     pub fn apply(&self) -> Result<bool, ReplicaError> {
-        let Some(pending) = self.lock().pending.take() else { return Ok(false) };
+        let pending = {
+            let mut follow = self.lock();
+            let Some(pending) = follow.pending.take() else { return Ok(false) };
+            if pending.base != follow.applied.generation
+                || pending.manifest.generation <= follow.applied.generation
+            {
+                return Ok(false);
+            }
+            pending
+        };
         self.write_mirror(&pending.manifest, pending.from, &pending.index, pending.from == 0)?;
         self.lock().applied = pending.manifest;
         Ok(true)
@@ -486,6 +502,80 @@ impl Replica {
             cache: self.cache.stats(),
         }
     }
+}
+
+/// Checks that the cache directory `dir` serves `url` (its `replica-origin` file, written when
+/// absent), and that its caches hold the store `identity`'s objects: when the prefix now holds
+/// another store (wiped and written again under the same names), the checksum copies and the
+/// block cache are emptied before anything is read from them.
+fn check_origin(dir: &Path, url: &RemoteUrl, identity: [u8; 16]) -> Result<(), ReplicaError> {
+    let origin = dir.join(ORIGIN_FILE);
+    let expected = format!("{url} {}", hex::encode(identity));
+    let text = match std::fs::read_to_string(&origin) {
+        Ok(text) => text,
+        Err(e) if e.kind() == ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(local(&origin, "read", e).into()),
+    };
+    let text = text.trim_end();
+    if text == expected {
+        return Ok(());
+    }
+    let served = text.split_once(' ').map_or(text, |(served, _)| served);
+    if !text.is_empty() && served != url.to_string() {
+        return Err(ReplicaError::Foreign {
+            url: url.to_string(),
+            reason: format!(
+                "the cache directory {} serves {served:?} (give each replica its own --cache-dir)",
+                dir.display(),
+            ),
+        });
+    }
+    if !text.is_empty() {
+        tracing::warn!("{url} holds another store than {} cached: its caches are emptied", dir.display());
+    }
+    for name in ["sums", "blocks"] {
+        let path = dir.join(name);
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(local(&path, "remove", e).into()),
+        }
+    }
+    let sums = dir.join("sums");
+    std::fs::create_dir_all(&sums).map_err(|e| local(&sums, "create", e))?;
+    crate::dir::write_atomically(dir, ORIGIN_FILE, format!("{expected}\n").as_bytes())?;
+    Ok(())
+}
+
+/// The bytes read at a time from the commit index's pieces: the buffer grows with the bytes
+/// actually read, never to a length a manifest only claims.
+const INDEX_STEP: u64 = 16 << 20;
+
+/// The commit index bytes `[from, end)` from its pieces `commits`.
+fn read_index(
+    inner: &Inner,
+    url: &RemoteUrl,
+    commits: &PiecedFile,
+    from: u64,
+    end: u64,
+) -> Result<Vec<u8>, ReplicaError> {
+    let mut index = Vec::new();
+    let mut at = from;
+    while at < end {
+        let take = (end - at).min(INDEX_STEP) as usize;
+        let done = index.len();
+        index.try_reserve_exact(take).map_err(|_| ReplicaError::TooLarge {
+            url: url.to_string(),
+            field: "index_end",
+            value: end,
+        })?;
+        index.resize(done + take, 0);
+        inner
+            .read_pieces(commits, at, index.get_mut(done..).unwrap_or_default())
+            .map_err(|e| io_error(url, e))?;
+        at += take as u64;
+    }
+    Ok(index)
 }
 
 /// A failure reading pieces, as the error of the object store it came from when it did.

@@ -11,7 +11,8 @@ mod common;
 use common::{BUCKET, S3Server};
 use larch_core::{CommitInfo, Hash};
 use larch_remote::{
-    PublishOptions, Publisher, RemoteError, RemoteLower, RemoteOptions, Replica, ReplicaError, ReplicaOptions,
+    Manifest, PublishOptions, Publisher, RemoteError, RemoteLower, RemoteOptions, Replica, ReplicaError,
+    ReplicaOptions,
 };
 use larch_store::{Repo, RepoOptions};
 use std::path::Path;
@@ -48,8 +49,13 @@ fn open_reader(replica: &Replica) -> Repo {
 
 /// Every value of every commit in `commits` (block numbers from 0) as `repo` reads it.
 fn check(repo: &Repo, commits: &[Hash]) {
+    check_from(repo, commits, 0);
+}
+
+/// [`check`] of commits whose block numbers start at `first`.
+fn check_from(repo: &Repo, commits: &[Hash], first: u32) {
     for (block, hash) in commits.iter().enumerate() {
-        let block = block as u32;
+        let block = block as u32 + first;
         let tree = repo.checkout(hash).unwrap_or_else(|e| panic!("commit {block}: {e}"));
         for key in [0, 7, 19] {
             let found =
@@ -229,4 +235,175 @@ fn a_replica_open_fetches_and_verifies_every_checksum_object() {
     server.failing.store(false, std::sync::atomic::Ordering::SeqCst);
     drop(publisher);
     drop(repo);
+}
+
+/// A writer archiving to `s3://BUCKET/{prefix}` with a publisher that publishes when asked and
+/// retires at once (grace zero).
+struct Writer {
+    repo: Repo,
+    lower: RemoteLower,
+    publisher: Publisher,
+    commits: Vec<Hash>,
+    url: String,
+}
+
+impl Writer {
+    fn start(server: &S3Server, root: &Path, prefix: &str, name: &str) -> Writer {
+        let (store, cache) = (root.join(format!("store-{name}")), root.join(format!("cache-{name}")));
+        std::fs::create_dir(&store).unwrap();
+        let url = format!("s3://{BUCKET}/{prefix}");
+        let options =
+            RemoteOptions { cache_dir: Some(cache), cache_bytes: 1 << 20, client: server.settings() };
+        let lower = RemoteLower::open(&url, &store, true, &options).unwrap();
+        let repo = Repo::open_with_layer(&store, repo_options(), Some(lower.layer())).unwrap();
+        let publish =
+            PublishOptions { poll: Duration::ZERO, grace: Duration::ZERO, ..PublishOptions::default() };
+        let publisher = Publisher::start(&lower, &store, publish).unwrap();
+        Writer { repo, lower, publisher, commits: Vec::new(), url }
+    }
+
+    /// Commits the blocks `blocks`, archiving every tenth one's predecessors.
+    fn commit(&mut self, blocks: std::ops::Range<u32>) {
+        for block in blocks {
+            let hash = commit_block(&mut self.repo, self.commits.last().copied(), block);
+            self.commits.push(hash);
+            if block % 10 == 9 {
+                self.repo.archive(&self.commits[self.commits.len() - 5]).unwrap();
+                assert!(self.lower.wait_uploaded(Duration::from_secs(60)));
+            }
+        }
+    }
+}
+
+/// The manifest in the bucket, decoded.
+fn bucket_manifest(server: &S3Server, prefix: &str) -> Manifest {
+    Manifest::decode(&std::fs::read(server.object_file(&format!("{prefix}/manifest"))).unwrap()).unwrap()
+}
+
+#[test]
+fn a_manifest_that_may_have_been_written_never_shares_its_generation() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = Writer::start(&server, root.path(), "maybe", "w");
+    writer.commit(0..15);
+    let first = writer.publisher.publish_now().unwrap().unwrap();
+    let replica = Replica::open(&writer.url, &replica_options(&server, &root.path().join("r"))).unwrap();
+    let mut reader = open_reader(&replica);
+    writer.commit(15..25);
+    // The manifest's PUT succeeds, its read-back fails: the attempt fails, the manifest is there.
+    *server.failing_gets.lock().unwrap() = Some("/manifest".into());
+    assert!(writer.publisher.publish_now().is_err());
+    *server.failing_gets.lock().unwrap() = None;
+    let written = bucket_manifest(&server, "maybe").generation;
+    assert!(written > first);
+    // A replica applies it.
+    assert!(replica.fetch().unwrap() && replica.apply().unwrap());
+    assert!(reader.reload().unwrap());
+    assert_eq!(replica.status().generation, written);
+    check(&reader, &writer.commits);
+    // The retry is a newer generation, which the replica follows; nothing it still reads is
+    // deleted (grace zero) before it did.
+    let retry = writer.publisher.publish_now().unwrap().expect("the retry publishes");
+    assert!(retry > written, "the retry reuses generation {written}");
+    writer.publisher.sweep(Duration::ZERO);
+    assert!(replica.fetch().unwrap() && replica.apply().unwrap());
+    reader.reload().unwrap(); // the same state as the manifest applied: nothing new to see
+    assert_eq!(replica.status().generation, retry);
+    check(&reader, &writer.commits);
+    writer.commit(25..30);
+    writer.publisher.publish_now().unwrap().unwrap();
+    assert!(writer.publisher.sweep(Duration::ZERO) > 0, "the objects of the manifests replaced are retired");
+    assert!(replica.fetch().unwrap() && replica.apply().unwrap());
+    assert!(reader.reload().unwrap());
+    check(&reader, &writer.commits);
+}
+
+#[test]
+fn a_replica_never_moves_back_to_an_older_manifest() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = Writer::start(&server, root.path(), "back", "w");
+    writer.commit(0..12);
+    writer.publisher.publish_now().unwrap().unwrap();
+    let replica = Replica::open(&writer.url, &replica_options(&server, &root.path().join("r"))).unwrap();
+    let mut reader = open_reader(&replica);
+    writer.commit(12..20);
+    let older = writer.publisher.publish_now().unwrap().unwrap();
+    let file = server.object_file("back/manifest");
+    let older_bytes = std::fs::read(&file).unwrap();
+    writer.commit(20..28);
+    let newer = writer.publisher.publish_now().unwrap().unwrap();
+    assert!(replica.fetch().unwrap() && replica.apply().unwrap());
+    assert!(reader.reload().unwrap());
+    let head = reader.head();
+    assert_eq!(replica.status().generation, newer);
+    // The older manifest fetched after the newer one was applied (a concurrent reload, or the
+    // bucket's object going back): ignored, the head stays.
+    std::fs::write(&file, &older_bytes).unwrap();
+    assert_eq!(bucket_manifest(&server, "back").generation, older);
+    let fetched = replica.fetch().unwrap();
+    let applied = replica.apply().unwrap();
+    assert!(!fetched && !applied, "fetched {fetched}, applied {applied}");
+    assert_eq!(replica.status().generation, newer);
+    reader.reload().unwrap();
+    assert_eq!(reader.head(), head);
+    check(&reader, &writer.commits);
+}
+
+#[test]
+fn a_manifest_claiming_a_huge_index_is_refused_without_allocating_it() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = Writer::start(&server, root.path(), "huge", "w");
+    writer.commit(0..12);
+    writer.publisher.publish_now().unwrap().unwrap();
+    // Resealed (its checksum recomputed): the commit index claimed 1 PiB long.
+    let mut manifest = bucket_manifest(&server, "huge");
+    let huge = 1u64 << 50;
+    manifest.index_end = huge;
+    let commits = manifest.files.iter_mut().find(|f| f.name == "commits").unwrap();
+    commits.len = huge;
+    commits.pieces.last_mut().unwrap().to = huge;
+    std::fs::write(server.object_file("huge/manifest"), manifest.encode()).unwrap();
+    let opened = Replica::open(&writer.url, &replica_options(&server, &root.path().join("r")));
+    assert!(matches!(opened, Err(ReplicaError::Remote(_) | ReplicaError::TooLarge { .. })), "{opened:?}");
+}
+
+#[test]
+fn a_replica_cache_of_another_store_under_the_same_names_is_never_served() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("r");
+    // Store A published; a replica reads all of it (checksum copies and blocks cached).
+    let mut a = Writer::start(&server, root.path(), "same", "a");
+    a.commit(0..30);
+    a.publisher.publish_now().unwrap().unwrap();
+    {
+        let replica = Replica::open(&a.url, &replica_options(&server, &dir)).unwrap();
+        check(&open_reader(&replica), &a.commits);
+        assert!(replica.status().cache.used > 0);
+    }
+    drop(a);
+    let chunks = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("chunk.") && name.ends_with(".sums"))
+            .collect();
+        names.sort();
+        names
+    };
+    let of_a = chunks(&server.object_file("same"));
+    // The prefix wiped, store B publishes there: other values under the same object names.
+    std::fs::remove_dir_all(server.object_file("same")).unwrap();
+    let mut b = Writer::start(&server, root.path(), "same", "b");
+    b.commit(1000..1030);
+    b.publisher.publish_now().unwrap().unwrap();
+    let reused: Vec<String> =
+        chunks(&server.object_file("same")).into_iter().filter(|name| of_a.contains(name)).collect();
+    assert!(!reused.is_empty(), "B names no chunk as A did: {of_a:?}");
+    let replica = Replica::open(&b.url, &replica_options(&server, &dir)).unwrap();
+    let reader = open_reader(&replica);
+    assert_eq!(reader.head(), b.commits.last().copied());
+    check_from(&reader, &b.commits, 1000);
 }

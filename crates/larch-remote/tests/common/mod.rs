@@ -12,6 +12,7 @@ use larch_remote::ClientSettings;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -30,6 +31,8 @@ pub struct S3Server {
     task: Option<tokio::task::JoinHandle<()>>,
     /// While set, every request is answered 503 Service Unavailable.
     pub failing: Arc<AtomicBool>,
+    /// While set, every `GET` of a key ending with it is answered 503 (other requests served).
+    pub failing_gets: Arc<Mutex<Option<String>>>,
 }
 
 impl S3Server {
@@ -41,8 +44,14 @@ impl S3Server {
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut server =
-            S3Server { root, addr, runtime, task: None, failing: Arc::new(AtomicBool::new(false)) };
+        let mut server = S3Server {
+            root,
+            addr,
+            runtime,
+            task: None,
+            failing: Arc::new(AtomicBool::new(false)),
+            failing_gets: Arc::new(Mutex::new(None)),
+        };
         server.serve(listener);
         server
     }
@@ -53,6 +62,7 @@ impl S3Server {
         builder.set_auth(s3s::auth::SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
         let service = builder.build();
         let failing = self.failing.clone();
+        let failing_gets = self.failing_gets.clone();
         self.task = Some(self.runtime.spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
             loop {
@@ -62,11 +72,18 @@ impl S3Server {
                 let _ = socket.set_nodelay(true);
                 let service = service.clone();
                 let failing = failing.clone();
+                let failing_gets = failing_gets.clone();
                 connections.spawn(async move {
                     let handler =
                         hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
                             let service = service.clone();
-                            let failing = failing.load(Ordering::SeqCst);
+                            let failing = failing.load(Ordering::SeqCst)
+                                || (request.method() == http::Method::GET
+                                    && failing_gets
+                                        .lock()
+                                        .unwrap()
+                                        .as_ref()
+                                        .is_some_and(|key| request.uri().path().ends_with(key.as_str())));
                             async move {
                                 if failing {
                                     let mut response =
