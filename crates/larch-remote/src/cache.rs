@@ -9,10 +9,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 type Key = (String, u64);
+
+/// How many cached blocks' files stay open for the next hits (a warm read is then one `pread`, as
+/// on a local store, not an `open`, a `pread` and a `close`).
+const OPEN_FILES: usize = 64;
 
 #[derive(Debug, Default)]
 struct State {
@@ -53,6 +57,9 @@ pub struct BlockCache {
     dir: PathBuf,
     capacity: u64,
     state: Mutex<State>,
+    /// Open files of recently hit blocks (at most [`OPEN_FILES`]; emptied when full). A block's
+    /// file is dropped from it before the file is removed or replaced.
+    open: Mutex<HashMap<Key, Arc<std::fs::File>>>,
     hits: AtomicU64,
     misses: AtomicU64,
     temp: AtomicU64,
@@ -85,6 +92,7 @@ impl BlockCache {
             dir: dir.to_path_buf(),
             capacity,
             state: Mutex::new(State::default()),
+            open: Mutex::new(HashMap::new()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             temp: AtomicU64::new(0),
@@ -99,6 +107,33 @@ impl BlockCache {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn open_files(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<std::fs::File>>> {
+        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Closes the kept file of `key`, if any (before its file is removed or replaced).
+    fn close(&self, key: &Key) {
+        self.open_files().remove(key);
+    }
+
+    /// Reads from the block's file, kept open for the next hits.
+    fn read_open(&self, key: &Key, path: &Path, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let kept = self.open_files().get(key).cloned();
+        let file = match kept {
+            Some(file) => file,
+            None => {
+                let file = Arc::new(std::fs::File::open(path)?);
+                let mut open = self.open_files();
+                if open.len() >= OPEN_FILES {
+                    open.clear();
+                }
+                open.insert(key.clone(), file.clone());
+                file
+            }
+        };
+        file.read_exact_at(buf, offset)
     }
 
     /// Records the block `key` of `len` bytes, then evicts the oldest blocks beyond the budget.
@@ -123,6 +158,7 @@ impl BlockCache {
             }
         }
         for (chunk, block) in evicted {
+            self.close(&(chunk.clone(), block));
             let _ = std::fs::remove_file(self.dir.join(file_name(&chunk, block)));
         }
     }
@@ -158,7 +194,7 @@ impl BlockCache {
         let path = self.dir.join(file_name(name, block));
         let hit = match cached {
             None => false,
-            Some(true) => std::fs::File::open(&path).and_then(|file| file.read_exact_at(buf, offset)).is_ok(),
+            Some(true) => self.read_open(&key, &path, buf, offset).is_ok(),
             Some(false) => {
                 let whole = std::fs::read(&path).ok().filter(|bytes| verify(bytes));
                 let piece = whole.as_ref().and_then(|bytes| {
@@ -180,6 +216,7 @@ impl BlockCache {
                             state.used -= len;
                         }
                         drop(state);
+                        self.close(&key);
                         let _ = std::fs::remove_file(&path);
                         false
                     }
@@ -204,12 +241,14 @@ impl BlockCache {
             std::process::id(),
             self.temp.fetch_add(1, Ordering::Relaxed)
         ));
+        let key = (name.to_string(), block);
+        self.close(&key);
         let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, &final_path));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
             return;
         }
-        self.admit((name.to_string(), block), bytes.len() as u64, true);
+        self.admit(key, bytes.len() as u64, true);
     }
 
     /// Forgets every block of `name` (its object was removed).
@@ -220,6 +259,7 @@ impl BlockCache {
             if let Some((tick, len, _)) = state.entries.remove(&key) {
                 state.order.remove(&tick);
                 state.used -= len;
+                self.close(&key);
                 let _ = std::fs::remove_file(self.dir.join(file_name(&key.0, key.1)));
             }
         }
@@ -267,6 +307,30 @@ mod tests {
         reopened.forget("chunk.1").unwrap();
         assert_eq!(reopened.stats().used, 0);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// Warm hits read through a kept file; a block forgotten, evicted or inserted again is never
+    /// read through the file it had before, and the kept files stay bounded.
+    #[test]
+    fn kept_files_follow_the_blocks_they_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = BlockCache::open(dir.path(), 1 << 20).unwrap();
+        let mut buf = [0u8; 4];
+        cache.insert("chunk.1", 0, &[1; 100]);
+        assert!(cache.read("chunk.1", 0, 0, &mut buf, |_| true));
+        assert_eq!(cache.open_files().len(), 1);
+        cache.insert("chunk.1", 0, &[7; 100]); // the object came back with other bytes
+        assert!(cache.read("chunk.1", 0, 0, &mut buf, |_| true));
+        assert_eq!(buf, [7; 4]);
+        cache.forget("chunk.1").unwrap();
+        assert!(!cache.read("chunk.1", 0, 0, &mut buf, |_| true));
+        assert!(cache.open_files().is_empty());
+        for block in 0..(OPEN_FILES as u64 * 2 + 3) {
+            cache.insert("chunk.2", block, &[block as u8; 8]);
+            assert!(cache.read("chunk.2", block, 4, &mut buf, |_| true));
+            assert_eq!(buf, [block as u8; 4]);
+            assert!(cache.open_files().len() <= OPEN_FILES);
+        }
     }
 
     #[test]

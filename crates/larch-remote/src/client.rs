@@ -45,13 +45,33 @@ impl Default for ClientSettings {
 /// A connection to one prefix of one bucket.
 #[derive(Debug)]
 pub struct Client {
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until the client is dropped (`Drop` takes it to shut it down).
+    runtime: Option<tokio::runtime::Runtime>,
     store: Arc<dyn ObjectStore>,
     url: RemoteUrl,
     settings: ClientSettings,
 }
 
+impl Drop for Client {
+    /// Shuts the runtime down without waiting for its tasks, so a client may be dropped anywhere,
+    /// including inside another runtime's asynchronous context (a server shutting down), where
+    /// dropping a runtime would panic.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 impl Client {
+    /// The runtime's handle (the runtime lives until the client is dropped).
+    fn handle(&self) -> &tokio::runtime::Handle {
+        match &self.runtime {
+            Some(runtime) => runtime.handle(),
+            None => unreachable!("the runtime is taken only by Drop"),
+        }
+    }
+
     /// A client of `url`, configured from the environment (`AWS_ACCESS_KEY_ID`,
     /// `AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT` or `AWS_ENDPOINT_URL`, `AWS_REGION`,
     /// `AWS_ALLOW_HTTP`, ...). No request is sent.
@@ -96,7 +116,7 @@ impl Client {
             .enable_all()
             .build()
             .map_err(|e| RemoteError::Local { path: "tokio runtime".into(), op: "start", source: e })?;
-        Ok(Client { runtime, store: Arc::new(store), url: url.clone(), settings })
+        Ok(Client { runtime: Some(runtime), store: Arc::new(store), url: url.clone(), settings })
     }
 
     /// The URL of the prefix.
@@ -123,7 +143,7 @@ impl Client {
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let timeout = self.settings.call_timeout;
-        self.runtime.spawn(async move {
+        self.handle().spawn(async move {
             let result = tokio::time::timeout(timeout, call).await;
             let _ = tx.send(result);
         });
@@ -172,7 +192,7 @@ impl Client {
         });
         let all = stream::iter(calls).buffered(in_flight.max(1)).try_collect::<Vec<Bytes>>();
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
+        self.handle().spawn(async move {
             let _ = tx.send(all.await);
         });
         let error = |i: usize, message: String, not_found| RemoteError::Request {
@@ -257,4 +277,22 @@ fn describe(e: &object_store::Error) -> String {
         source = cause.source();
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server stops inside its own runtime and drops its replica's client there: dropping a
+    /// runtime in an asynchronous context panics unless the client shuts its own down first.
+    #[test]
+    fn a_client_dropped_inside_another_runtime_does_not_panic() -> Result<(), RemoteError> {
+        let url = RemoteUrl::parse("s3://bucket/prefix")?;
+        let client = Client::connect(&url, ClientSettings::default())?;
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| RemoteError::Local { path: "tokio runtime".into(), op: "start", source: e })?;
+        outer.block_on(async move { drop(client) });
+        Ok(())
+    }
 }
