@@ -41,6 +41,9 @@ fn replays_collect_as_they_go_and_larch_gc_collects_down_to_the_last_blocks() {
         "20",
         "--gc-keep",
         "30",
+        // Every GC point starts a GC (the default, `defer`, skips points while one runs).
+        "--gc-when-busy",
+        "wait",
         "--json",
     ]);
     assert_eq!(summary["commits_checked"], plain_summary["commits_checked"], "every hash checked");
@@ -178,6 +181,8 @@ fn larch_gc_compact_merges_the_old_segments() {
         "15",
         "--gc-keep",
         "10",
+        "--gc-when-busy",
+        "wait",
         "--json",
     ]);
     assert!(summary["gc"]["finished"].as_u64().unwrap() >= 5, "{}", summary["gc"]);
