@@ -3,6 +3,9 @@
 //! [`tree2`]. Decoding is strict: every size is checked
 //! against the bytes left before anything is allocated, nesting is bounded by
 //! [`crate::model::MAX_NESTING`] levels, and trailing bytes are an error.
+//!
+//! `Tree32` and `Tree2` share every tag and layout but for the few places the crate-private `Form`
+//! names: one V1 and one V2 encoder and decoder serve both.
 
 pub mod stream;
 pub mod tree2;
@@ -13,6 +16,63 @@ use crate::error::{DecodeError, EncodeError};
 use crate::hash::{HASH_LEN, Hash, INODE_BUCKETS};
 use crate::model::MAX_NESTING;
 use alloc::vec::Vec;
+
+/// What the `Tree32` and `Tree2` forms of Octez's encodings write differently; everything else,
+/// every tag and layout, they share. Implemented by [`Tree32`] and [`tree2::Tree2`].
+pub(crate) trait Form {
+    /// The slots of an inode's dense pointer array: its buckets.
+    const BUCKETS: u8;
+    /// Whether an inode's pointers may be written as a sparse list (`Tree32`: V1 tags the choice,
+    /// V2 counts the pointers in the inode's tag); `Tree2` always writes both slots, untagged.
+    const SPARSE: bool;
+    /// V2: the last inode tag (`0b0pppppLL` in `Tree32`, `0b000000LL` in `Tree2`).
+    const V2_INODE_TAG_MAX: u8;
+    /// V2: the long form's list tag (`80|n` counts up to `n` = its low bits, exclusive).
+    const V2_LONG_LIST: u8;
+    /// What a bad extender segment list is called in a decode error.
+    const SEGMENTS_WHAT: &'static str;
+
+    /// Packs extender segments.
+    fn pack_segments(segments: &[u8]) -> Result<Vec<u8>, EncodeError>;
+    /// Unpacks extender segments; `None` if `bytes` is not a valid packing.
+    fn unpack_segments(bytes: &[u8]) -> Option<Vec<u8>>;
+    /// Refuses, before any slot is written, pointers this form cannot write as its slots.
+    fn check_pointers<T>(proofs: &[(u8, T)]) -> Result<(), EncodeError>;
+    /// Refuses decoded slots this form does not allow (the slots start at `offset`).
+    fn check_slots<T>(proofs: &[(u8, T)], offset: usize) -> Result<(), DecodeError>;
+
+    /// V2: the pointer count of a dense inode's tag (`Tree32`: 16; `Tree2` has no count).
+    fn v2_dense_count() -> u8 {
+        if Self::SPARSE { 16 } else { 0 }
+    }
+}
+
+/// The 32-ary context's forms (`Merkle_proof_encoding.{V1,V2}.Tree32`).
+pub(crate) struct Tree32;
+
+impl Form for Tree32 {
+    const BUCKETS: u8 = INODE_BUCKETS;
+    const SPARSE: bool = true;
+    const V2_INODE_TAG_MAX: u8 = 0x7f;
+    const V2_LONG_LIST: u8 = 0xbf;
+    const SEGMENTS_WHAT: &'static str = "extender segment list";
+
+    fn pack_segments(segments: &[u8]) -> Result<Vec<u8>, EncodeError> {
+        segments_pack(segments)
+    }
+
+    fn unpack_segments(bytes: &[u8]) -> Option<Vec<u8>> {
+        segments_unpack(bytes)
+    }
+
+    fn check_pointers<T>(_: &[(u8, T)]) -> Result<(), EncodeError> {
+        Ok(())
+    }
+
+    fn check_slots<T>(_: &[(u8, T)], _: usize) -> Result<(), DecodeError> {
+        Ok(())
+    }
+}
 
 /// `Data_encoding`'s `Uint30` bound on dynamic sizes.
 const UINT30_MAX: u32 = (1 << 30) - 1;
@@ -94,12 +154,12 @@ impl<'a> Reader<'a> {
         Ok(self.take(usize::from(n), "step")?.to_vec())
     }
 
-    /// Extender segments: u8 byte length and the 5-bit packed list.
-    pub(crate) fn segments(&mut self) -> Result<Vec<u8>, DecodeError> {
+    /// Extender segments: u8 byte length and the list packed as `F` packs it.
+    pub(crate) fn segments<F: Form>(&mut self) -> Result<Vec<u8>, DecodeError> {
         let n = self.u8("segments length")?;
         let offset = self.pos;
         let bytes = self.take(usize::from(n), "segments")?;
-        segments_unpack(bytes).ok_or(DecodeError::Invalid { offset, what: "extender segment list" })
+        F::unpack_segments(bytes).ok_or(DecodeError::Invalid { offset, what: F::SEGMENTS_WHAT })
     }
 
     /// Runs `f` on the next `size` bytes only, which it must consume exactly.
@@ -125,6 +185,54 @@ impl<'a> Reader<'a> {
         }
         self.end = saved_end;
         Ok(out)
+    }
+
+    /// A `Uint30` byte size, then items read by `item` until exactly those bytes are consumed.
+    pub(crate) fn sized_list<T>(
+        &mut self,
+        size_what: &'static str,
+        list_what: &'static str,
+        mut item: impl FnMut(&mut Reader<'a>) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let size = self.size(size_what)?;
+        self.sub(size, list_what, |r| {
+            let mut items = Vec::new();
+            while !r.at_end() {
+                items.push(item(r)?);
+            }
+            Ok(items)
+        })
+    }
+
+    /// `count` items read by `item` (the count comes from a tag: a few bits, it cannot make us
+    /// allocate much).
+    pub(crate) fn counted<T>(
+        &mut self,
+        count: usize,
+        mut item: impl FnMut(&mut Reader<'a>) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let mut items = Vec::with_capacity(count);
+        for _ in 0..count {
+            items.push(item(self)?);
+        }
+        Ok(items)
+    }
+
+    /// An inode's `F::BUCKETS` slots in order, each read by `slot` (`None`: empty), as the
+    /// pointers of the slots that are not empty.
+    pub(crate) fn slots<F: Form, T>(
+        &mut self,
+        mut slot: impl FnMut(&mut Reader<'a>) -> Result<Option<T>, DecodeError>,
+    ) -> Result<Vec<(u8, T)>, DecodeError> {
+        let offset = self.pos;
+        let mut proofs = Vec::new();
+        for index in 0..F::BUCKETS {
+            if let Some(child) = slot(self)? {
+                proofs.push((index, child));
+            }
+        }
+        F::check_slots(&proofs, offset)?;
+        Ok(proofs)
     }
 
     pub(crate) fn at_end(&self) -> bool {
@@ -155,8 +263,36 @@ pub(crate) fn put_step(out: &mut Vec<u8>, step: &[u8]) -> Result<(), EncodeError
     Ok(())
 }
 
-pub(crate) fn put_segments(out: &mut Vec<u8>, segments: &[u8]) -> Result<(), EncodeError> {
-    let packed = segments_pack(segments)?;
+/// Writes an inode's pointers (sorted by index) as all `F::BUCKETS` slots in order: each child by
+/// `put`, each empty slot as the byte `empty`.
+pub(crate) fn put_slots<F: Form, T>(
+    out: &mut Vec<u8>,
+    proofs: &[(u8, T)],
+    empty: u8,
+    mut put: impl FnMut(&mut Vec<u8>, &T) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    let mut slot = 0u8;
+    for (index, child) in proofs {
+        if *index < slot || *index >= F::BUCKETS {
+            return Err(EncodeError::BadIndex { index: *index });
+        }
+        while slot < *index {
+            out.push(empty);
+            slot += 1;
+        }
+        put(out, child)?;
+        slot += 1;
+    }
+    while slot < F::BUCKETS {
+        out.push(empty);
+        slot += 1;
+    }
+    Ok(())
+}
+
+/// Extender segments packed as `F` packs them, after their u8 byte length.
+pub(crate) fn put_segments<F: Form>(out: &mut Vec<u8>, segments: &[u8]) -> Result<(), EncodeError> {
+    let packed = F::pack_segments(segments)?;
     let len = u8::try_from(packed.len()).map_err(|_| EncodeError::BadSegments)?;
     out.push(len);
     out.extend_from_slice(&packed);

@@ -12,32 +12,20 @@
 //!     PTRS(p) = p ≤ 14: (u8 index 01 hash)×p | 15: u32 size (u8 index 01 hash)* | 16: (00 | 01 hash)×32
 //! ```
 
-use super::{Reader, put_segments, put_step, size_u32};
+use super::{Reader, Tree32, put_segments, put_slots, put_step, size_u32};
 use crate::error::{DecodeError, EncodeError};
-use crate::hash::{Hash, INODE_BUCKETS, Kind};
+use crate::hash::{Hash, Kind};
 use crate::stream::{Elt, StreamProof};
 use crate::types::KindedHash;
 use alloc::vec::Vec;
 
+/// The 32 slots of a dense inode: `00` empty, `01` and the hash.
 fn put_pointers_dense(out: &mut Vec<u8>, proofs: &[(u8, Hash)]) -> Result<(), EncodeError> {
-    let mut slot = 0u8;
-    for (index, hash) in proofs {
-        if *index < slot || *index >= INODE_BUCKETS {
-            return Err(EncodeError::BadIndex { index: *index });
-        }
-        while slot < *index {
-            out.push(0);
-            slot += 1;
-        }
+    put_slots::<Tree32, _>(out, proofs, 0, |out, hash| {
         out.push(1);
         out.extend_from_slice(&hash.0);
-        slot += 1;
-    }
-    while slot < INODE_BUCKETS {
-        out.push(0);
-        slot += 1;
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 fn put_pointer(out: &mut Vec<u8>, index: u8, hash: &Hash) {
@@ -57,27 +45,18 @@ fn get_pointer(r: &mut Reader<'_>) -> Result<(u8, Hash), DecodeError> {
 }
 
 fn get_pointers_dense(r: &mut Reader<'_>) -> Result<Vec<(u8, Hash)>, DecodeError> {
-    let mut proofs = Vec::new();
-    for index in 0..INODE_BUCKETS {
+    r.slots::<Tree32, _>(|r| {
         let offset = r.offset();
         match r.u8("pointer option")? {
-            0 => {}
-            1 => proofs.push((index, r.hash()?)),
-            tag => return Err(DecodeError::BadTag { offset, tag, what: "dense inode slot" }),
+            0 => Ok(None),
+            1 => Ok(Some(r.hash()?)),
+            tag => Err(DecodeError::BadTag { offset, tag, what: "dense inode slot" }),
         }
-    }
-    Ok(proofs)
+    })
 }
 
 fn get_pointer_list(r: &mut Reader<'_>) -> Result<Vec<(u8, Hash)>, DecodeError> {
-    let size = r.size("pointer list size")?;
-    r.sub(size, "pointer list", |r| {
-        let mut proofs = Vec::new();
-        while !r.at_end() {
-            proofs.push(get_pointer(r)?);
-        }
-        Ok(proofs)
-    })
+    r.sized_list("pointer list size", "pointer list", get_pointer)
 }
 
 /// The element list: a `Uint30` byte size, then the elements.
@@ -85,14 +64,7 @@ fn get_elts(
     r: &mut Reader<'_>,
     elt: fn(&mut Reader<'_>) -> Result<Elt, DecodeError>,
 ) -> Result<Vec<Elt>, DecodeError> {
-    let size = r.size("stream size")?;
-    r.sub(size, "stream", |r| {
-        let mut elts = Vec::new();
-        while !r.at_end() {
-            elts.push(elt(r)?);
-        }
-        Ok(elts)
-    })
+    r.sized_list("stream size", "stream", elt)
 }
 
 /// V1 (`Merkle_proof_encoding.V1.Tree32.stream_proof_encoding`).
@@ -154,7 +126,7 @@ pub mod v1 {
             Elt::InodeExtender { length, segments, proof } => {
                 out.push(3);
                 out.extend_from_slice(&length_i64(*length)?.to_be_bytes());
-                put_segments(out, segments)?;
+                put_segments::<Tree32>(out, segments)?;
                 out.extend_from_slice(&proof.0);
             }
         }
@@ -179,17 +151,10 @@ pub mod v1 {
                 let n = r.size("value size")?;
                 Elt::Contents(r.take(n, "value")?.to_vec())
             }
-            1 => {
-                let size = r.size("node size")?;
-                Elt::Node(r.sub(size, "node entries", |r| {
-                    let mut entries = Vec::new();
-                    while !r.at_end() {
-                        let step = r.step()?;
-                        entries.push((step, get_kh(r)?));
-                    }
-                    Ok(entries)
-                })?)
-            }
+            1 => Elt::Node(r.sized_list("node size", "node entries", |r| {
+                let step = r.step()?;
+                Ok((step, get_kh(r)?))
+            })?),
             2 => {
                 let length = r.length_i64("inode length")?;
                 let offset = r.offset();
@@ -202,7 +167,7 @@ pub mod v1 {
             }
             3 => {
                 let length = r.length_i64("extender length")?;
-                let segments = r.segments()?;
+                let segments = r.segments::<Tree32>()?;
                 Elt::InodeExtender { length, segments, proof: r.hash()? }
             }
             tag => return Err(DecodeError::BadTag { offset, tag, what: "stream element" }),
@@ -213,10 +178,13 @@ pub mod v1 {
 /// V2 (`Merkle_proof_encoding.V2.Tree32.stream_proof_encoding`, `Data_encoding.Compact`).
 pub mod v2 {
     use super::*;
-    use crate::encoding::v2::{get_header, get_length, header, put_length};
+    use crate::encoding::v2::{
+        get_header, get_length, get_list, get_value, header, put_length, put_list, put_value,
+    };
 
     const DENSE_FROM: usize = 15;
-    const LONG_LIST_FROM: usize = 63;
+    /// The long form's list tag.
+    const LONG_LIST: u8 = 0xbf;
 
     /// Encodes a stream proof in V2.
     pub fn encode(proof: &StreamProof) -> Result<Vec<u8>, EncodeError> {
@@ -257,31 +225,14 @@ pub mod v2 {
                     put_step(&mut body, step)?;
                     put_kh(&mut body, kh);
                 }
-                if entries.len() < LONG_LIST_FROM {
-                    out.push(0x80 | entries.len() as u8);
-                } else {
-                    out.push(0xbf);
-                    out.extend_from_slice(&size_u32(body.len())?.to_be_bytes());
-                }
-                out.extend_from_slice(&body);
+                put_list(out, entries.len(), LONG_LIST, &body)?;
             }
-            Elt::Contents(value) => {
-                if let Ok(n) = u8::try_from(value.len()) {
-                    out.extend_from_slice(&[0xc0, n]);
-                } else if let Ok(n) = u16::try_from(value.len()) {
-                    out.push(0xc1);
-                    out.extend_from_slice(&n.to_be_bytes());
-                } else {
-                    out.push(0xc3);
-                    out.extend_from_slice(&size_u32(value.len())?.to_be_bytes());
-                }
-                out.extend_from_slice(value);
-            }
+            Elt::Contents(value) => put_value(out, value)?,
             Elt::InodeExtender { length, segments, proof } => {
                 let (class, payload) = put_length(*length)?;
                 out.push(0xe0 | class);
                 out.extend_from_slice(&payload);
-                put_segments(out, segments)?;
+                put_segments::<Tree32>(out, segments)?;
                 out.extend_from_slice(&proof.0);
             }
         }
@@ -314,53 +265,21 @@ pub mod v2 {
             0x00..=0x7f => {
                 let length = get_length(r, tag)?;
                 let proofs = match tag >> 2 {
-                    count @ 0..=14 => {
-                        let mut proofs = Vec::with_capacity(usize::from(count));
-                        for _ in 0..count {
-                            proofs.push(get_pointer(r)?);
-                        }
-                        proofs
-                    }
+                    count @ 0..=14 => r.counted(usize::from(count), get_pointer)?,
                     15 => get_pointer_list(r)?,
                     16 => get_pointers_dense(r)?,
                     _ => return Err(DecodeError::BadTag { offset, tag, what: "stream inode" }),
                 };
                 Elt::Inode { length, proofs }
             }
-            0x80..=0xbf => {
-                let count = usize::from(tag & 0x3f);
-                let entry = |r: &mut Reader<'_>| -> Result<(Vec<u8>, KindedHash), DecodeError> {
-                    let step = r.step()?;
-                    Ok((step, get_kh(r)?))
-                };
-                if count < LONG_LIST_FROM {
-                    let mut entries = Vec::with_capacity(count);
-                    for _ in 0..count {
-                        entries.push(entry(r)?);
-                    }
-                    Elt::Node(entries)
-                } else {
-                    let size = r.size("node size")?;
-                    Elt::Node(r.sub(size, "node entries", |r| {
-                        let mut entries = Vec::new();
-                        while !r.at_end() {
-                            entries.push(entry(r)?);
-                        }
-                        Ok(entries)
-                    })?)
-                }
-            }
-            0xc0 | 0xc1 | 0xc3 => {
-                let n = match tag {
-                    0xc0 => usize::from(r.u8("value size")?),
-                    0xc1 => usize::from(r.u16("value size")?),
-                    _ => r.size("value size")?,
-                };
-                Elt::Contents(r.take(n, "value")?.to_vec())
-            }
+            0x80..=0xbf => Elt::Node(get_list(r, tag, LONG_LIST, ("node size", "node entries"), |r| {
+                let step = r.step()?;
+                Ok((step, get_kh(r)?))
+            })?),
+            0xc0 | 0xc1 | 0xc3 => Elt::Contents(get_value(r, tag, "value size")?),
             0xe0..=0xe3 => {
                 let length = get_length(r, tag)?;
-                let segments = r.segments()?;
+                let segments = r.segments::<Tree32>()?;
                 Elt::InodeExtender { length, segments, proof: r.hash()? }
             }
             _ => return Err(DecodeError::BadTag { offset, tag, what: "stream element" }),

@@ -23,13 +23,13 @@
 //!     SLOT  = ITREE | e0
 //! ```
 //!
-//! Decoding is as strict as for `Tree32` (sizes checked against the bytes left before anything
-//! is allocated, nesting bounded by [`crate::model::MAX_NESTING`], unknown tags and trailing bytes
-//! are errors).
+//! The V1 and V2 encoders and decoders are `Tree32`'s ([`super::v1`], [`super::v2`]), generic over
+//! the crate-private `Form` that names these differences, so decoding is as strict as for `Tree32`
+//! (sizes checked against the bytes left before anything is allocated, nesting bounded by
+//! [`crate::model::MAX_NESTING`], unknown tags and trailing bytes are errors).
 
-use super::{Reader, deeper_decode, deeper_encode, length_i64, put_step, size_u32};
+use super::Form;
 use crate::error::{DecodeError, EncodeError};
-use crate::types::{Entries, Extender, Inode, InodeTree};
 use alloc::vec::Vec;
 
 /// Packs binary extender segments 1 bit each, most significant first, closed by a 1 bit and
@@ -65,417 +65,77 @@ pub fn segments_unpack(bytes: &[u8]) -> Option<Vec<u8>> {
     Some((0..bits).map(|k| u8::from(bit(k))).collect())
 }
 
-fn put_segments(out: &mut Vec<u8>, segments: &[u8]) -> Result<(), EncodeError> {
-    let packed = segments_pack(segments)?;
-    let len = u8::try_from(packed.len()).map_err(|_| EncodeError::BadSegments)?;
-    out.push(len);
-    out.extend_from_slice(&packed);
-    Ok(())
-}
+/// The binary context's forms (`Merkle_proof_encoding.{V1,V2}.Tree2`).
+pub(crate) struct Tree2;
 
-fn get_segments(r: &mut Reader<'_>) -> Result<Vec<u8>, DecodeError> {
-    let n = r.u8("segments length")?;
-    let offset = r.offset();
-    let bytes = r.take(usize::from(n), "segments")?;
-    segments_unpack(bytes).ok_or(DecodeError::Invalid { offset, what: "binary extender segment list" })
-}
+impl Form for Tree2 {
+    const BUCKETS: u8 = 2;
+    const SPARSE: bool = false;
+    const V2_INODE_TAG_MAX: u8 = 0x03;
+    const V2_LONG_LIST: u8 = 0x83;
+    const SEGMENTS_WHAT: &'static str = "binary extender segment list";
 
-/// The two slots (left, right) of a binary inode's pointers.
-fn slots(inode: &Inode) -> Result<[Option<&InodeTree>; 2], EncodeError> {
-    match inode.proofs.as_slice() {
-        [(0, left), (1, right)] => Ok([Some(left), Some(right)]),
-        [(0, left)] => Ok([Some(left), None]),
-        [(1, right)] => Ok([None, Some(right)]),
-        [] => Err(EncodeError::NotBinary("an inode without pointers")),
-        _ => Err(EncodeError::NotBinary("inode indices other than 0 and 1")),
+    fn pack_segments(segments: &[u8]) -> Result<Vec<u8>, EncodeError> {
+        segments_pack(segments)
     }
-}
 
-/// The pointers of a binary inode from its two decoded slots; both empty is an error.
-fn pointers(slots: [Option<InodeTree>; 2], offset: usize) -> Result<Vec<(u8, InodeTree)>, DecodeError> {
-    let proofs: Vec<(u8, InodeTree)> =
-        slots.into_iter().enumerate().filter_map(|(index, slot)| Some((index as u8, slot?))).collect();
-    if proofs.is_empty() {
-        return Err(DecodeError::Invalid { offset, what: "binary inode with two empty slots" });
+    fn unpack_segments(bytes: &[u8]) -> Option<Vec<u8>> {
+        segments_unpack(bytes)
     }
-    Ok(proofs)
+
+    /// Left (index 0), right (index 1) or both.
+    fn check_pointers<T>(proofs: &[(u8, T)]) -> Result<(), EncodeError> {
+        match proofs {
+            [(0, _), (1, _)] | [(0, _)] | [(1, _)] => Ok(()),
+            [] => Err(EncodeError::NotBinary("an inode without pointers")),
+            _ => Err(EncodeError::NotBinary("inode indices other than 0 and 1")),
+        }
+    }
+
+    /// Both slots empty is an error.
+    fn check_slots<T>(proofs: &[(u8, T)], offset: usize) -> Result<(), DecodeError> {
+        if proofs.is_empty() {
+            return Err(DecodeError::Invalid { offset, what: "binary inode with two empty slots" });
+        }
+        Ok(())
+    }
 }
 
 /// V1 (`Merkle_proof_encoding.V1.Tree2`, plain `Data_encoding`).
 pub mod v1 {
-    use super::{Entries, Extender, Inode, InodeTree};
-    use super::{Reader, deeper_decode, deeper_encode, length_i64, put_step, size_u32};
-    use super::{get_segments, pointers, put_segments, slots};
-    use crate::encoding::v1::{get_kh, put_kh, put_sized};
+    use super::Tree2;
+    use crate::encoding::v1::{decode_in, encode_in};
     use crate::error::{DecodeError, EncodeError};
-    use crate::model::MAX_NESTING;
-    use crate::types::{Proof, Tree};
-    use alloc::boxed::Box;
+    use crate::types::Proof;
     use alloc::vec::Vec;
 
     /// Encodes `proof` in V1 `Tree2`.
     pub fn encode(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&proof.version.to_be_bytes());
-        put_kh(&mut out, &proof.before);
-        put_kh(&mut out, &proof.after);
-        put_tree(&mut out, &proof.state, MAX_NESTING)?;
-        Ok(out)
-    }
-
-    fn put_entries(out: &mut Vec<u8>, entries: &Entries, nesting: usize) -> Result<(), EncodeError> {
-        put_sized(out, |out| {
-            for (step, tree) in entries {
-                put_step(out, step)?;
-                put_tree(out, tree, nesting)?;
-            }
-            Ok(())
-        })
-    }
-
-    fn put_tree(out: &mut Vec<u8>, tree: &Tree, nesting: usize) -> Result<(), EncodeError> {
-        let nesting = deeper_encode(nesting)?;
-        match tree {
-            Tree::Contents(value) => {
-                out.push(0);
-                out.extend_from_slice(&size_u32(value.len())?.to_be_bytes());
-                out.extend_from_slice(value);
-            }
-            Tree::BlindedContents(hash) => {
-                out.push(1);
-                out.extend_from_slice(&hash.0);
-            }
-            Tree::Node(entries) => {
-                out.push(2);
-                put_entries(out, entries, nesting)?;
-            }
-            Tree::BlindedNode(hash) => {
-                out.push(3);
-                out.extend_from_slice(&hash.0);
-            }
-            Tree::Inode(inode) => {
-                out.push(4);
-                put_inode(out, inode, nesting)?;
-            }
-            Tree::Extender(ext) => {
-                out.push(5);
-                put_extender(out, ext, nesting)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn put_inode(out: &mut Vec<u8>, inode: &Inode, nesting: usize) -> Result<(), EncodeError> {
-        out.extend_from_slice(&length_i64(inode.length)?.to_be_bytes());
-        for slot in slots(inode)? {
-            match slot {
-                Some(child) => put_itree(out, child, nesting)?,
-                None => out.push(4),
-            }
-        }
-        Ok(())
-    }
-
-    fn put_extender(out: &mut Vec<u8>, ext: &Extender, nesting: usize) -> Result<(), EncodeError> {
-        out.extend_from_slice(&length_i64(ext.length)?.to_be_bytes());
-        put_segments(out, &ext.segments)?;
-        put_itree(out, &ext.proof, nesting)
-    }
-
-    fn put_itree(out: &mut Vec<u8>, tree: &InodeTree, nesting: usize) -> Result<(), EncodeError> {
-        let nesting = deeper_encode(nesting)?;
-        match tree {
-            InodeTree::Blinded(hash) => {
-                out.push(0);
-                out.extend_from_slice(&hash.0);
-                Ok(())
-            }
-            InodeTree::Values(entries) => {
-                out.push(1);
-                put_entries(out, entries, nesting)
-            }
-            InodeTree::Tree(inode) => {
-                out.push(2);
-                put_inode(out, inode, nesting)
-            }
-            InodeTree::Extender(ext) => {
-                out.push(3);
-                put_extender(out, ext, nesting)
-            }
-        }
+        encode_in::<Tree2>(proof)
     }
 
     /// Decodes a V1 `Tree2` proof; the whole input must be one proof.
     pub fn decode(bytes: &[u8]) -> Result<Proof, DecodeError> {
-        let mut r = Reader::new(bytes);
-        let version = r.i16("version")?;
-        let before = get_kh(&mut r)?;
-        let after = get_kh(&mut r)?;
-        let state = get_tree(&mut r, MAX_NESTING)?;
-        r.finish()?;
-        Ok(Proof { version, before, after, state })
-    }
-
-    fn get_entries(r: &mut Reader<'_>, nesting: usize) -> Result<Entries, DecodeError> {
-        let size = r.size("list size")?;
-        r.sub(size, "entry list", |r| {
-            let mut entries = Vec::new();
-            while !r.at_end() {
-                let step = r.step()?;
-                entries.push((step, get_tree(r, nesting)?));
-            }
-            Ok(entries)
-        })
-    }
-
-    fn get_tree(r: &mut Reader<'_>, nesting: usize) -> Result<Tree, DecodeError> {
-        let offset = r.offset();
-        let nesting = deeper_decode(nesting, offset)?;
-        Ok(match r.u8("tree tag")? {
-            0 => {
-                let n = r.size("value length")?;
-                Tree::Contents(r.take(n, "value")?.to_vec())
-            }
-            1 => Tree::BlindedContents(r.hash()?),
-            2 => Tree::Node(get_entries(r, nesting)?),
-            3 => Tree::BlindedNode(r.hash()?),
-            4 => Tree::Inode(get_inode(r, nesting)?),
-            5 => Tree::Extender(get_extender(r, nesting)?),
-            tag => return Err(DecodeError::BadTag { offset, tag, what: "tree" }),
-        })
-    }
-
-    fn get_inode(r: &mut Reader<'_>, nesting: usize) -> Result<Inode, DecodeError> {
-        let length = r.length_i64("inode length")?;
-        let offset = r.offset();
-        let left = get_itree(r, nesting, true)?;
-        let right = get_itree(r, nesting, true)?;
-        Ok(Inode { length, proofs: pointers([left, right], offset)? })
-    }
-
-    fn get_extender(r: &mut Reader<'_>, nesting: usize) -> Result<Extender, DecodeError> {
-        let length = r.length_i64("extender length")?;
-        let segments = get_segments(r)?;
-        let offset = r.offset();
-        let proof = get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag {
-            offset,
-            tag: 4,
-            what: "inode tree",
-        })?;
-        Ok(Extender { length, segments, proof: Box::new(proof) })
-    }
-
-    /// `None` for an empty slot (tag 04), accepted only when `slot` is set.
-    fn get_itree(r: &mut Reader<'_>, nesting: usize, slot: bool) -> Result<Option<InodeTree>, DecodeError> {
-        let offset = r.offset();
-        let nesting = deeper_decode(nesting, offset)?;
-        Ok(Some(match r.u8("inode tree tag")? {
-            0 => InodeTree::Blinded(r.hash()?),
-            1 => InodeTree::Values(get_entries(r, nesting)?),
-            2 => InodeTree::Tree(get_inode(r, nesting)?),
-            3 => InodeTree::Extender(get_extender(r, nesting)?),
-            4 if slot => return Ok(None),
-            tag => return Err(DecodeError::BadTag { offset, tag, what: "inode tree" }),
-        }))
+        decode_in::<Tree2>(bytes)
     }
 }
 
 /// V2 (`Merkle_proof_encoding.V2.Tree2`, `Data_encoding.Compact`).
 pub mod v2 {
-    use super::{Entries, Extender, Inode, InodeTree};
-    use super::{Reader, deeper_decode, deeper_encode, put_step, size_u32};
-    use super::{get_segments, pointers, put_segments, slots};
-    use crate::encoding::v2::{get_header, get_length, header, put_length};
+    use super::Tree2;
+    use crate::encoding::v2::{decode_in, encode_in};
     use crate::error::{DecodeError, EncodeError};
-    use crate::model::MAX_NESTING;
-    use crate::types::{Proof, Tree};
-    use alloc::boxed::Box;
+    use crate::types::Proof;
     use alloc::vec::Vec;
-
-    /// Entry count from which a node list takes its long form (`0x83` + byte size): 2 tag bits.
-    const LONG_LIST_FROM: usize = 3;
 
     /// Encodes `proof` in V2 `Tree2`.
     pub fn encode(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
-        let mut out = header(proof.version, &proof.before, &proof.after);
-        put_tree(&mut out, &proof.state, MAX_NESTING)?;
-        Ok(out)
-    }
-
-    fn put_entries(out: &mut Vec<u8>, entries: &Entries, nesting: usize) -> Result<(), EncodeError> {
-        let mut body = Vec::new();
-        for (step, tree) in entries {
-            put_step(&mut body, step)?;
-            put_tree(&mut body, tree, nesting)?;
-        }
-        if entries.len() < LONG_LIST_FROM {
-            out.push(0x80 | entries.len() as u8);
-        } else {
-            out.push(0x83);
-            out.extend_from_slice(&size_u32(body.len())?.to_be_bytes());
-        }
-        out.extend_from_slice(&body);
-        Ok(())
-    }
-
-    fn put_inode(out: &mut Vec<u8>, inode: &Inode, nesting: usize) -> Result<(), EncodeError> {
-        let slots = slots(inode)?;
-        let (class, payload) = put_length(inode.length)?;
-        out.push(class);
-        out.extend_from_slice(&payload);
-        for slot in slots {
-            match slot {
-                Some(child) => put_itree(out, child, nesting)?,
-                None => out.push(0xe0),
-            }
-        }
-        Ok(())
-    }
-
-    fn put_extender(out: &mut Vec<u8>, base: u8, ext: &Extender, nesting: usize) -> Result<(), EncodeError> {
-        let (class, payload) = put_length(ext.length)?;
-        out.push(base | class);
-        out.extend_from_slice(&payload);
-        put_segments(out, &ext.segments)?;
-        put_itree(out, &ext.proof, nesting)
-    }
-
-    fn put_tree(out: &mut Vec<u8>, tree: &Tree, nesting: usize) -> Result<(), EncodeError> {
-        let nesting = deeper_encode(nesting)?;
-        match tree {
-            Tree::Inode(inode) => put_inode(out, inode, nesting)?,
-            Tree::Node(entries) => put_entries(out, entries, nesting)?,
-            Tree::Contents(value) => {
-                if let Ok(n) = u8::try_from(value.len()) {
-                    out.push(0xc0);
-                    out.push(n);
-                } else if let Ok(n) = u16::try_from(value.len()) {
-                    out.push(0xc1);
-                    out.extend_from_slice(&n.to_be_bytes());
-                } else {
-                    out.push(0xc3);
-                    out.extend_from_slice(&size_u32(value.len())?.to_be_bytes());
-                }
-                out.extend_from_slice(value);
-            }
-            Tree::BlindedContents(hash) => {
-                out.push(0xc8);
-                out.extend_from_slice(&hash.0);
-            }
-            Tree::BlindedNode(hash) => {
-                out.push(0xd0);
-                out.extend_from_slice(&hash.0);
-            }
-            Tree::Extender(ext) => put_extender(out, 0xd8, ext, nesting)?,
-        }
-        Ok(())
-    }
-
-    fn put_itree(out: &mut Vec<u8>, tree: &InodeTree, nesting: usize) -> Result<(), EncodeError> {
-        let nesting = deeper_encode(nesting)?;
-        match tree {
-            InodeTree::Tree(inode) => put_inode(out, inode, nesting),
-            InodeTree::Values(entries) => put_entries(out, entries, nesting),
-            InodeTree::Blinded(hash) => {
-                out.push(0xc0);
-                out.extend_from_slice(&hash.0);
-                Ok(())
-            }
-            InodeTree::Extender(ext) => put_extender(out, 0xd0, ext, nesting),
-        }
+        encode_in::<Tree2>(proof)
     }
 
     /// Decodes a V2 `Tree2` proof; the whole input must be one proof.
     pub fn decode(bytes: &[u8]) -> Result<Proof, DecodeError> {
-        let mut r = Reader::new(bytes);
-        let (version, before, after) = get_header(&mut r)?;
-        let state = get_tree(&mut r, MAX_NESTING)?;
-        r.finish()?;
-        Ok(Proof { version, before, after, state })
-    }
-
-    fn get_entries(r: &mut Reader<'_>, tag: u8, nesting: usize) -> Result<Entries, DecodeError> {
-        let count = usize::from(tag & 0x03);
-        let entry = |r: &mut Reader<'_>| -> Result<(Vec<u8>, Tree), DecodeError> {
-            let step = r.step()?;
-            Ok((step, get_tree(r, nesting)?))
-        };
-        if count < LONG_LIST_FROM {
-            let mut entries = Vec::with_capacity(count);
-            for _ in 0..count {
-                entries.push(entry(r)?);
-            }
-            return Ok(entries);
-        }
-        let size = r.size("list size")?;
-        r.sub(size, "entry list", |r| {
-            let mut entries = Vec::new();
-            while !r.at_end() {
-                entries.push(entry(r)?);
-            }
-            Ok(entries)
-        })
-    }
-
-    fn get_inode(r: &mut Reader<'_>, tag: u8, nesting: usize) -> Result<Inode, DecodeError> {
-        let length = get_length(r, tag)?;
-        let offset = r.offset();
-        let left = get_itree(r, nesting, true)?;
-        let right = get_itree(r, nesting, true)?;
-        Ok(Inode { length, proofs: pointers([left, right], offset)? })
-    }
-
-    fn get_extender(r: &mut Reader<'_>, tag: u8, nesting: usize) -> Result<Extender, DecodeError> {
-        let length = get_length(r, tag)?;
-        let segments = get_segments(r)?;
-        let offset = r.offset();
-        let proof = get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag {
-            offset,
-            tag: 0xe0,
-            what: "inode tree",
-        })?;
-        Ok(Extender { length, segments, proof: Box::new(proof) })
-    }
-
-    fn get_tree(r: &mut Reader<'_>, nesting: usize) -> Result<Tree, DecodeError> {
-        let offset = r.offset();
-        let nesting = deeper_decode(nesting, offset)?;
-        let tag = r.u8("tree tag")?;
-        Ok(match tag {
-            0x00..=0x03 => Tree::Inode(get_inode(r, tag, nesting)?),
-            0x80..=0x83 => Tree::Node(get_entries(r, tag, nesting)?),
-            0xc0 => {
-                let n = r.u8("value length")?;
-                Tree::Contents(r.take(usize::from(n), "value")?.to_vec())
-            }
-            0xc1 => {
-                let n = r.u16("value length")?;
-                Tree::Contents(r.take(usize::from(n), "value")?.to_vec())
-            }
-            0xc3 => {
-                let n = r.size("value length")?;
-                Tree::Contents(r.take(n, "value")?.to_vec())
-            }
-            0xc8 => Tree::BlindedContents(r.hash()?),
-            0xd0 => Tree::BlindedNode(r.hash()?),
-            0xd8..=0xdb => Tree::Extender(get_extender(r, tag, nesting)?),
-            _ => return Err(DecodeError::BadTag { offset, tag, what: "tree" }),
-        })
-    }
-
-    /// `None` for an empty slot (0xe0), accepted only when `slot` is set.
-    fn get_itree(r: &mut Reader<'_>, nesting: usize, slot: bool) -> Result<Option<InodeTree>, DecodeError> {
-        let offset = r.offset();
-        let nesting = deeper_decode(nesting, offset)?;
-        let tag = r.u8("inode tree tag")?;
-        Ok(Some(match tag {
-            0x00..=0x03 => InodeTree::Tree(get_inode(r, tag, nesting)?),
-            0x80..=0x83 => InodeTree::Values(get_entries(r, tag, nesting)?),
-            0xc0 => InodeTree::Blinded(r.hash()?),
-            0xd0..=0xd3 => InodeTree::Extender(get_extender(r, tag, nesting)?),
-            0xe0 if slot => return Ok(None),
-            _ => return Err(DecodeError::BadTag { offset, tag, what: "inode tree" }),
-        }))
+        decode_in::<Tree2>(bytes)
     }
 }
 

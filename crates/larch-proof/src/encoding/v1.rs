@@ -8,25 +8,35 @@
 //! INODE = i64 length ‖ (00 u32 size (u8 index ITREE)* | 01 ITREE×32)   dense at ≥ 16 pointers
 //! EXT   = i64 length ‖ u8 n segments(n bytes) ‖ ITREE
 //! ```
+//!
+//! The same code writes and reads `V1.Tree2` ([`super::tree2::v1`]), generic over the crate-private `Form`.
 
-use super::{Reader, deeper_decode, deeper_encode, length_i64, put_segments, put_step, size_u32};
+use super::{Form, Reader, Tree32, deeper_decode, deeper_encode, length_i64, put_segments, put_slots};
+use super::{put_step, size_u32};
 use crate::error::{DecodeError, EncodeError};
-use crate::hash::{INODE_BUCKETS, Kind};
+use crate::hash::Kind;
 use crate::model::MAX_NESTING;
 use crate::types::{Entries, Extender, Inode, InodeTree, KindedHash, Proof, Tree};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-/// Pointer count from which V1 writes an inode's pointers as a dense array of 32 slots.
+/// Pointer count from which V1 `Tree32` writes an inode's pointers as a dense array of 32 slots.
 const DENSE_FROM: usize = 16;
+/// The tag of an empty slot of a dense pointer array.
+const EMPTY_SLOT: u8 = 4;
 
 /// Encodes `proof` in V1.
 pub fn encode(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
+    encode_in::<Tree32>(proof)
+}
+
+/// Encodes `proof` in V1 of the form `F`.
+pub(crate) fn encode_in<F: Form>(proof: &Proof) -> Result<Vec<u8>, EncodeError> {
     let mut out = Vec::new();
     out.extend_from_slice(&proof.version.to_be_bytes());
     put_kh(&mut out, &proof.before);
     put_kh(&mut out, &proof.after);
-    put_tree(&mut out, &proof.state, MAX_NESTING)?;
+    put_tree::<F>(&mut out, &proof.state, MAX_NESTING)?;
     Ok(out)
 }
 
@@ -52,17 +62,17 @@ pub(crate) fn put_sized(
     Ok(())
 }
 
-fn put_entries(out: &mut Vec<u8>, entries: &Entries, nesting: usize) -> Result<(), EncodeError> {
+fn put_entries<F: Form>(out: &mut Vec<u8>, entries: &Entries, nesting: usize) -> Result<(), EncodeError> {
     put_sized(out, |out| {
         for (step, tree) in entries {
             put_step(out, step)?;
-            put_tree(out, tree, nesting)?;
+            put_tree::<F>(out, tree, nesting)?;
         }
         Ok(())
     })
 }
 
-fn put_tree(out: &mut Vec<u8>, tree: &Tree, nesting: usize) -> Result<(), EncodeError> {
+fn put_tree<F: Form>(out: &mut Vec<u8>, tree: &Tree, nesting: usize) -> Result<(), EncodeError> {
     let nesting = deeper_encode(nesting)?;
     match tree {
         Tree::Contents(value) => {
@@ -76,7 +86,7 @@ fn put_tree(out: &mut Vec<u8>, tree: &Tree, nesting: usize) -> Result<(), Encode
         }
         Tree::Node(entries) => {
             out.push(2);
-            put_entries(out, entries, nesting)?;
+            put_entries::<F>(out, entries, nesting)?;
         }
         Tree::BlindedNode(hash) => {
             out.push(3);
@@ -84,56 +94,43 @@ fn put_tree(out: &mut Vec<u8>, tree: &Tree, nesting: usize) -> Result<(), Encode
         }
         Tree::Inode(inode) => {
             out.push(4);
-            put_inode(out, inode, nesting)?;
+            put_inode::<F>(out, inode, nesting)?;
         }
         Tree::Extender(ext) => {
             out.push(5);
-            put_extender(out, ext, nesting)?;
+            put_extender::<F>(out, ext, nesting)?;
         }
     }
     Ok(())
 }
 
-fn put_inode(out: &mut Vec<u8>, inode: &Inode, nesting: usize) -> Result<(), EncodeError> {
+/// `Tree32`: a tag, then a sparse list (`00`) or the dense slots (`01`); `Tree2`: the slots alone.
+fn put_inode<F: Form>(out: &mut Vec<u8>, inode: &Inode, nesting: usize) -> Result<(), EncodeError> {
     out.extend_from_slice(&length_i64(inode.length)?.to_be_bytes());
-    if inode.proofs.len() < DENSE_FROM {
+    F::check_pointers(&inode.proofs)?;
+    if F::SPARSE && inode.proofs.len() < DENSE_FROM {
         out.push(0);
-        put_sized(out, |out| {
+        return put_sized(out, |out| {
             for (index, child) in &inode.proofs {
                 out.push(*index);
-                put_itree(out, child, nesting)?;
+                put_itree::<F>(out, child, nesting)?;
             }
             Ok(())
-        })
-    } else {
-        out.push(1);
-        let mut slot = 0u8;
-        for (index, child) in &inode.proofs {
-            if *index < slot || *index >= INODE_BUCKETS {
-                return Err(EncodeError::BadIndex { index: *index });
-            }
-            while slot < *index {
-                out.push(4);
-                slot += 1;
-            }
-            put_itree(out, child, nesting)?;
-            slot += 1;
-        }
-        while slot < INODE_BUCKETS {
-            out.push(4);
-            slot += 1;
-        }
-        Ok(())
+        });
     }
+    if F::SPARSE {
+        out.push(1);
+    }
+    put_slots::<F, _>(out, &inode.proofs, EMPTY_SLOT, |out, child| put_itree::<F>(out, child, nesting))
 }
 
-fn put_extender(out: &mut Vec<u8>, ext: &Extender, nesting: usize) -> Result<(), EncodeError> {
+fn put_extender<F: Form>(out: &mut Vec<u8>, ext: &Extender, nesting: usize) -> Result<(), EncodeError> {
     out.extend_from_slice(&length_i64(ext.length)?.to_be_bytes());
-    put_segments(out, &ext.segments)?;
-    put_itree(out, &ext.proof, nesting)
+    put_segments::<F>(out, &ext.segments)?;
+    put_itree::<F>(out, &ext.proof, nesting)
 }
 
-fn put_itree(out: &mut Vec<u8>, tree: &InodeTree, nesting: usize) -> Result<(), EncodeError> {
+fn put_itree<F: Form>(out: &mut Vec<u8>, tree: &InodeTree, nesting: usize) -> Result<(), EncodeError> {
     let nesting = deeper_encode(nesting)?;
     match tree {
         InodeTree::Blinded(hash) => {
@@ -143,26 +140,31 @@ fn put_itree(out: &mut Vec<u8>, tree: &InodeTree, nesting: usize) -> Result<(), 
         }
         InodeTree::Values(entries) => {
             out.push(1);
-            put_entries(out, entries, nesting)
+            put_entries::<F>(out, entries, nesting)
         }
         InodeTree::Tree(inode) => {
             out.push(2);
-            put_inode(out, inode, nesting)
+            put_inode::<F>(out, inode, nesting)
         }
         InodeTree::Extender(ext) => {
             out.push(3);
-            put_extender(out, ext, nesting)
+            put_extender::<F>(out, ext, nesting)
         }
     }
 }
 
 /// Decodes a V1 proof; the whole input must be one proof.
 pub fn decode(bytes: &[u8]) -> Result<Proof, DecodeError> {
+    decode_in::<Tree32>(bytes)
+}
+
+/// Decodes a V1 proof of the form `F`; the whole input must be one proof.
+pub(crate) fn decode_in<F: Form>(bytes: &[u8]) -> Result<Proof, DecodeError> {
     let mut r = Reader::new(bytes);
     let version = r.i16("version")?;
     let before = get_kh(&mut r)?;
     let after = get_kh(&mut r)?;
-    let state = get_tree(&mut r, MAX_NESTING)?;
+    let state = get_tree::<F>(&mut r, MAX_NESTING)?;
     r.finish()?;
     Ok(Proof { version, before, after, state })
 }
@@ -177,19 +179,14 @@ pub(crate) fn get_kh(r: &mut Reader<'_>) -> Result<KindedHash, DecodeError> {
     Ok(KindedHash { kind, hash: r.hash()? })
 }
 
-fn get_entries(r: &mut Reader<'_>, nesting: usize) -> Result<Entries, DecodeError> {
-    let size = r.size("list size")?;
-    r.sub(size, "entry list", |r| {
-        let mut entries = Vec::new();
-        while !r.at_end() {
-            let step = r.step()?;
-            entries.push((step, get_tree(r, nesting)?));
-        }
-        Ok(entries)
+fn get_entries<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<Entries, DecodeError> {
+    r.sized_list("list size", "entry list", |r| {
+        let step = r.step()?;
+        Ok((step, get_tree::<F>(r, nesting)?))
     })
 }
 
-fn get_tree(r: &mut Reader<'_>, nesting: usize) -> Result<Tree, DecodeError> {
+fn get_tree<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<Tree, DecodeError> {
     let offset = r.offset();
     let nesting = deeper_decode(nesting, offset)?;
     Ok(match r.u8("tree tag")? {
@@ -198,68 +195,62 @@ fn get_tree(r: &mut Reader<'_>, nesting: usize) -> Result<Tree, DecodeError> {
             Tree::Contents(r.take(n, "value")?.to_vec())
         }
         1 => Tree::BlindedContents(r.hash()?),
-        2 => Tree::Node(get_entries(r, nesting)?),
+        2 => Tree::Node(get_entries::<F>(r, nesting)?),
         3 => Tree::BlindedNode(r.hash()?),
-        4 => Tree::Inode(get_inode(r, nesting)?),
-        5 => Tree::Extender(get_extender(r, nesting)?),
+        4 => Tree::Inode(get_inode::<F>(r, nesting)?),
+        5 => Tree::Extender(get_extender::<F>(r, nesting)?),
         tag => return Err(DecodeError::BadTag { offset, tag, what: "tree" }),
     })
 }
 
-fn get_inode(r: &mut Reader<'_>, nesting: usize) -> Result<Inode, DecodeError> {
+fn get_inode<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<Inode, DecodeError> {
     let length = r.length_i64("inode length")?;
+    let slots = |r: &mut Reader<'_>| r.slots::<F, _>(|r| get_itree::<F>(r, nesting, true));
+    if !F::SPARSE {
+        return Ok(Inode { length, proofs: slots(r)? });
+    }
     let offset = r.offset();
     let proofs = match r.u8("inode proofs tag")? {
-        0 => {
-            let size = r.size("pointer list size")?;
-            r.sub(size, "pointer list", |r| {
-                let mut proofs = Vec::new();
-                while !r.at_end() {
-                    let index = r.u8("inode index")?;
-                    proofs.push((
-                        index,
-                        get_itree(r, nesting, false)?.ok_or(DecodeError::Invalid {
-                            offset: r.offset(),
-                            what: "empty slot in a sparse list",
-                        })?,
-                    ));
-                }
-                Ok(proofs)
-            })?
-        }
-        1 => {
-            let mut proofs = Vec::new();
-            for index in 0..INODE_BUCKETS {
-                if let Some(child) = get_itree(r, nesting, true)? {
-                    proofs.push((index, child));
-                }
-            }
-            proofs
-        }
+        0 => r.sized_list("pointer list size", "pointer list", |r| {
+            let index = r.u8("inode index")?;
+            Ok((index, get_child::<F>(r, nesting)?))
+        })?,
+        1 => slots(r)?,
         tag => return Err(DecodeError::BadTag { offset, tag, what: "inode proofs" }),
     };
     Ok(Inode { length, proofs })
 }
 
-fn get_extender(r: &mut Reader<'_>, nesting: usize) -> Result<Extender, DecodeError> {
+fn get_extender<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<Extender, DecodeError> {
     let length = r.length_i64("extender length")?;
-    let segments = r.segments()?;
+    let segments = r.segments::<F>()?;
+    Ok(Extender { length, segments, proof: Box::new(get_child::<F>(r, nesting)?) })
+}
+
+/// An inode tree where no empty slot may stand: an extender's, a listed pointer's.
+fn get_child<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<InodeTree, DecodeError> {
     let offset = r.offset();
-    let proof =
-        get_itree(r, nesting, false)?.ok_or(DecodeError::BadTag { offset, tag: 4, what: "inode tree" })?;
-    Ok(Extender { length, segments, proof: Box::new(proof) })
+    get_itree::<F>(r, nesting, false)?.ok_or(DecodeError::BadTag {
+        offset,
+        tag: EMPTY_SLOT,
+        what: "inode tree",
+    })
 }
 
 /// `None` for the empty slot of a dense array (tag 04), accepted only when `slot` is set.
-fn get_itree(r: &mut Reader<'_>, nesting: usize, slot: bool) -> Result<Option<InodeTree>, DecodeError> {
+fn get_itree<F: Form>(
+    r: &mut Reader<'_>,
+    nesting: usize,
+    slot: bool,
+) -> Result<Option<InodeTree>, DecodeError> {
     let offset = r.offset();
     let nesting = deeper_decode(nesting, offset)?;
     Ok(Some(match r.u8("inode tree tag")? {
         0 => InodeTree::Blinded(r.hash()?),
-        1 => InodeTree::Values(get_entries(r, nesting)?),
-        2 => InodeTree::Tree(get_inode(r, nesting)?),
-        3 => InodeTree::Extender(get_extender(r, nesting)?),
-        4 if slot => return Ok(None),
+        1 => InodeTree::Values(get_entries::<F>(r, nesting)?),
+        2 => InodeTree::Tree(get_inode::<F>(r, nesting)?),
+        3 => InodeTree::Extender(get_extender::<F>(r, nesting)?),
+        EMPTY_SLOT if slot => return Ok(None),
         tag => return Err(DecodeError::BadTag { offset, tag, what: "inode tree" }),
     }))
 }
