@@ -35,9 +35,9 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// zeroed, by the next commits; here 6.7% of the inserting thread), unless the environment sets
 /// `MIMALLOC_PURGE_DELAY`; and turns transparent huge pages off for the process, as larch's CLI
 /// does too (on the shared VMs a huge page handed back to the host is slow to fault in again: the
-/// first run of a sequence took 30% more CPU time with them, docs/benchmarks.md, "Issue 11,
-/// seventeenth round"), unless the environment sets `MIMALLOC_ALLOW_THP`. Both engines run with
-/// both settings.
+/// first run of a sequence took 30% more CPU time with them, docs/benchmarks.md at c117370,
+/// "Issue 11, seventeenth round"), unless the environment sets `MIMALLOC_ALLOW_THP`. Both engines
+/// run with both settings.
 fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: `mi_option_set` stores an integer into mimalloc's option table (any thread, any

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Each test prints its figures and fails if its target is missed. The criterion benches
-//! (`benches/hashing.rs`) measure the same operations; `docs/benchmarks.md` has both.
+//! (`benches/hashing.rs`) measure the same operations; `docs/benchmarks.md` at c117370 has both.
 
 // Test helpers outside `#[test]` functions panic on failure too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
