@@ -235,6 +235,17 @@ impl<'a> Reader<'a> {
         Ok(proofs)
     }
 
+    /// What `read` reads where no empty slot may stand: its `None` (an empty slot, tag `empty`)
+    /// is an error at the offset it started from.
+    pub(crate) fn required<T>(
+        &mut self,
+        empty: u8,
+        read: impl FnOnce(&mut Reader<'a>) -> Result<Option<T>, DecodeError>,
+    ) -> Result<T, DecodeError> {
+        let offset = self.pos;
+        read(self)?.ok_or(DecodeError::BadTag { offset, tag: empty, what: "inode tree" })
+    }
+
     pub(crate) fn at_end(&self) -> bool {
         self.pos >= self.end
     }

@@ -229,12 +229,7 @@ fn get_extender<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<Extender,
 
 /// An inode tree where no empty slot may stand: an extender's, a listed pointer's.
 fn get_child<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<InodeTree, DecodeError> {
-    let offset = r.offset();
-    get_itree::<F>(r, nesting, false)?.ok_or(DecodeError::BadTag {
-        offset,
-        tag: EMPTY_SLOT,
-        what: "inode tree",
-    })
+    r.required(EMPTY_SLOT, |r| get_itree::<F>(r, nesting, false))
 }
 
 /// `None` for the empty slot of a dense array (tag 04), accepted only when `slot` is set.

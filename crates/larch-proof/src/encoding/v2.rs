@@ -273,12 +273,7 @@ fn get_tree<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<Tree, DecodeE
 
 /// An inode tree where no empty slot may stand: an extender's, a listed pointer's.
 fn get_child<F: Form>(r: &mut Reader<'_>, nesting: usize) -> Result<InodeTree, DecodeError> {
-    let offset = r.offset();
-    get_itree::<F>(r, nesting, false)?.ok_or(DecodeError::BadTag {
-        offset,
-        tag: EMPTY_SLOT,
-        what: "inode tree",
-    })
+    r.required(EMPTY_SLOT, |r| get_itree::<F>(r, nesting, false))
 }
 
 /// `None` for the empty slot of a dense array (0xe0), accepted only when `slot` is set.
