@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) mod prefetch;
 mod wide;
 
-use wide::{PAGE, WideReads};
+pub(crate) use wide::ReadKind;
+use wide::{PAGE, ReadWidths, WideReads};
 
 /// Bytes read at once for a record: its header and most records (a larger one takes a second
 /// read). Most records read on a miss are patches and small directories (~100 B): on the default
@@ -32,17 +33,6 @@ const FIRST_READ: u64 = 256;
 /// The span of a run of records read ahead ([`PackReader::read_ahead`]): the records whose
 /// offsets lie within this many bytes of the run's first one are read with one call.
 pub(crate) const READ_AHEAD_SPAN: u64 = 64 << 10;
-
-/// What a read is for, which sizes its first read: the records of inodes (a large directory's
-/// inner inodes and leaves, [`ObjectSource::load_inode`]) are mostly larger than [`FIRST_READ`]
-/// where the other records read mostly are not, so each kind has its own [`WideReads`] score.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ReadKind {
-    /// A directory, a contents value, a commit, or a record of unknown kind.
-    Other,
-    /// An inode below a large directory's root (and the bases of its patch chain).
-    Inode,
-}
 
 #[derive(Clone)]
 enum CachedObject {
@@ -164,8 +154,7 @@ pub(crate) struct PackReader {
     recent_inodes_window: AtomicU64,
     pub counters: ReadCounters,
     /// The size of first reads ([`WideReads`]), of inodes and of the other records.
-    wide: WideReads,
-    wide_inodes: WideReads,
+    wide: ReadWidths,
 }
 
 impl fmt::Debug for PackReader {
@@ -248,8 +237,7 @@ impl PackReader {
             recent_window: AtomicU64::new(0),
             recent_inodes_window: AtomicU64::new(0),
             counters: ReadCounters::default(),
-            wide: WideReads::default(),
-            wide_inodes: WideReads::default(),
+            wide: ReadWidths::default(),
         }
     }
 
@@ -331,18 +319,10 @@ impl PackReader {
         self.with_record_in(offset, None, ReadKind::Other, decode)
     }
 
-    /// The [`WideReads`] score of reads of `kind`.
-    fn wide(&self, kind: ReadKind) -> &WideReads {
-        match kind {
-            ReadKind::Other => &self.wide,
-            ReadKind::Inode => &self.wide_inodes,
-        }
-    }
-
     /// Whether first reads of `kind` go to the end of their page now (tests).
     #[cfg(test)]
     pub(crate) fn reads_wide(&self, kind: ReadKind) -> bool {
-        self.wide(kind).wide()
+        self.wide.of(kind).wide()
     }
 
     /// [`PackReader::with_record`], taking the record from `pre` (the pack's bytes from `offset`
@@ -362,7 +342,7 @@ impl PackReader {
                 format!("offset outside the published pack [{PACK_HEADER_LEN}, {end})"),
             ));
         }
-        let wide = self.wide(kind);
+        let wide = self.wide.of(kind);
         // Bytes read ahead, if they hold the header (up to 11 bytes) and the whole record.
         if let Some(pre) = pre.filter(|pre| pre.len() as u64 >= (end - offset).min(11)) {
             let (record_kind, body_len, header_len) =
