@@ -636,6 +636,8 @@ pub(crate) mod pipeline;
 mod publish;
 
 #[cfg(test)]
+mod inode_reads_tests;
+#[cfg(test)]
 mod prefetch_tests;
 #[cfg(test)]
 mod writer_tests;

@@ -16,11 +16,34 @@ pub(crate) fn load(node: &NodeRef, source: &dyn ObjectSource) -> Result<Arc<Node
     }
 }
 
+/// The inode behind `node`, a child of an inode `Tree` ([`ObjectSource::load_inode`] when stored).
+pub(crate) fn load_inode(node: &NodeRef, source: &dyn ObjectSource) -> Result<Arc<Node>, TreeError> {
+    match node {
+        NodeRef::Mem(node) => Ok(node.clone()),
+        NodeRef::Stored { hash, key } => Ok(source.load_inode(*key, hash)?),
+    }
+}
+
 /// A uniquely owned, mutable node behind `node`: a stored node is loaded and copied, a shared
 /// in-memory node is copied (copy-on-write), an unshared one is used in place.
 pub(crate) fn node_mut<'a>(
     node: &'a mut NodeRef,
     source: &dyn ObjectSource,
+) -> Result<&'a mut Node, TreeError> {
+    node_mut_as(node, source, false)
+}
+
+/// [`node_mut`] for a child of an inode `Tree`: a stored one is loaded with
+/// [`ObjectSource::load_inode`].
+fn inode_mut<'a>(node: &'a mut NodeRef, source: &dyn ObjectSource) -> Result<&'a mut Node, TreeError> {
+    node_mut_as(node, source, true)
+}
+
+/// [`node_mut`], loading a stored node as an inode when `inode`.
+fn node_mut_as<'a>(
+    node: &'a mut NodeRef,
+    source: &dyn ObjectSource,
+    inode: bool,
 ) -> Result<&'a mut Node, TreeError> {
     // The node is (or becomes) modified: copied, or modified in place. Counted only when this
     // makes a node dirty (a load, a copy, or a hashed node changed in place): a node already
@@ -37,7 +60,7 @@ pub(crate) fn node_mut<'a>(
     }
     let origins = source.keeps_origins();
     if let NodeRef::Stored { hash, key } = node {
-        let loaded = source.load_node(*key, hash)?;
+        let loaded = if inode { source.load_inode(*key, hash)? } else { source.load_node(*key, hash)? };
         // A directory or an inode leaf loaded for a change is remembered (the store's base lookup
         // missed some of them: 2 MiB more store on the default replay without); an inode `Tree`
         // is not: no smaller store for it, and the loaded versions it kept alive made the
@@ -117,7 +140,7 @@ pub(crate) fn find_with<R>(
             let Some((_, child)) = tree.find_bucket(index).ok().and_then(|i| tree.children.get(i)) else {
                 return f(None, &[]);
             };
-            let child = load(child, source)?;
+            let child = load_inode(child, source)?;
             check_child(tree.depth, &child)?;
             find_with(&child, name, source, f)
         }
@@ -144,7 +167,7 @@ pub(crate) fn entry_mut<'a>(
                 return Ok(None);
             };
             let depth = tree.depth;
-            let child = node_mut(child, source)?;
+            let child = inode_mut(child, source)?;
             check_child(depth, child)?;
             entry_mut(child, name, source)
         }
@@ -238,7 +261,7 @@ fn set_in_tree(
     let Some((_, child)) = tree.children.get_mut(position) else {
         return Ok(());
     };
-    let child = node_mut(child, source)?;
+    let child = inode_mut(child, source)?;
     check_child(tree.depth, child)?;
     let before = child.length();
     let body = child.body_mut();
@@ -311,7 +334,7 @@ pub(crate) fn collect_tree(
     out: &mut Entries,
 ) -> Result<(), TreeError> {
     for (_, child) in &tree.children {
-        let child = load(child, source)?;
+        let child = load_inode(child, source)?;
         check_child(tree.depth, &child)?;
         match child.body() {
             NodeBody::Values(entries) | NodeBody::Flat(entries) => out.extend(entries.iter().cloned()),
@@ -414,7 +437,7 @@ fn page_tree(
         if *want == 0 {
             break;
         }
-        let child = load(child, source)?;
+        let child = load_inode(child, source)?;
         check_child(tree.depth, &child)?;
         let length = child.length();
         if *skip >= length {

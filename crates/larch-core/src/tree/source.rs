@@ -44,6 +44,15 @@ pub trait ObjectSource: Send + Sync + Debug {
         self.load_node(key, hash)
     }
 
+    /// Loads the inode stored at `key` (a child of an inode `Tree`: an inner inode or a leaf of a
+    /// large directory, never a directory's root) like [`ObjectSource::load_node`]. A source may
+    /// read it knowing what it is: a store's inode records are mostly larger than its directories'
+    /// (a leaf holds up to 32 entries with their hashes, a tree inode up to 32 hashes), so a pack
+    /// store sizes their first reads apart. The default: `load_node`.
+    fn load_inode(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
+        self.load_node(key, hash)
+    }
+
     /// The keys this source surely holds, if it is one store (a pack store). A node copied for a
     /// change then refers to its in-memory children held there by their keys, but for the last
     /// ones written ([`Node::detached_copy`](crate::Node::detached_copy)), so that a tree kept

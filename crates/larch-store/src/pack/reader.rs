@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) mod prefetch;
 mod wide;
 
-use wide::{PAGE, WideReads};
+pub(crate) use wide::ReadKind;
+use wide::{PAGE, ReadWidths, WideReads};
 
 /// Bytes read at once for a record: its header and most records (a larger one takes a second
 /// read). Most records read on a miss are patches and small directories (~100 B): on the default
@@ -152,8 +153,8 @@ pub(crate) struct PackReader {
     /// `recent_window`).
     recent_inodes_window: AtomicU64,
     pub counters: ReadCounters,
-    /// The size of first reads ([`WideReads`]).
-    wide: WideReads,
+    /// The size of first reads ([`WideReads`]), of inodes and of the other records.
+    wide: ReadWidths,
 }
 
 impl fmt::Debug for PackReader {
@@ -236,7 +237,7 @@ impl PackReader {
             recent_window: AtomicU64::new(0),
             recent_inodes_window: AtomicU64::new(0),
             counters: ReadCounters::default(),
-            wide: WideReads::default(),
+            wide: ReadWidths::default(),
         }
     }
 
@@ -315,15 +316,22 @@ impl PackReader {
         offset: u64,
         decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
     ) -> Result<(T, u64)> {
-        self.with_record_in(offset, None, decode)
+        self.with_record_in(offset, None, ReadKind::Other, decode)
+    }
+
+    /// Whether first reads of `kind` go to the end of their page now (tests).
+    #[cfg(test)]
+    pub(crate) fn reads_wide(&self, kind: ReadKind) -> bool {
+        self.wide.of(kind).wide()
     }
 
     /// [`PackReader::with_record`], taking the record from `pre` (the pack's bytes from `offset`
-    /// on, read ahead) when it holds it whole.
+    /// on, read ahead) when it holds it whole, its first read sized as `kind`'s are.
     fn with_record_in<T>(
         &self,
         offset: u64,
         pre: Option<&[u8]>,
+        kind: ReadKind,
         decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
     ) -> Result<(T, u64)> {
         let end = self.end();
@@ -334,20 +342,21 @@ impl PackReader {
                 format!("offset outside the published pack [{PACK_HEADER_LEN}, {end})"),
             ));
         }
+        let wide = self.wide.of(kind);
         // Bytes read ahead, if they hold the header (up to 11 bytes) and the whole record.
         if let Some(pre) = pre.filter(|pre| pre.len() as u64 >= (end - offset).min(11)) {
-            let (kind, body_len, header_len) =
+            let (record_kind, body_len, header_len) =
                 parse_head(pre.get(..pre.len().min(11)).unwrap_or_default(), offset)?;
             let total = header_len as u64 + body_len + 4;
             if let Some(record) = usize::try_from(total).ok().and_then(|total| pre.get(..total))
                 && offset + total <= end
             {
-                return self.check_and_decode(offset, record, kind, header_len, decode);
+                return self.check_and_decode(offset, record, record_kind, header_len, wide, decode);
             }
         }
         // One read usually covers the whole record (most are under the first read's size); a
         // second read fetches the rest of a larger one.
-        let first = usize::try_from((end - offset).min(self.wide.first_read(offset))).unwrap_or(0);
+        let first = usize::try_from((end - offset).min(wide.first_read(offset))).unwrap_or(0);
         let run = |buffer: &mut Vec<u8>| -> Result<(T, u64)> {
             buffer.clear();
             buffer.resize(first, 0);
@@ -355,7 +364,7 @@ impl PackReader {
             // `Truncated`; an offset in no file of the layout, `Unmapped`.
             self.counters.read_calls.fetch_add(1, Ordering::Relaxed);
             self.layout.read(offset, buffer)?;
-            let (kind, body_len, header_len) =
+            let (record_kind, body_len, header_len) =
                 parse_head(buffer.get(..first.min(11)).unwrap_or_default(), offset)?;
             let total = header_len as u64 + body_len + 4;
             if offset + total > end {
@@ -374,7 +383,7 @@ impl PackReader {
                 self.layout.read(offset + first as u64, rest)?;
             }
             let record = buffer.get(..total_usize).unwrap_or_default();
-            self.check_and_decode(offset, record, kind, header_len, decode)
+            self.check_and_decode(offset, record, record_kind, header_len, wide, decode)
         };
         let (value, total) = SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut buffer) => run(&mut buffer),
@@ -383,18 +392,19 @@ impl PackReader {
         Ok((value, total))
     }
 
-    /// Counts the whole `record` at `offset` (header, body, checksum) read, checks its
-    /// checksum and decodes its body.
+    /// Counts the whole `record` at `offset` (header, body, checksum) read (its size noted in
+    /// `wide`), checks its checksum and decodes its body.
     fn check_and_decode<T>(
         &self,
         offset: u64,
         record: &[u8],
         kind: RecordKind,
         header_len: usize,
+        wide: &WideReads,
         decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
     ) -> Result<(T, u64)> {
         let total = record.len() as u64;
-        self.wide.note(total);
+        wide.note(total);
         self.counters.bytes_read.fetch_add(total, Ordering::Relaxed);
         self.counters.records_read.fetch_add(1, Ordering::Relaxed);
         let (data, crc) = record.split_at(record.len().saturating_sub(4));
@@ -435,7 +445,7 @@ impl PackReader {
                 let pre = have
                     .then(|| buffer.get(usize::try_from(offset - start).unwrap_or(usize::MAX)..))
                     .flatten();
-                if self.node_read_in(offset, &hash, patch::MAX_CHAIN, true, pre).is_ok() {
+                if self.node_read_in(offset, &hash, patch::MAX_CHAIN, true, ReadKind::Other, pre).is_ok() {
                     read += 1;
                 }
             }
@@ -459,15 +469,29 @@ impl PackReader {
     /// The node at `offset` with the patch chain length of its record, which must not exceed
     /// `max_chain` (this bounds the recursion through the bases of patch records).
     pub fn node_chained(&self, offset: u64, hash: &Hash, max_chain: u8) -> Result<(Arc<Node>, u8)> {
-        self.node_loaded(offset, hash, max_chain, true)
+        self.node_loaded(offset, hash, max_chain, true, ReadKind::Other)
+    }
+
+    /// The inode at `offset` (a child of an inode tree) whose hash is `hash`, from the cache or
+    /// decoded, its first read sized as inodes' are ([`ReadKind::Inode`]).
+    pub fn inode(&self, offset: u64, hash: &Hash) -> Result<Arc<Node>> {
+        Ok(self.node_loaded(offset, hash, patch::MAX_CHAIN, true, ReadKind::Inode)?.0)
     }
 
     /// [`PackReader::node_chained`]; a node decoded on a miss enters the cache when `keep` (the
-    /// bases of a patch are not kept: they are older versions, rarely wanted for themselves).
-    fn node_loaded(&self, offset: u64, hash: &Hash, max_chain: u8, keep: bool) -> Result<(Arc<Node>, u8)> {
+    /// bases of a patch are not kept: they are older versions, rarely wanted for themselves),
+    /// its first read sized as `kind`'s are.
+    fn node_loaded(
+        &self,
+        offset: u64,
+        hash: &Hash,
+        max_chain: u8,
+        keep: bool,
+        kind: ReadKind,
+    ) -> Result<(Arc<Node>, u8)> {
         match self.cached_node(offset, hash, max_chain)? {
             Some(found) => Ok(found),
-            None => self.node_read(offset, hash, max_chain, keep),
+            None => self.node_read_in(offset, hash, max_chain, keep, kind, None),
         }
     }
 
@@ -514,10 +538,11 @@ impl PackReader {
         max_chain: u8,
         keep: bool,
     ) -> Result<(Arc<Node>, u8)> {
-        self.node_read_in(offset, hash, max_chain, keep, None)
+        self.node_read_in(offset, hash, max_chain, keep, ReadKind::Other, None)
     }
 
-    /// [`PackReader::node_read`], its record taken from `pre` if it holds it whole
+    /// [`PackReader::node_read`] of a `kind` record (the bases of its patch chain read as
+    /// such too), its record taken from `pre` if it holds it whole
     /// ([`PackReader::with_record_in`]).
     fn node_read_in(
         &self,
@@ -525,6 +550,7 @@ impl PackReader {
         hash: &Hash,
         max_chain: u8,
         keep: bool,
+        read_kind: ReadKind,
         pre: Option<&[u8]>,
     ) -> Result<(Arc<Node>, u8)> {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
@@ -532,7 +558,7 @@ impl PackReader {
             Full(NodeBody),
             Patch(patch::Patch),
         }
-        let (decoded, _) = self.with_record_in(offset, pre, |kind, body| {
+        let (decoded, _) = self.with_record_in(offset, pre, read_kind, |kind, body| {
             let mut counts = codec::EntryCounts::default();
             match kind {
                 RecordKind::Flat | RecordKind::Values | RecordKind::Tree => {
@@ -556,7 +582,8 @@ impl PackReader {
                     return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain too long"));
                 }
                 let (base_hash, base_offset) = patch.base();
-                let (base, base_chain) = self.node_loaded(base_offset, &base_hash, chain - 1, false)?;
+                let (base, base_chain) =
+                    self.node_loaded(base_offset, &base_hash, chain - 1, false, read_kind)?;
                 if base_chain != chain - 1 {
                     return Err(StoreError::corrupt(FileKind::Pack, offset, "patch chain length mismatch"));
                 }
@@ -756,6 +783,16 @@ impl ObjectSource for PackSource {
             Ok(self.reader.node_read(offset, hash, patch::MAX_CHAIN, true)?.0)
         };
         load().map_err(|e| LoadError { what: "node", key, hash: *hash, reason: Box::new(e) })
+    }
+
+    /// An inode's first read is sized apart from the other records' ([`ReadKind::Inode`]).
+    fn load_inode(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Node>, LoadError> {
+        self.offset(key).and_then(|offset| self.reader.inode(offset, hash)).map_err(|e| LoadError {
+            what: "node",
+            key,
+            hash: *hash,
+            reason: Box::new(e),
+        })
     }
 
     fn load_contents(&self, key: ObjectKey, hash: &Hash) -> Result<Arc<Contents>, LoadError> {

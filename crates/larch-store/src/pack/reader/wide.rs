@@ -50,6 +50,35 @@ impl WideReads {
     }
 }
 
+/// What a read is for, which sizes its first read: the records of inodes (a large directory's
+/// inner inodes and leaves, [`larch_core::ObjectSource::load_inode`]) are mostly larger than
+/// [`FIRST_READ`] where the other records read mostly are not, so each kind has its own
+/// [`WideReads`] score ([`ReadWidths`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadKind {
+    /// A directory, a contents value, a commit, or a record of unknown kind.
+    Other,
+    /// An inode below a large directory's root (and the bases of its patch chain).
+    Inode,
+}
+
+/// The [`WideReads`] score of each [`ReadKind`].
+#[derive(Debug, Default)]
+pub(super) struct ReadWidths {
+    other: WideReads,
+    inodes: WideReads,
+}
+
+impl ReadWidths {
+    /// The score of the reads of `kind`.
+    pub(super) fn of(&self, kind: ReadKind) -> &WideReads {
+        match kind {
+            ReadKind::Other => &self.other,
+            ReadKind::Inode => &self.inodes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
