@@ -152,12 +152,6 @@ impl<'a> Emitter<'a> {
         Ok(true)
     }
 
-    /// Whether the current context's tree is the sink's (tests).
-    #[cfg(test)]
-    pub(crate) fn is_shared(&self) -> bool {
-        self.shared
-    }
-
     /// `read` on the current context's tree: the generator's own, or the sink's while shared.
     fn read<T>(
         &mut self,
