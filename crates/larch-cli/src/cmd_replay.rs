@@ -14,7 +14,7 @@ use larch_bench::{
     Rung,
 };
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
-use larch_store::{PipelinedRepo, Repo, RepoOptions, SyncPolicy};
+use larch_store::{CacheBudget, PipelinedRepo, Repo, RepoOptions, SyncPolicy};
 use larch_trace::format::BoxedSource;
 use larch_trace::open_trace;
 use std::fs::File;
@@ -65,6 +65,11 @@ pub struct ReplayArgs {
     /// (K = 1024), `256MB` is decimal (K = 1000).
     #[arg(long, value_parser = parse_size)]
     cache_size: Option<u64>,
+    /// With a streamed trace (`--generate`, the rungs above 1x) into a store: the cache's budget
+    /// during the setup, at most `--cache-size` (default 32M). A setup part reads little of
+    /// what the cache holds (it adds fresh keys); the regular blocks get the whole `--cache-size`.
+    #[arg(long, value_parser = parse_size, conflicts_with = "trace")]
+    setup_cache_size: Option<u64>,
     /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `pipelined` (the same syncs on a publisher thread while the next block runs: a commit is durable when the next one returns), `every N`, or `never` (only at the end).
     #[arg(long, default_value = "commit")]
     sync: SyncPolicy,
@@ -163,6 +168,12 @@ impl From<WhenBusyArg> for GcWhenBusy {
 /// MiB with the allocator's longer purge delay (docs/benchmarks.md at c117370, "Issue 11, ninth round").
 const PIPELINE_CACHE_BYTES: u64 = 96 << 20;
 
+/// The cache's budget during a streamed setup (`--setup-cache-size`): on the mainnet rung's
+/// first 100 parts the cache held 63 MiB of the 96 by part 100 for a setup that only adds, and a
+/// budget of 32 MiB lowered the peak RSS by as much, at the same CPU time on the 10x rung
+/// (docs/benchmarks.md, *Mainnet rung: setup memory*).
+const SETUP_CACHE_BYTES: u64 = 32 << 20;
+
 /// Where the replay goes.
 enum Target {
     Memory,
@@ -193,7 +204,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             );
             let expected = params.blocks + 1 + params.setup_parts_estimate();
             let name = format!("generated tezos-like/v1 {rung}, seed {}", params.seed);
-            (Job::Generate(params), name, None, Some(expected))
+            (Job::Generate(params, None), name, None, Some(expected))
         }
         None => {
             let dir = tempfile::Builder::new().prefix("larch-trace-").tempdir().context("temporary dir")?;
@@ -283,6 +294,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             if repo.commit_count() > 0 {
                 bail!("store {} already holds commits: replay needs a fresh store", path.display());
             }
+            let job = match job {
+                Job::Generate(params, _) => {
+                    let bytes = args.setup_cache_size.unwrap_or(SETUP_CACHE_BYTES);
+                    Job::Generate(params, Some((repo.cache_budget(), bytes)))
+                }
+                job => job,
+            };
             let (outcome, repo) = if !args.no_pipeline {
                 let mut pipelined = PipelinedRepo::with_depth(repo, usize::from(args.pipeline_depth))
                     .with_context(|| format!("starting the commit thread of {}", path.display()))?;
@@ -538,8 +556,9 @@ impl<R: ContextRepo> ContextRepo for LastCommit<'_, R> {
 enum Job {
     /// A trace file, read on a thread of its own.
     Trace(BoxedSource),
-    /// A trace generated and streamed into the store as it is drawn.
-    Generate(GenParams),
+    /// A trace generated and streamed into the store as it is drawn, with the store's cache
+    /// limited during the setup (`--setup-cache-size`) when given.
+    Generate(GenParams, Option<(CacheBudget, u64)>),
 }
 
 /// What a replay produced.
@@ -607,14 +626,21 @@ fn run_replay<R: ContextRepo>(
             }
             Ok(Replayed { summary, setup: None, last: repo.last })
         }
-        Job::Generate(params) => {
+        Job::Generate(params, setup_cache) => {
             let generator = Generator::new(params)?;
+            if let Some((budget, bytes)) = &setup_cache {
+                budget.limit(Some(*bytes));
+            }
             // Without a terminal (a log), a line now and then instead of the bar.
             let plain = !std::io::stderr().is_terminal();
             let started = std::time::Instant::now();
             let mut progress = |kind: BlockKind, block: &larch_bench::stats::BlockStats| {
                 bar.inc(1);
                 if kind == BlockKind::SetupEnd {
+                    // The regular blocks get the whole cache.
+                    if let Some((budget, _)) = &setup_cache {
+                        budget.limit(None);
+                    }
                     // Before the regular blocks' measurements start (their peak RSS included).
                     crate::allocator::release_free_memory();
                 }

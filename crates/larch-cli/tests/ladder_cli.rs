@@ -54,3 +54,44 @@ fn bad_ladder_arguments_are_clear_errors() {
     let not_streamed = larch(&["report", "curve", "/dev/null"]);
     assert_eq!(not_streamed.status.code(), Some(2));
 }
+
+#[test]
+fn a_streamed_setups_cache_limit_is_lifted_for_the_regular_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.jsonl");
+    let run = |limit: &str, store: &str| {
+        let store = dir.path().join(store);
+        let out = larch(&[
+            "replay",
+            "--generate",
+            "--json",
+            "--blocks",
+            "8",
+            "--seed",
+            "3",
+            "--setup-part-ops",
+            "60000",
+            "--setup-cache-size",
+            limit,
+            "--stats",
+            path_str(&stats),
+            "--store",
+            path_str(&store),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        summary["last_commit"].as_str().unwrap().to_string()
+    };
+    let unlimited = run("96M", "a");
+    // A 256 KiB cache during the setup: the same commits, and the regular blocks' cache grows
+    // past it (the whole --cache-size is theirs again).
+    assert_eq!(run("256K", "b"), unlimited);
+    let most = std::fs::read_to_string(&stats)
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| line["backend"]["cache_bytes"].as_u64())
+        .max()
+        .unwrap();
+    assert!(most > 1 << 20, "the regular blocks' cache held {most} bytes at most");
+}

@@ -75,6 +75,7 @@ pub use recovery::plan::{
     FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_layered, plan_recovery_with,
 };
 pub use repo::bulk::{BulkTarget, BulkWriter};
+pub use repo::cache_budget::CacheBudget;
 pub use repo::check::fsck;
 pub use repo::pipeline::{PIPELINE_MAX_DEPTH, PipelinedRepo};
 pub use repo::{DEFAULT_BRANCH, History, Repo};

@@ -628,6 +628,7 @@ pub(crate) fn check_commit_shape(tree: &Tree, parents: &[Hash]) -> Result<()> {
 
 mod archive;
 pub(crate) mod bulk;
+pub(crate) mod cache_budget;
 pub(crate) mod check;
 mod context_repo;
 mod gc;

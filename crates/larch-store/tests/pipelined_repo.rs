@@ -509,3 +509,44 @@ fn a_pipelined_writer_reports_its_reads_as_they_happen() {
     let written = ContextRepo::stats(&pipelined);
     assert!(written.objects_written.unwrap() > before.objects_written.unwrap(), "{before:?} {written:?}");
 }
+
+/// In-memory nodes of the tree a pipelined writer checks out after committing a tree of
+/// `dirs` one-value directories, hashed by the caller first when `hashed`.
+fn nodes_checked_out_after(dirs: usize, hashed: bool) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
+    let mut tree = repo.empty_tree();
+    for i in 0..dirs {
+        tree.add(&[format!("d{i:06}"), "v".to_string()], vec![1u8, 2]).unwrap();
+    }
+    let expected = tree.hash();
+    let mut tree = if hashed {
+        tree
+    } else {
+        // The same tree, rebuilt without its hashes.
+        let mut fresh = repo.empty_tree();
+        for i in 0..dirs {
+            fresh.add(&[format!("d{i:06}"), "v".to_string()], vec![1u8, 2]).unwrap();
+        }
+        fresh
+    };
+    let hash = repo.commit(&tree, &[], info(0)).unwrap();
+    tree = repo.checkout(&hash).unwrap();
+    let nodes = nodes_in_memory(&tree);
+    assert_eq!(tree.hash(), expected);
+    drop(tree);
+    repo.into_inner().unwrap().close().unwrap();
+    nodes
+}
+
+#[test]
+fn a_huge_commit_hashed_by_its_caller_is_checked_out_from_the_store() {
+    // 70,000 directories rewrite more than the 65,536 nodes past which a commit is not served
+    // from memory: its checkout reads the store (no node in memory), whether the caller hashed
+    // the tree before the commit (a streamed generator does) or not.
+    assert_eq!(nodes_checked_out_after(70_000, false), 0);
+    assert_eq!(nodes_checked_out_after(70_000, true), 0);
+    // A small commit is served from memory, hashed or not.
+    assert!(nodes_checked_out_after(2_000, true) > 2_000);
+    assert!(nodes_checked_out_after(2_000, false) > 2_000);
+}

@@ -285,7 +285,7 @@ fn big_map_updates(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
 fn copy_map(b: &mut Builder<'_, '_>) -> Result<(), GenError> {
     let source = b.rng.range(b.model.setup_maps / 2, b.model.setup_maps.saturating_sub(1));
     let from = Model::map_path(source);
-    let small = b.out.tree.length(&child(&from, b"contents").steps())? <= COPY_MAX_ENTRIES;
+    let small = b.out.length(&child(&from, b"contents"))? <= COPY_MAX_ENTRIES;
     if !small || !b.out.mem_tree(from.clone())? {
         return Ok(());
     }

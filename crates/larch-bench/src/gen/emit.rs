@@ -36,6 +36,11 @@ pub(crate) type Sink<'a> = &'a mut dyn FnMut(Op) -> Result<(), GenError>;
 /// hold than the generator's own (a store's, loaded lazily): `None` keeps the generator's.
 pub(crate) type Reload<'a> = &'a mut dyn FnMut(&Hash, BlockKind) -> Result<Option<Tree>, GenError>;
 
+/// Gives the sink's own tree of a context (a streamed replay's), as the operations passed to the
+/// sink so far left it: a clone sharing its nodes, dropped before the next operation. `None` when
+/// the sink holds none.
+pub(crate) type SinkTree<'a> = &'a mut dyn FnMut(ContextId) -> Result<Option<Tree>, GenError>;
+
 /// What a commit of the generator is (told to a streamed run's sink with the commit's hash).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockKind {
@@ -53,8 +58,12 @@ pub enum BlockKind {
 pub(crate) struct Emitter<'a> {
     sink: Sink<'a>,
     reload: Option<Reload<'a>>,
-    /// The tree of the current context.
-    pub(crate) tree: Tree,
+    sink_tree: Option<SinkTree<'a>>,
+    /// Whether the current context's tree is the sink's ([`Emitter::share_sink_tree`]): writes
+    /// are left to the sink, reads and hashes go through its tree, and `tree` stays empty.
+    shared: bool,
+    /// The tree of the current context (empty while `shared`).
+    tree: Tree,
     ctx: ContextId,
     next_ctx: ContextId,
     pending: Option<Op>,
@@ -66,10 +75,16 @@ pub(crate) struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     /// Starts at context 0, the empty tree (the genesis context of Irmin's replay).
-    pub(crate) fn new(sink: Sink<'a>, reload: Option<Reload<'a>>) -> Emitter<'a> {
+    pub(crate) fn new(
+        sink: Sink<'a>,
+        reload: Option<Reload<'a>>,
+        sink_tree: Option<SinkTree<'a>>,
+    ) -> Emitter<'a> {
         Emitter {
             sink,
             reload,
+            sink_tree,
+            shared: false,
             tree: Tree::empty(),
             ctx: 0,
             next_ctx: 1,
@@ -111,9 +126,59 @@ impl<'a> Emitter<'a> {
         (input, Scoped::Keep(self.ctx))
     }
 
+    /// The sink's tree of the current context, once the operations held back are passed on.
+    fn sink_context(&mut self) -> Result<Option<Tree>, GenError> {
+        self.flush()?;
+        let ctx = self.ctx;
+        match self.sink_tree.as_mut() {
+            Some(sink_tree) => sink_tree(ctx),
+            None => Ok(None),
+        }
+    }
+
+    /// From now until the commit that ends the setup ([`Emitter::committed_tree`] of a kind
+    /// other than [`BlockKind::SetupPart`]), holds no tree of its own when the sink gives its
+    /// tree of the current context: writes are applied by the sink only, reads and commit hashes
+    /// are computed on the sink's tree. For a setup, which only adds (one read, at its start):
+    /// the part's tree is then held once, by the sink, instead of twice. Returns whether it
+    /// shares. The operations are the same either way; only abandoned contexts need the
+    /// generator's own tree (their last operation is held back, not passed on before a read).
+    pub(crate) fn share_sink_tree(&mut self) -> Result<bool, GenError> {
+        if self.sink_context()?.is_none() {
+            return Ok(false);
+        }
+        self.tree = Tree::empty();
+        self.shared = true;
+        Ok(true)
+    }
+
+    /// `read` on the current context's tree: the generator's own, or the sink's while shared.
+    fn read<T>(
+        &mut self,
+        read: impl FnOnce(&Tree) -> Result<T, larch_core::TreeError>,
+    ) -> Result<T, GenError> {
+        if !self.shared {
+            return Ok(read(&self.tree)?);
+        }
+        let tree = self
+            .sink_context()?
+            .ok_or(GenError::Internal("the sink holds no tree of the current context"))?;
+        Ok(read(&tree)?)
+    }
+
+    /// The hash of the current context's tree (before its commit).
+    pub(crate) fn tree_hash(&mut self) -> Result<Hash, GenError> {
+        self.read(|tree| Ok(tree.hash()))
+    }
+
+    /// Entries of the directory at `path` in the current context.
+    pub(crate) fn length(&mut self, path: &Path) -> Result<u64, GenError> {
+        self.read(|tree| tree.length(&path.steps()))
+    }
+
     /// `find path`; returns whether contents were found.
     pub(crate) fn find(&mut self, path: Path) -> Result<bool, GenError> {
-        let found = self.tree.find(&path.steps())?.is_some();
+        let found = self.read(|tree| Ok(tree.find(&path.steps())?.is_some()))?;
         if !found {
             self.counts.misses += 1;
         }
@@ -124,7 +189,7 @@ impl<'a> Emitter<'a> {
 
     /// `mem path`; returns whether contents are there.
     pub(crate) fn mem(&mut self, path: Path) -> Result<bool, GenError> {
-        let found = self.tree.mem(&path.steps())?;
+        let found = self.read(|tree| tree.mem(&path.steps()))?;
         if !found {
             self.counts.misses += 1;
         }
@@ -135,7 +200,7 @@ impl<'a> Emitter<'a> {
 
     /// `mem_tree path`; returns whether anything is there.
     pub(crate) fn mem_tree(&mut self, path: Path) -> Result<bool, GenError> {
-        let found = self.tree.mem_tree(&path.steps())?;
+        let found = self.read(|tree| tree.mem_tree(&path.steps()))?;
         let input = self.read_input();
         self.push(Op::MemTree { path, found, input })?;
         Ok(found)
@@ -143,7 +208,9 @@ impl<'a> Emitter<'a> {
 
     /// `add path value`.
     pub(crate) fn add(&mut self, path: Path, value: Vec<u8>) -> Result<(), GenError> {
-        self.tree.add(&path.steps(), value.as_slice())?;
+        if !self.shared {
+            self.tree.add(&path.steps(), value.as_slice())?;
+        }
         if let Some(slot) = self.counts.sizes.get_mut(size_bucket(value.len())) {
             *slot += 1;
         }
@@ -153,14 +220,21 @@ impl<'a> Emitter<'a> {
 
     /// `remove path`.
     pub(crate) fn remove(&mut self, path: Path) -> Result<(), GenError> {
-        self.tree.remove(&path.steps())?;
+        if !self.shared {
+            self.tree.remove(&path.steps())?;
+        }
         let (input, out) = self.advance();
         self.push(Op::Remove { path, input, out })
     }
 
     /// `copy from to`, emitted only when `from` exists; returns whether it did.
     pub(crate) fn copy(&mut self, from: Path, to: Path) -> Result<bool, GenError> {
-        if !self.tree.copy(&from.steps(), &to.steps())? {
+        let copied = if self.shared {
+            self.read(|tree| Ok(tree.find_tree(&from.steps())?.is_some()))?
+        } else {
+            self.tree.copy(&from.steps(), &to.steps())?
+        };
+        if !copied {
             return Ok(false);
         }
         let (input, out) = self.advance();
@@ -171,7 +245,9 @@ impl<'a> Emitter<'a> {
     /// `checkout commit`, binding `tree` (the commit's tree) to a new context.
     pub(crate) fn checkout(&mut self, commit: Scoped<Hash>, tree: Tree) -> Result<(), GenError> {
         self.flush()?;
-        self.tree = tree;
+        if !self.shared {
+            self.tree = tree;
+        }
         self.ctx = self.next_ctx;
         self.next_ctx += 1;
         self.context_ops = 0;
@@ -181,6 +257,10 @@ impl<'a> Emitter<'a> {
 
     /// Drops the current context without committing it: its last operation becomes its last use.
     pub(crate) fn abandon(&mut self) -> Result<(), GenError> {
+        if self.shared {
+            // Reads passed the held-back operation on already.
+            return Err(GenError::Internal("an abandoned context while sharing the sink's tree"));
+        }
         if let Some(op) = self.pending.as_mut() {
             match op {
                 Op::Find { input, .. } | Op::Mem { input, .. } | Op::MemTree { input, .. } => {
@@ -196,8 +276,8 @@ impl<'a> Emitter<'a> {
         self.flush()
     }
 
-    /// Commits the current context (its last use). The caller computed `hash` from
-    /// [`Emitter::tree`]; `message` is built from the number of operations.
+    /// Commits the current context (its last use). The caller computed `hash` with
+    /// [`Emitter::tree_hash`]; `message` is built from the number of operations.
     pub(crate) fn commit(
         &mut self,
         hash: Scoped<Hash>,
@@ -213,12 +293,23 @@ impl<'a> Emitter<'a> {
     }
 
     /// The tree of commit `hash`, just committed from the current context: the sink's (a store's)
-    /// when it gives one, else the current tree itself. The current tree is left empty.
+    /// when it gives one, else the current tree itself. The current tree is left empty. While
+    /// the sink's tree is shared, a setup part's is not needed (an empty tree: the next part is
+    /// read through the sink's tree again), and any other commit ends the sharing with the
+    /// sink's tree of the commit.
     pub(crate) fn committed_tree(&mut self, hash: &Hash, kind: BlockKind) -> Result<Tree, GenError> {
         let own = std::mem::take(&mut self.tree);
-        match self.reload.as_mut() {
-            Some(reload) => Ok(reload(hash, kind)?.unwrap_or(own)),
-            None => Ok(own),
+        let given = match self.reload.as_mut() {
+            Some(reload) => reload(hash, kind)?,
+            None => None,
+        };
+        if !self.shared {
+            return Ok(given.unwrap_or(own));
         }
+        if kind == BlockKind::SetupPart {
+            return Ok(Tree::empty());
+        }
+        self.shared = false;
+        given.ok_or(GenError::Internal("the sink gave no tree of the commit ending a shared setup"))
     }
 }

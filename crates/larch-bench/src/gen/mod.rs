@@ -7,9 +7,10 @@
 //! results and commit hashes. It keeps only the current context, and the tree of the previous
 //! commit only while a coming reorganisation needs it, so its memory is the live state, not the
 //! history (about 230 MB for the default trace). [`Generator::run_streamed`] goes on from a
-//! store's lazily loaded tree after each commit instead: with the setup in parts
-//! ([`GenParams::setup_part_ops`]) its memory is a part and the store's cache, whatever the
-//! context's size (the scale ladder's large rungs, [`Rung`]).
+//! store's lazily loaded tree after each commit instead, and holds no tree during the setup
+//! (the sink's tree is read instead): with the setup in parts ([`GenParams::setup_part_ops`])
+//! its memory is the sink's part and the store's cache, whatever the context's size (the scale
+//! ladder's large rungs, [`Rung`]).
 //!
 //! The trace, block by block (files of this module by concern):
 //! - block 0, `setup.rs`: the mainnet genesis operations, exactly; context 0 is the empty tree.
@@ -71,7 +72,7 @@ use emit::Emitter;
 use keys::Model;
 use larch_core::schema::commit_hash;
 use larch_core::{CommitInfo, Hash, Tree, TreeError};
-use larch_trace::op::{Op, Scoped};
+use larch_trace::op::{ContextId, Op, Scoped};
 
 /// Why generation failed.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +151,7 @@ impl SetupParts {
         self.items = 0;
         let level = self.level + 1;
         let info = CommitInfo::tezos(date(level), format!("lvl {level}, {} ops", out.context_ops));
-        let hash = commit_hash(&out.tree.hash(), &[self.parent], &info);
+        let hash = commit_hash(&out.tree_hash()?, &[self.parent], &info);
         // The part is checked out next; its parent is never used again.
         out.commit(Scoped::Keep(hash), info.date, info.message, vec![Scoped::Forget(self.parent)])?;
         *blocks += 1;
@@ -196,21 +197,27 @@ impl Generator {
         E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     {
         let mut wrapped = |op: Op| sink(op).map_err(|e| GenError::Sink(e.into()));
-        let mut out = Emitter::new(&mut wrapped, None);
+        let mut out = Emitter::new(&mut wrapped, None, None);
         Run::new(&self.params).go(&mut out, progress)
     }
 
     /// As [`Generator::run`], into a sink that commits into a store: after each commit passed to
     /// `sink`, `reload(hash, kind)` (`kind` tells a setup part, the end of the setup and regular
     /// blocks apart) may give the tree of that commit as the store holds it (loaded
-    /// lazily), which the generator then goes on from instead of its own in-memory tree. With a
-    /// store's lazy trees and [`GenParams::setup_part_ops`], the generator's memory is bounded by
-    /// a setup part and the store's cache, not by the context's size; the operations and hashes
-    /// are the same as [`Generator::run`]'s (each tree has the same contents).
+    /// lazily), which the generator then goes on from instead of its own in-memory tree; and
+    /// `context(id)` may give the sink's own tree of context `id` as the operations passed so far
+    /// left it (a clone sharing its nodes, which the generator drops before the next operation).
+    /// With it, the generator holds no tree of its own during the setup: the sink alone applies
+    /// the setup's operations, and the setup's read and commit hashes are computed on the sink's
+    /// tree (a setup part's tree is held once, not twice). With a store's lazy trees and
+    /// [`GenParams::setup_part_ops`], the generator's memory is bounded by a setup part and the
+    /// store's cache, not by the context's size; the operations and hashes are the same as
+    /// [`Generator::run`]'s (each tree has the same contents).
     pub fn run_streamed<E>(
         self,
         sink: &mut dyn FnMut(Op) -> Result<(), E>,
         reload: &mut ReloadFn<'_, E>,
+        context: &mut ContextFn<'_, E>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<GenReport, GenError>
     where
@@ -218,7 +225,8 @@ impl Generator {
     {
         let mut wrapped = |op: Op| sink(op).map_err(|e| GenError::Sink(e.into()));
         let mut reloaded = |hash: &Hash, kind| reload(hash, kind).map_err(|e| GenError::Sink(e.into()));
-        let mut out = Emitter::new(&mut wrapped, Some(&mut reloaded));
+        let mut sink_tree = |id: ContextId| context(id).map_err(|e| GenError::Sink(e.into()));
+        let mut out = Emitter::new(&mut wrapped, Some(&mut reloaded), Some(&mut sink_tree));
         Run::new(&self.params).go(&mut out, progress)
     }
 
@@ -239,6 +247,9 @@ impl Generator {
 
 /// The callback of [`Generator::run_streamed`] that gives the tree of a commit just made.
 pub type ReloadFn<'a, E> = dyn FnMut(&Hash, BlockKind) -> Result<Option<Tree>, E> + 'a;
+
+/// The callback of [`Generator::run_streamed`] that gives the sink's tree of a context.
+pub type ContextFn<'a, E> = dyn FnMut(ContextId) -> Result<Option<Tree>, E> + 'a;
 
 /// The state of one run.
 struct Run<'p> {
@@ -278,7 +289,7 @@ impl<'p> Run<'p> {
     ) -> Result<Hash, GenError> {
         let parents: Vec<Hash> = parent.into_iter().collect();
         let info = CommitInfo::tezos(date(level), message);
-        let hash = commit_hash(&out.tree.hash(), &parents, &info);
+        let hash = commit_hash(&out.tree_hash()?, &parents, &info);
         let keep_hash = matches!(next, Some(Plan::Normal | Plan::Abandon));
         let keep_parent = next == Some(Plan::Reorg);
         let parents = parents.into_iter().map(|p| scoped(p, keep_parent)).collect();
@@ -315,6 +326,8 @@ impl<'p> Run<'p> {
 
         let genesis_tree = out.committed_tree(&genesis, BlockKind::Genesis)?;
         out.checkout(Scoped::Keep(genesis), genesis_tree)?;
+        // The setup only adds: a streamed run leaves its tree to the sink.
+        out.share_sink_tree()?;
         let mut model = Model::new(self.params.seed);
         let setup_dirs;
         let mut parts = SetupParts {

@@ -86,9 +86,13 @@ impl<R: ContextRepo> Stream<'_, '_, R> {
 /// `stats_out` if given, calls `progress` after every block with its kind, and returns both
 /// phases' summaries and the generator's report.
 ///
-/// Memory: the generator and the replay each hold the current block's modified nodes (a setup
-/// part at most, [`crate::GenParams::setup_part_ops`]); everything else is loaded through the
-/// repository's cache. The commit hashes are those of [`Generator::run`] for the same parameters.
+/// Memory: during the setup, the replay holds the current part's modified nodes
+/// ([`crate::GenParams::setup_part_ops`], [`crate::GenParams::setup_part_items`]) and the generator
+/// none (it reads and hashes the replay's tree of its context, so the setup's commit hashes are the
+/// replay's own: `crates/larch-bench/tests/ladder.rs` checks them against [`Generator::run`]'s);
+/// during regular blocks, both hold the block's modified nodes; everything else is loaded
+/// through the repository's cache. The commit hashes are those of [`Generator::run`] for the
+/// same parameters.
 pub fn replay_generated<'s, R: ContextRepo>(
     repo: &mut R,
     generator: Generator,
@@ -104,6 +108,7 @@ pub fn replay_generated<'s, R: ContextRepo>(
     let report = generator.run_streamed(
         &mut |op| stream.borrow_mut().op(op),
         &mut |_hash: &Hash, kind| stream.borrow_mut().committed(kind),
+        &mut |id| Ok::<_, ReplayError>(stream.borrow().replayer.context_tree(id)),
         &mut |_, _| {},
     );
     let mut stream = stream.into_inner();

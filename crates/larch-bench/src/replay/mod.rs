@@ -412,6 +412,12 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         self.commits_checked
     }
 
+    /// The tree of context `id` if it is held (a clone sharing its nodes: drop it before the next
+    /// operation, which may change the tree in place).
+    pub fn context_tree(&self, id: ContextId) -> Option<Tree> {
+        self.contexts.get(&id).cloned()
+    }
+
     /// Number of contexts currently held.
     pub fn live_contexts(&self) -> usize {
         self.contexts.len()

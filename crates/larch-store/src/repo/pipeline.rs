@@ -4,7 +4,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::repo::Repo;
-use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, Tree, schema};
+use larch_core::{BackendStats, CommitInfo, ContextRepo, Entry, GcSummary, Hash, NodeRef, Tree, schema};
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -13,6 +13,19 @@ use std::thread::JoinHandle;
 /// A commit that rewrote at least this many nodes is checked out from the store, not from
 /// memory (the default trace's setup block writes ~347,000 objects, its large bursts ~16,000).
 const MEMORY_CHECKOUT_MAX_DIRTY: usize = 1 << 16;
+
+/// Whether the commit of `tree` rewrites at least [`MEMORY_CHECKOUT_MAX_DIRTY`] nodes: counted
+/// exactly among its nodes not hashed yet, or, when the caller hashed the tree already (a
+/// generator reading its hash before the commit, `Context.hash`), by the edits' count
+/// ([`Tree::dirty_bound`], which hashing keeps): a hashed tree has no unhashed node left to count.
+fn rewrote_many(tree: &Tree) -> bool {
+    let hashed = matches!(tree.root(), Entry::Node(NodeRef::Mem(root)) if root.cached_hash().is_some());
+    if hashed {
+        tree.dirty_bound().is_some_and(|bound| bound >= MEMORY_CHECKOUT_MAX_DIRTY)
+    } else {
+        !tree.dirty_subtrees(MEMORY_CHECKOUT_MAX_DIRTY).is_empty()
+    }
+}
 
 /// The most commits a [`PipelinedRepo`] keeps in flight.
 pub const PIPELINE_MAX_DEPTH: usize = 16;
@@ -271,7 +284,7 @@ impl PipelinedRepo {
         // A tree this large (a setup block, an import) is not served from memory afterwards (its
         // nodes would stay reachable from the next blocks' trees until each is copied again), so
         // its commit is waited for here.
-        let huge = !tree.dirty_subtrees(MEMORY_CHECKOUT_MAX_DIRTY).is_empty();
+        let huge = rewrote_many(tree);
         let hash = match expected {
             Some(expected) => expected,
             None => schema::commit_hash(&crate::commit::hashing::tree_hash(tree), parents, &info),
