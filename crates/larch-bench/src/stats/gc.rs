@@ -16,12 +16,14 @@ pub struct GcRunSummary {
     pub started: u64,
     /// GCs that finished (switched) during the run (a sliced GC counts once, at its first slice).
     pub finished: u64,
-    /// Of the finished GCs, those still running at the last block, which the replay's end waited
-    /// for (counted in every aggregate as the others are).
+    /// Of the finished GCs, those that switched after the last block (the stat file's end line):
+    /// the one still running at the last block, which the replay's end waits for, and under
+    /// `--gc-when-busy wait` the one the last block's due GC waited for. Counted in every
+    /// aggregate as the others are.
     #[serde(default)]
     pub finished_at_close: u64,
-    /// Time the replay's end waited for the GC still running at the last block, in seconds (not
-    /// in the run's wall time).
+    /// Time waited for GCs after the last block (the end line's `waited_s`), in seconds; the
+    /// end's wait for the GC still running is not in the run's wall time.
     #[serde(default)]
     pub close_wait_s: f64,
     /// Later slices of sliced GCs that switched (each returns more of its GC's disk).
@@ -200,7 +202,7 @@ impl sfmt::Display for GcRunSummary {
         if self.finished_at_close > 0 || self.close_wait_s > 0.0 {
             writeln!(
                 f,
-                "  {:<16} {:>12}  (still running at the last block; the end waited {})",
+                "  {:<16} {:>12}  (switched after the last block; waited {} for them)",
                 "GCs at the end",
                 fmt::count(self.finished_at_close),
                 fmt::duration(self.close_wait_s)
