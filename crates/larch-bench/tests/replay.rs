@@ -470,8 +470,8 @@ impl larch_core::ContextRepo for GcRecorder {
 
 /// `--gc-every 1 --gc-keep 1` on the five-block scenario: after blocks 2, 3 and 4 (not after block
 /// 1: its target would be genesis, the oldest commit) a GC starts on the commit of the block one
-/// behind; with `GcWhenBusy::Wait` the one still running when the next is due is waited for; the
-/// stat lines and the summary report them.
+/// behind; with `GcWhenBusy::Wait` the one still running when the next is due is waited for, and
+/// the replay's end waits for the last one; the stat lines and the summary report them all.
 #[test]
 fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
     let mut repo = GcRecorder::new(2);
@@ -486,13 +486,16 @@ fn a_gc_schedule_starts_collections_on_the_commit_keep_blocks_behind() {
     // Block b's commit is hashes[b] (b2a is block 2, b2b block 3, b3 block 4).
     let targets: Vec<(usize, Hash)> = repo.started.clone();
     assert_eq!(targets, vec![(3, hashes[1]), (4, hashes[2]), (5, hashes[3])]);
-    assert_eq!(repo.waits, 2, "each GC was still running when the next was due");
+    assert_eq!(repo.waits, 3, "each GC was still running when the next was due, the last one at the end");
     let gc = |b: usize| blocks[b].gc.clone().unwrap();
     assert!(!gc(2).started && !gc(2).running, "the GC after block 2 is reported by block 3");
     assert!(gc(3).started && gc(3).running && gc(3).finished.is_empty());
     assert_eq!(gc(4).finished.len(), 1);
     let gc_summary = summary.gc.clone().expect("a GC summary");
-    assert_eq!((gc_summary.started, gc_summary.finished, gc_summary.copied_bytes), (2, 1, 3));
+    // The GC started after the last block and the two that switched after it (waited for by the
+    // schedule, then by the end) count too.
+    assert_eq!((gc_summary.started, gc_summary.finished, gc_summary.copied_bytes), (3, 3, 9));
+    assert_eq!(gc_summary.finished_at_close, 2);
     assert!(summary.to_string().contains("Garbage collection"));
 }
 
@@ -534,11 +537,13 @@ fn a_due_gc_is_deferred_while_the_previous_one_runs() {
     // are made; block 4's (target 3) is deferred and starts after block 5; block 6's (target 5)
     // is deferred, then superseded by block 8's (target 7), which starts at once (the previous
     // finished with block 8); block 10's (target 9) is deferred and starts after block 11;
-    // block 12's is deferred and the trace ends.
+    // block 12's is deferred and the trace ends: it never starts, and the end waits for block
+    // 11's.
     assert_eq!(started, vec![(3, 1), (6, 3), (9, 7), (12, 9)]);
-    assert_eq!(waits, 0);
+    assert_eq!(waits, 1, "only the end waits");
     let gc = summary.gc.expect("a GC summary");
-    assert_eq!((gc.started, gc.deferred, gc.skipped, gc.waited_s), (4, 4, 1, 0.0));
+    assert_eq!((gc.started, gc.deferred, gc.skipped, gc.waited_s), (4, 4, 2, 0.0));
+    assert_eq!((gc.finished, gc.finished_at_close), (4, 1));
     let table = summary_table(&gc);
     assert!(table.contains("GCs deferred"), "{table}");
     // `defer` is the default policy (`larch replay --gc-when-busy`).
@@ -550,6 +555,7 @@ fn a_due_gc_is_deferred_while_the_previous_one_runs() {
 fn a_due_gc_is_skipped_while_the_previous_one_runs() {
     let (started, waits, summary) = replay_busy_schedule(GcWhenBusy::Skip);
     assert_eq!(started, vec![(3, 1), (7, 5), (11, 9)]);
+    // The last GC finished with the last block: the end has none to wait for.
     assert_eq!(waits, 0);
     let gc = summary.gc.expect("a GC summary");
     assert_eq!((gc.started, gc.deferred, gc.skipped), (3, 0, 3));
@@ -560,9 +566,10 @@ fn a_due_gc_is_skipped_while_the_previous_one_runs() {
 fn a_due_gc_waits_for_the_previous_one() {
     let (started, waits, summary) = replay_busy_schedule(GcWhenBusy::Wait);
     assert_eq!(started, vec![(3, 1), (5, 3), (7, 5), (9, 7), (11, 9), (13, 11)]);
-    assert_eq!(waits, 5);
+    assert_eq!(waits, 6, "five due GCs and the end waited");
     let gc = summary.gc.expect("a GC summary");
     assert_eq!((gc.started, gc.deferred, gc.skipped), (6, 0, 0));
+    assert_eq!((gc.finished, gc.finished_at_close), (6, 1));
 }
 
 fn summary_table(gc: &larch_bench::stats::GcRunSummary) -> String {

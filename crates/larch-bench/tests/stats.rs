@@ -77,7 +77,7 @@ fn run_file(store: &str, n: u64, scale: f64) -> StatFile {
         b.elapsed_cpu_s = Some(elapsed / 2.0);
         blocks.push(b);
     }
-    let end = StatEnd { blocks: n, ops: n * 17, trailing_ops: 0, wall_s: elapsed };
+    let end = StatEnd { blocks: n, ops: n * 17, trailing_ops: 0, wall_s: elapsed, gc: None };
     StatFile { header: header(store), blocks, end: Some(end) }
 }
 

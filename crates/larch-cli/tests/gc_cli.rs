@@ -225,3 +225,47 @@ fn larch_gc_compact_merges_the_old_segments() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("old segments marked (all of them)"), "{}", text(&out.stdout));
 }
+
+/// A GC due after the last block (blocks 0..=40, a GC every 20 blocks keeping 30: the only one,
+/// on block 10's commit, starts after block 40) runs while the replay ends: the summary reports
+/// it, started and finished at the end, with its copied bytes and disk peak, in the JSON and the
+/// text summaries.
+#[test]
+fn a_gc_running_at_the_last_block_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, _) = small_trace(dir.path(), 39, 11);
+    let args = |store: &Path| {
+        let store = path_str(store).to_string();
+        [trace.to_str().unwrap().to_string(), "--store".into(), store, "--chunk-size".into(), "8K".into()]
+            .into_iter()
+            .chain(["--gc-every", "20", "--gc-keep", "30"].map(String::from))
+            .collect::<Vec<_>>()
+    };
+    let json_args: Vec<String> = ["replay".to_string()]
+        .into_iter()
+        .chain(args(&dir.path().join("json")))
+        .chain(["--json".into()])
+        .collect();
+    let summary = larch_json(&json_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(summary["blocks"], 41, "{summary}");
+    let gc = &summary["gc"];
+    assert_eq!((gc["started"].as_u64(), gc["finished"].as_u64()), (Some(1), Some(1)), "{gc}");
+    assert_eq!(gc["finished_at_close"], 1, "{gc}");
+    assert!(gc["copied_bytes"].as_u64().unwrap() > 0, "{gc}");
+    assert!(gc["disk_peak_bytes"].as_u64().unwrap() > 0, "{gc}");
+    assert!(gc["max_peak_over_start"].as_f64().unwrap() > 1.0, "{gc}");
+    assert_eq!(gc["gc_time"]["count"], 1, "{gc}");
+    assert!(gc["close_wait_s"].as_f64().unwrap() >= 0.0, "{gc}");
+
+    let text_args: Vec<String> =
+        ["replay".to_string()].into_iter().chain(args(&dir.path().join("text"))).collect();
+    let out = larch(&text_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("GCs at the end"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains(" 1 "), "{line}");
+    assert!(stdout.contains("(1 finished"), "{stdout}");
+}

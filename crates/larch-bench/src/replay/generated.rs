@@ -121,7 +121,8 @@ pub fn replay_generated<'s, R: ContextRepo>(
     })?;
     stream.replayer.wait_durable()?;
     // The regular phase's blocks (the replay's count includes the setup's).
-    let end = StatEnd { blocks: stream.summariser.blocks(), ..stream.replayer.end() };
+    let mut end = StatEnd { blocks: stream.summariser.blocks(), ..stream.replayer.end() };
+    end.gc = stream.replayer.finish_gc()?;
     stream.write(&StatLine::End(end.clone()))?;
     if let Some(out) = stream.stats_out.as_deref_mut() {
         out.flush().map_err(ReplayError::StatsOutput)?;

@@ -457,7 +457,32 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             ops: self.op_index,
             trailing_ops: self.meter.ops,
             wall_s: self.meter.start_wall.elapsed().as_secs_f64(),
+            gc: None,
         }
+    }
+
+    /// The end of a replay with a GC schedule (`None` without one): waits for the GC still
+    /// running at the last block (the store's close would wait for it anyway) and returns what
+    /// the GC hooks did since the last block, with that GC's report and the time waited (a
+    /// deferred GC that never started counts as skipped). Call it once, after the last block.
+    pub fn finish_gc(&mut self) -> Result<Option<BlockGc>, ReplayError> {
+        if self.options.gc.is_none() {
+            return Ok(None);
+        }
+        let commit_at = self.last_expected_commit;
+        let block = self.blocks;
+        let mut gc = std::mem::take(&mut self.gc_pending);
+        if self.gc_deferred.take().is_some() {
+            gc.skipped += 1;
+        }
+        let waited = Instant::now();
+        let done = self.repo.gc_finish(true).map_err(|source| {
+            store_error::<R>(commit_at, source, |source| ReplayError::Gc { block, source })
+        })?;
+        gc.waited_s += waited.elapsed().as_secs_f64();
+        gc.finished.extend(done);
+        gc.running = self.repo.gc_running();
+        Ok(Some(gc))
     }
 
     fn close_block(&mut self, commit: Hash, commit_s: f64) -> BlockStats {
@@ -564,7 +589,8 @@ where
             }
         }
         replayer.wait_durable()?;
-        let end = replayer.end();
+        let mut end = replayer.end();
+        end.gc = replayer.finish_gc()?;
         if let Some(out) = stats_out.as_deref_mut() {
             write_line(out, &StatLine::End(end.clone())).map_err(ReplayError::StatsOutput)?;
         }

@@ -4,7 +4,8 @@
 
 use crate::stats::distribution::{Distribution, FIRST_REGULAR_BLOCK};
 use crate::stats::fmt;
-use crate::stats::record::BlockStats;
+use crate::stats::record::{BlockGc, BlockStats};
+use larch_core::GcSummary;
 use serde::{Deserialize, Serialize};
 use std::fmt as sfmt;
 
@@ -15,6 +16,16 @@ pub struct GcRunSummary {
     pub started: u64,
     /// GCs that finished (switched) during the run (a sliced GC counts once, at its first slice).
     pub finished: u64,
+    /// Of the finished GCs, those that switched after the last block (the stat file's end line):
+    /// the one still running at the last block, which the replay's end waits for, and under
+    /// `--gc-when-busy wait` the one the last block's due GC waited for. Counted in every
+    /// aggregate as the others are.
+    #[serde(default)]
+    pub finished_at_close: u64,
+    /// Time waited for GCs after the last block (the end line's `waited_s`), in seconds; the
+    /// end's wait for the GC still running is not in the run's wall time.
+    #[serde(default)]
+    pub close_wait_s: f64,
     /// Later slices of sliced GCs that switched (each returns more of its GC's disk).
     #[serde(default)]
     pub extra_slices: u64,
@@ -63,6 +74,8 @@ pub struct GcAccumulator {
     overlapped: Vec<(f64, u64)>,
     other: Vec<(f64, u64)>,
     running_before: bool,
+    finished_at_close: u64,
+    close_wait_s: f64,
 }
 
 impl GcAccumulator {
@@ -75,8 +88,33 @@ impl GcAccumulator {
         self.waited_s += gc.waited_s;
         self.deferred += u64::from(gc.deferred);
         self.skipped += gc.skipped;
+        self.add_finished(&gc.finished, block.block, disk);
+        // A GC started after the previous block ran during this one, as did one still running.
+        let active = self.running_before || gc.running || gc.started || !gc.finished.is_empty();
+        self.running_before = gc.running;
+        if block.block >= FIRST_REGULAR_BLOCK {
+            let sample = (block.wall_s, block.block);
+            if active { self.overlapped.push(sample) } else { self.other.push(sample) }
+        }
+    }
+
+    /// Adds the replay's end (the stat file's end line's `gc`): the GC hooks' work after the last
+    /// block, `last_block`, and the GC the end waited for, counted as finished in that block.
+    pub fn push_close(&mut self, gc: &BlockGc, last_block: u64) {
+        self.seen = true;
+        self.started += u64::from(gc.started);
+        self.deferred += u64::from(gc.deferred);
+        self.skipped += gc.skipped;
+        self.close_wait_s += gc.waited_s;
+        self.finished_at_close +=
+            gc.finished.iter().filter(|done| !done.abandoned && done.slice == 0).count() as u64;
+        self.add_finished(&gc.finished, last_block, None);
+    }
+
+    /// Adds the GCs that switched (or were abandoned) in `block`, whose store then had `disk` bytes.
+    fn add_finished(&mut self, finished: &[GcSummary], block: u64, disk: Option<u64>) {
         let mut peak = disk;
-        for done in &gc.finished {
+        for done in finished {
             if done.abandoned {
                 self.abandoned += 1;
                 continue;
@@ -84,7 +122,7 @@ impl GcAccumulator {
             if done.slice > 0 {
                 self.extra_slices += 1;
             }
-            self.gc_times.push((done.total_s, block.block));
+            self.gc_times.push((done.total_s, block));
             self.max_switch_pause_s = Some(self.max_switch_pause_s.unwrap_or(0.0).max(done.switch_pause_s));
             self.copied_bytes += done.copied_bytes;
             peak = Some(peak.unwrap_or(0).max(done.disk_peak));
@@ -96,13 +134,6 @@ impl GcAccumulator {
         if let Some(peak) = peak {
             self.disk_peak = Some(self.disk_peak.unwrap_or(0).max(peak));
         }
-        // A GC started after the previous block ran during this one, as did one still running.
-        let active = self.running_before || gc.running || gc.started || !gc.finished.is_empty();
-        self.running_before = gc.running;
-        if block.block >= FIRST_REGULAR_BLOCK {
-            let sample = (block.wall_s, block.block);
-            if active { self.overlapped.push(sample) } else { self.other.push(sample) }
-        }
     }
 
     /// The summary, `None` for a run without a GC schedule.
@@ -110,6 +141,8 @@ impl GcAccumulator {
         self.seen.then(|| GcRunSummary {
             started: self.started,
             finished: self.gc_times.len() as u64 - self.extra_slices,
+            finished_at_close: self.finished_at_close,
+            close_wait_s: self.close_wait_s,
             extra_slices: self.extra_slices,
             abandoned: self.abandoned,
             gc_time: Distribution::of(&self.gc_times),
@@ -166,6 +199,15 @@ impl sfmt::Display for GcRunSummary {
                 fmt::count(self.skipped)
             )?;
         }
+        if self.finished_at_close > 0 || self.close_wait_s > 0.0 {
+            writeln!(
+                f,
+                "  {:<16} {:>12}  (switched after the last block; waited {} for them)",
+                "GCs at the end",
+                fmt::count(self.finished_at_close),
+                fmt::duration(self.close_wait_s)
+            )?;
+        }
         writeln!(
             f,
             "  {:<16} {:>12}  (waited for a running GC: {})",
@@ -189,8 +231,7 @@ impl sfmt::Display for GcRunSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::record::BlockGc;
-    use larch_core::{BackendStats, GcSummary};
+    use larch_core::BackendStats;
 
     fn block(n: u64, wall_s: f64, disk: u64, gc: BlockGc) -> BlockStats {
         BlockStats {
@@ -238,6 +279,34 @@ mod tests {
         assert_eq!(other.count, 1);
         let text = summary.to_string();
         assert!(text.contains("GCs started") && text.contains("1.182x"), "{text}");
+    }
+
+    #[test]
+    fn the_gc_the_end_waited_for_counts_with_the_others() {
+        let mut acc = GcAccumulator::default();
+        acc.push(&block(2, 0.01, 100, BlockGc::default()));
+        let done = GcSummary {
+            total_s: 0.5,
+            disk_before: 100,
+            disk_peak: 150,
+            copied_bytes: 9,
+            ..GcSummary::default()
+        };
+        let close =
+            BlockGc { started: true, waited_s: 0.25, skipped: 1, finished: vec![done], ..BlockGc::default() };
+        acc.push_close(&close, 2);
+        let summary = acc.finish().unwrap();
+        assert_eq!(
+            (summary.started, summary.finished, summary.finished_at_close, summary.skipped),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(
+            (summary.copied_bytes, summary.disk_peak_bytes, summary.close_wait_s),
+            (9, Some(150), 0.25)
+        );
+        assert_eq!(summary.max_peak_over_start, Some(1.5));
+        assert_eq!(summary.gc_time.as_ref().map(|d| (d.count, d.max_block)), Some((1, 2)));
+        assert!(summary.to_string().contains("GCs at the end"), "{summary}");
     }
 
     #[test]

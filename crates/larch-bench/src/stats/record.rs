@@ -217,6 +217,12 @@ pub struct StatEnd {
     pub trailing_ops: u64,
     /// Wall time of the whole replay, in seconds.
     pub wall_s: f64,
+    /// Garbage collection after the last block (replays with a GC schedule only), as a block's
+    /// `gc`: what the GC hooks did after it (a GC started or waited for then) and the GC still
+    /// running at the end, which the end waits for (in `finished` and `waited_s`, not in
+    /// `wall_s`); a deferred GC that never started counts in `skipped`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<BlockGc>,
 }
 
 /// One line of a stat file.

@@ -302,7 +302,18 @@ impl Summariser {
             },
             reads_checked: self.reads_checked,
             commits_checked: self.commits_checked,
-            gc: self.gc.finish(),
+            gc: {
+                // The GC the replay's end waited for counts with the others.
+                let close = end.filter(|end| end.blocks == self.blocks).and_then(|end| end.gc.as_ref());
+                match (close, self.block_times.last()) {
+                    (Some(close), Some(&(_, last_block))) => {
+                        let mut gc = self.gc.clone();
+                        gc.push_close(close, last_block);
+                        gc.finish()
+                    }
+                    _ => self.gc.finish(),
+                }
+            },
         }
     }
 }
