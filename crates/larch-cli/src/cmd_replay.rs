@@ -189,6 +189,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         // Read and decoded on a thread of its own: the replay thread only applies operations.
         Ok(Job::Trace(Box::new(larch_trace::format::prefetch(open_trace(path)?)?)))
     };
+    let streamed = args.trace.is_none() && (args.generate || rung != Rung::X1);
+    if args.setup_cache_size.is_some() && !streamed {
+        bail!(
+            "--setup-cache-size applies to a streamed setup (--generate, or --scale 10x|mainnet); this replay reads a trace"
+        );
+    }
     let (job, trace_name, blocks_limit, expected_blocks) = match &args.trace {
         Some(path) => (open(path)?, path.display().to_string(), args.blocks, args.blocks),
         None if args.generate || rung != Rung::X1 => {

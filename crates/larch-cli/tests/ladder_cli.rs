@@ -53,6 +53,14 @@ fn bad_ladder_arguments_are_clear_errors() {
     assert_eq!(both.status.code(), Some(2));
     let not_streamed = larch(&["report", "curve", "/dev/null"]);
     assert_eq!(not_streamed.status.code(), Some(2));
+    // The default 1x replay reads a generated trace file: no streamed setup to limit.
+    let unused = larch(&["replay", "--setup-cache-size", "16M", "--blocks", "2", "--in-memory"]);
+    assert!(!unused.status.success());
+    assert!(
+        text(&unused.stderr).contains("--setup-cache-size applies to a streamed setup"),
+        "{}",
+        text(&unused.stderr)
+    );
 }
 
 #[test]

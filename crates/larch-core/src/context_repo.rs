@@ -97,7 +97,8 @@ pub struct GcSummary {
     /// GC was about to collect): its other fields are then zero.
     #[cfg_attr(feature = "serde", serde(default))]
     pub abandoned: bool,
-    /// The slice's index within a sliced GC (0: the first, or an unsliced GC); a later slice
+    /// The slice's index within a sliced GC (0: the first, an unsliced GC, or the slices waited for
+    /// together from the first: the whole GC); a later slice
     /// only returns more of the same GC's disk.
     #[cfg_attr(feature = "serde", serde(default))]
     pub slice: u32,

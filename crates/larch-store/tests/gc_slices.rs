@@ -231,3 +231,27 @@ fn a_commit_between_slices_keeps_the_dead_records_it_points_to() {
     assert_eq!(contents_of(&repo.checkout(&gap).unwrap()), gap_model.values, "seed {seed} reopened");
     check(&repo, &main, keep, &format!("seed {seed} reopened"));
 }
+
+#[test]
+fn the_slices_waited_for_together_from_the_first_are_reported_as_the_whole_gc() {
+    // A replay that waits for a sliced GC (at its end, or `--gc-when-busy wait`) gets one summary
+    // for the slices run: that GC's, so slice 0, counted as a finished GC, not as a later slice.
+    use larch_core::ContextRepo;
+    let (mut rng, seed) = seeded_rng("the_slices_waited_for_together_from_the_first", 73);
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, main) = build(&dir.path().join("a"), &mut rng, 60);
+    drop(repo);
+    copy_dir(&dir.path().join("a"), &dir.path().join("b"));
+    let keep = 40;
+    let mut unsliced_repo = Repo::open_with(dir.path().join("b"), options()).unwrap();
+    unsliced_repo.set_gc_policy(unsliced());
+    let quarter = unsliced_repo.gc(&main[keep].0).unwrap().copied_bytes / 4;
+    let mut repo = Repo::open_with(dir.path().join("a"), options()).unwrap();
+    repo.set_gc_policy(sliced(quarter));
+    assert!(ContextRepo::gc_start(&mut repo, &main[keep].0).unwrap());
+    let summary = ContextRepo::gc_finish(&mut repo, true).unwrap().expect("the GC's summary");
+    assert!(!summary.abandoned, "seed {seed}");
+    assert_eq!(summary.slice, 0, "seed {seed}: {summary:?}");
+    assert!(summary.copied_bytes >= 2 * quarter, "seed {seed}: every slice's copy: {summary:?}");
+    check(&repo, &main, keep, &format!("seed {seed}"));
+}

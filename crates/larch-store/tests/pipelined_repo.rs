@@ -513,13 +513,28 @@ fn a_pipelined_writer_reports_its_reads_as_they_happen() {
 /// In-memory nodes of the tree a pipelined writer checks out after committing a tree of
 /// `dirs` one-value directories, hashed by the caller first when `hashed`.
 fn nodes_checked_out_after(dirs: usize, hashed: bool) -> usize {
+    nodes_checked_out_after_edits(dirs, hashed, false)
+}
+
+/// [`nodes_checked_out_after`], with one more directory added after the caller's hash when
+/// `edited_after_hash` (the root unhashed again, its rewritten nodes below hashed).
+fn nodes_checked_out_after_edits(dirs: usize, hashed: bool, edited_after_hash: bool) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let mut repo = PipelinedRepo::new(Repo::open_with(dir.path(), options()).unwrap()).unwrap();
     let mut tree = repo.empty_tree();
     for i in 0..dirs {
         tree.add(&[format!("d{i:06}"), "v".to_string()], vec![1u8, 2]).unwrap();
     }
-    let expected = tree.hash();
+    let mut expected = tree.hash();
+    if edited_after_hash {
+        let mut whole = repo.empty_tree();
+        for i in 0..dirs {
+            whole.add(&[format!("d{i:06}"), "v".to_string()], vec![1u8, 2]).unwrap();
+        }
+        whole.add(&["extra".to_string(), "v".to_string()], vec![3u8]).unwrap();
+        expected = whole.hash();
+        tree.add(&["extra".to_string(), "v".to_string()], vec![3u8]).unwrap();
+    }
     let mut tree = if hashed {
         tree
     } else {
@@ -549,4 +564,7 @@ fn a_huge_commit_hashed_by_its_caller_is_checked_out_from_the_store() {
     // A small commit is served from memory, hashed or not.
     assert!(nodes_checked_out_after(2_000, true) > 2_000);
     assert!(nodes_checked_out_after(2_000, false) > 2_000);
+    // Hashed, then edited once more: the root is unhashed again, but the rewritten nodes below
+    // it, hashed, not written yet, still make the commit huge.
+    assert_eq!(nodes_checked_out_after_edits(70_000, true, true), 0);
 }

@@ -209,7 +209,10 @@ impl Generator {
     /// left it (a clone sharing its nodes, which the generator drops before the next operation).
     /// With it, the generator holds no tree of its own during the setup: the sink alone applies
     /// the setup's operations, and the setup's read and commit hashes are computed on the sink's
-    /// tree (a setup part's tree is held once, not twice). With a store's lazy trees and
+    /// tree (a setup part's tree is held once, not twice): then `reload` must give the tree of the
+    /// commit ending the setup (the generator has none of its own to go on from; a
+    /// [`GenError::Internal`] otherwise), and the setup's hashes are the sink's, checked against
+    /// [`Generator::run`]'s by the tests, not by a streamed run. With a store's lazy trees and
     /// [`GenParams::setup_part_ops`], the generator's memory is bounded by a setup part and the
     /// store's cache, not by the context's size; the operations and hashes are the same as
     /// [`Generator::run`]'s (each tree has the same contents).

@@ -138,6 +138,12 @@ pub(crate) struct PackReader {
     /// Where evicted items go to be dropped on another thread.
     graveyard: Graveyard<CacheItem>,
     cache_capacity: u64,
+    /// A limit below the configured budget ([`crate::CacheBudget`]; `u64::MAX`: none).
+    cache_limit: AtomicU64,
+    /// The running GC's share of the budget ([`crate::GcPolicy::cache_reserve_bytes`]; 0: none).
+    cache_reserve: AtomicU64,
+    /// Serialises the cache's weight updates (each reads both settings after its own store).
+    cache_weight_lock: std::sync::Mutex<()>,
     /// Rehash every object loaded (and compare full hashes on cache hits): tampering is then
     /// detected on reads, not only by fsck ([`crate::RepoOptions::verify_on_load`]).
     verify: bool,
@@ -232,6 +238,9 @@ impl PackReader {
             cache: new_cache(items, cache_bytes),
             graveyard: Graveyard::new(),
             cache_capacity: cache_bytes,
+            cache_limit: AtomicU64::new(u64::MAX),
+            cache_reserve: AtomicU64::new(0),
+            cache_weight_lock: std::sync::Mutex::new(()),
             verify: false,
             detach: std::sync::atomic::AtomicBool::new(false),
             recent_window: AtomicU64::new(0),
@@ -286,11 +295,27 @@ impl PackReader {
         self.end.store(end, Ordering::Release);
     }
 
-    /// Sets the cache's weight capacity for now (evicting what exceeds it); the configured
-    /// capacity ([`PackReader::cache_capacity`]) is unchanged. A running GC lowers it by its
-    /// reserve ([`crate::GcPolicy::cache_reserve_bytes`]) and the switch restores it.
-    pub fn set_cache_weight(&self, bytes: u64) {
-        self.cache.set_capacity(bytes.max(1));
+    /// Limits the cache below its configured budget for now (`None`: no limit), evicting what
+    /// exceeds it ([`crate::CacheBudget`]). A running GC's reserve comes out of what is left.
+    pub fn set_cache_limit(&self, limit: Option<u64>) {
+        self.cache_limit.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.apply_cache_weight();
+    }
+
+    /// Sets the share of the budget a running GC's worker takes ([`crate::GcPolicy::cache_reserve_bytes`],
+    /// at most half of it; 0 once the GC switched or was abandoned).
+    pub fn set_cache_reserve(&self, reserve: u64) {
+        self.cache_reserve.store(reserve, Ordering::Relaxed);
+        self.apply_cache_weight();
+    }
+
+    /// The cache's weight capacity: the configured budget, or the limit below it, less the GC's
+    /// reserve (at most half of it).
+    fn apply_cache_weight(&self) {
+        let _serialised = self.cache_weight_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let budget = self.cache_limit.load(Ordering::Relaxed).min(self.cache_capacity);
+        let reserve = self.cache_reserve.load(Ordering::Relaxed).min(budget / 2);
+        self.cache.set_capacity((budget - reserve).max(1));
     }
 
     /// The cache's weight capacity now (tests).

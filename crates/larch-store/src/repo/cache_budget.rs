@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 /// Sets the byte budget of a store's cache of decoded objects for now, below the one it was
 /// opened with ([`crate::RepoOptions::cache_bytes`]). Cloned handles act on the same cache; a
-/// garbage collection's switch restores the configured budget.
+/// running garbage collection's reserve comes out of the limited budget, and its switch gives
+/// the reserve back without lifting the limit.
 #[derive(Clone)]
 pub struct CacheBudget {
     source: Arc<PackSource>,
@@ -28,8 +29,7 @@ impl CacheBudget {
     /// Limits the cache to `bytes` (at most the configured budget), evicting what exceeds it;
     /// `None` restores the configured budget.
     pub fn limit(&self, bytes: Option<u64>) {
-        let configured = self.configured();
-        self.source.reader.set_cache_weight(bytes.map_or(configured, |bytes| bytes.min(configured)));
+        self.source.reader.set_cache_limit(bytes);
     }
 }
 
@@ -78,5 +78,33 @@ mod tests {
         budget.limit(Some(1 << 20));
         budget.limit(None);
         assert_eq!(repo.source.reader.cache_weight(), 8 << 20);
+    }
+
+    #[test]
+    fn a_gc_takes_its_reserve_from_the_limit_and_gives_it_back_without_lifting_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache: u64 = 16 << 20;
+        let options = RepoOptions { cache_bytes: cache, ..RepoOptions::default() };
+        let mut repo = Repo::open_with(dir.path(), options).unwrap();
+        repo.set_gc_policy(crate::GcPolicy { cache_reserve_bytes: 1 << 20, ..crate::GcPolicy::default() });
+        let mut tree = repo.empty_tree();
+        let mut commits = Vec::new();
+        for block in 0..6u8 {
+            tree.add(&[format!("b{block}"), "v".to_string()], vec![block; 100]).unwrap();
+            let parents: Vec<_> = commits.last().copied().into_iter().collect();
+            commits.push(repo.commit(&tree, &parents, CommitInfo::tezos(i64::from(block), "c")).unwrap());
+        }
+        let budget = repo.cache_budget();
+        budget.limit(Some(4 << 20));
+        repo.gc_start(&commits[3]).unwrap();
+        assert_eq!(repo.source.reader.cache_weight(), (4 << 20) - (1 << 20), "the reserve out of the limit");
+        // Lifting the limit while the GC runs keeps its reserve.
+        budget.limit(None);
+        assert_eq!(repo.source.reader.cache_weight(), cache - (1 << 20), "the reserve kept");
+        budget.limit(Some(4 << 20));
+        repo.gc_wait().unwrap();
+        assert_eq!(repo.source.reader.cache_weight(), 4 << 20, "the switch keeps the limit");
+        budget.limit(None);
+        assert_eq!(repo.source.reader.cache_weight(), cache);
     }
 }

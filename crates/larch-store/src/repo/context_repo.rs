@@ -72,7 +72,9 @@ fn summary(report: &GcReport) -> GcSummary {
         disk_peak: report.disk_peak,
         copied_bytes: report.copied_bytes,
         abandoned: false,
-        slice: report.slice,
+        // A report that includes its GC's first slice (the only one that marks) is that GC's: the
+        // report of `gc_wait` merges the slices it ran and carries the last one's index.
+        slice: if report.marks > 0 { 0 } else { report.slice },
         mark_s: report.mark_time.as_secs_f64(),
         window_bytes: report.window_bytes,
         window_summarised_bytes: report.window_summarised_bytes,

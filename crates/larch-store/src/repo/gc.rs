@@ -228,9 +228,10 @@ impl Repo {
         }));
         // The worker's memory (and the root summaries it keeps) comes out of the cache's budget
         // while it runs.
-        let cache = self.source.reader.cache_capacity();
-        let reserve = self.gc_after.policy.cache_reserve_bytes.saturating_add(summaries).min(cache / 2);
-        self.source.reader.set_cache_weight(cache - reserve);
+        // (At most half of the budget, or of the limit below it: `PackReader::set_cache_reserve`.)
+        self.source
+            .reader
+            .set_cache_reserve(self.gc_after.policy.cache_reserve_bytes.saturating_add(summaries));
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::repo::Repo;
-use larch_core::{BackendStats, CommitInfo, ContextRepo, Entry, GcSummary, Hash, NodeRef, Tree, schema};
+use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, Tree, schema};
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -14,17 +14,15 @@ use std::thread::JoinHandle;
 /// memory (the default trace's setup block writes ~347,000 objects, its large bursts ~16,000).
 const MEMORY_CHECKOUT_MAX_DIRTY: usize = 1 << 16;
 
-/// Whether the commit of `tree` rewrites at least [`MEMORY_CHECKOUT_MAX_DIRTY`] nodes: counted
-/// exactly among its nodes not hashed yet, or, when the caller hashed the tree already (a
-/// generator reading its hash before the commit, `Context.hash`), by the edits' count
-/// ([`Tree::dirty_bound`], which hashing keeps): a hashed tree has no unhashed node left to count.
+/// Whether the commit of `tree` rewrites at least [`MEMORY_CHECKOUT_MAX_DIRTY`] nodes: by the
+/// edits' count since its checkout ([`Tree::dirty_bound`], which hashing keeps: a tree the caller
+/// hashed, a generator reading its hash before the commit, `Context.hash`, may have no unhashed
+/// node left to count, or only those of its last edits), or counted exactly among its nodes not
+/// hashed yet. The bound may overcount (several edits of one node); a commit it calls huge is
+/// only waited for.
 fn rewrote_many(tree: &Tree) -> bool {
-    let hashed = matches!(tree.root(), Entry::Node(NodeRef::Mem(root)) if root.cached_hash().is_some());
-    if hashed {
-        tree.dirty_bound().is_some_and(|bound| bound >= MEMORY_CHECKOUT_MAX_DIRTY)
-    } else {
-        !tree.dirty_subtrees(MEMORY_CHECKOUT_MAX_DIRTY).is_empty()
-    }
+    tree.dirty_bound().is_some_and(|bound| bound >= MEMORY_CHECKOUT_MAX_DIRTY)
+        || !tree.dirty_subtrees(MEMORY_CHECKOUT_MAX_DIRTY).is_empty()
 }
 
 /// The most commits a [`PipelinedRepo`] keeps in flight.

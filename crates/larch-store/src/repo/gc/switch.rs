@@ -31,7 +31,7 @@ impl Repo {
         }
         let mut run = *self.gc.take()?;
         let checked = Instant::now();
-        self.source.reader.set_cache_weight(self.source.reader.cache_capacity());
+        self.source.reader.set_cache_reserve(0);
         let joined = run.take_result();
         let abandon = |this: &mut Repo, run: &GcRun, e: StoreError| {
             let _ = run.dir.remove_upper(&segment_name(run.generation));
