@@ -26,6 +26,7 @@ use crate::error::{FileKind, Result, StoreError};
 use crate::format::codec::{Cursor, MAX_BODY_LEN, PACK_HEADER_LEN, RecordKind};
 use crate::format::patch;
 use crate::gc::children::{self, Decoded, NodeChildren};
+use crate::gc::live::{LiveRuns, LiveRunsBuilder};
 use crate::gc::roots::{PackedOffsets, PackedPairs, RootSpan, RootSpans, SPAN_BYTES};
 use crate::pack::reader::PackReader;
 use std::collections::BTreeMap;
@@ -82,7 +83,11 @@ pub struct MarkBounds {
 pub struct GcMark {
     /// The bounds it ran with.
     pub bounds: Option<MarkBounds>,
-    /// Live records of the region, by increasing offset: (offset, length with framing).
+    /// Live records of the region, as runs of contiguous records, increasing.
+    pub runs: LiveRuns,
+    /// The live records, by increasing offset: (offset, length with framing), read back from
+    /// `runs` by [`crate::Repo::gc_mark`] (a diagnostic; a GC never lists them).
+    #[cfg(any(test, feature = "fault-injection"))]
     pub live: Vec<(u64, u32)>,
     /// Of these, the offsets kept only as patch bases (their children are not live through them),
     /// increasing.
@@ -127,14 +132,16 @@ pub struct GcMark {
 
 #[cfg(any(test, feature = "fault-injection"))]
 impl GcMark {
-    /// Whether the record at `offset` is in the live set.
+    /// Whether the record at `offset` is in the live set (the `live` list filled by
+    /// [`crate::Repo::gc_mark`]).
     pub fn is_live(&self, offset: u64) -> bool {
         self.live.binary_search_by_key(&offset, |(start, _)| *start).is_ok()
     }
 
-    /// Heap bytes held by the result's sets.
+    /// Heap bytes held by the result's sets as a GC holds them (the runs and the base-only list;
+    /// not the diagnostic `live` list).
     pub fn heap_bytes(&self) -> usize {
-        self.live.capacity() * std::mem::size_of::<(u64, u32)>() + self.base_only.capacity() * 8
+        self.runs.heap_bytes() + self.base_only.capacity() * 8
     }
 }
 
@@ -342,6 +349,8 @@ struct Marker<'a, S: RecordSource> {
     result: GcMark,
     /// Offsets below this are not followed (older GC segments kept whole).
     floor: u64,
+    /// The live set being built (records pushed decreasing).
+    live: LiveRunsBuilder,
 }
 
 impl<S: RecordSource> Marker<'_, S> {
@@ -540,7 +549,6 @@ impl<S: RecordSource> Marker<'_, S> {
     fn traverse(&mut self) -> Result<()> {
         let region_end = self.bounds.region_end;
         let mut pointers = Pointers::default();
-        let mut live: Vec<(u64, u32)> = Vec::new();
         let mut base_only: Vec<u64> = Vec::new();
         while let Some((offset, mark)) = self.pending.pop_last() {
             // A kept patch not decoded yet is decoded from this read (its children are needed);
@@ -567,7 +575,7 @@ impl<S: RecordSource> Marker<'_, S> {
             let length = u32::try_from(total)
                 .map_err(|_| StoreError::corrupt(FileKind::Pack, offset, "record too large"))?;
             if offset < region_end {
-                live.push((offset, length));
+                self.live.push(offset, length)?;
                 self.result.live_bytes += total;
                 if mark == Mark::BaseOnly {
                     base_only.push(offset);
@@ -597,10 +605,9 @@ impl<S: RecordSource> Marker<'_, S> {
             }
             self.result.max_pending = self.result.max_pending.max(self.pending.len());
         }
-        live.reverse();
         base_only.reverse();
         self.result.boundary_full.reverse();
-        self.result.live = live;
+        self.result.runs = std::mem::take(&mut self.live).finish();
         self.result.base_only = base_only;
         Ok(())
     }
@@ -610,17 +617,19 @@ impl<S: RecordSource> Marker<'_, S> {
 /// after `bounds.keep_from` (docs/gc-design.md §4).
 #[cfg(any(test, feature = "fault-injection"))]
 pub(crate) fn mark<S: RecordSource>(source: &S, bounds: MarkBounds) -> Result<GcMark> {
-    mark_above(source, bounds, 0, None)
+    mark_above(source, bounds, 0, Vec::new(), None)
 }
 
 /// [`mark`] ignoring every record below `floor` (older GC segments that this GC keeps whole: their
 /// records only point lower, so nothing of the region is reached through them), taking the roots
 /// of the window's spans that `spans` summarises from there, and adding the spans it reads to it
-/// ([`crate::gc::roots`]).
+/// ([`crate::gc::roots`]). The live runs never extend across any of `splits` (the layout's chunk
+/// and segment bounds: [`crate::gc::live`]).
 pub(crate) fn mark_above<S: RecordSource>(
     source: &S,
     bounds: MarkBounds,
     floor: u64,
+    splits: Vec<u64>,
     spans: Option<&mut RootSpans>,
 ) -> Result<GcMark> {
     let MarkBounds { keep_from, region_end, scan_end } = bounds;
@@ -643,6 +652,7 @@ pub(crate) fn mark_above<S: RecordSource>(
         children: Vec::new(),
         result: GcMark { bounds: Some(bounds), ..GcMark::default() },
         floor,
+        live: LiveRunsBuilder::new(splits),
     };
     let start = Instant::now();
     marker.scan_window(spans)?;

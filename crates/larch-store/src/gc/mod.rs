@@ -1,5 +1,5 @@
 //! Garbage collection's engine (`docs/gc-design.md`): the mark phase over the pack ([`mark`],
-//! [`children`], [`roots`]), the compaction policy choosing which segments to rewrite
+//! [`children`], [`roots`]) and its live set ([`live`]), the compaction policy choosing which segments to rewrite
 //! ([`policy`]), the worker thread copying live records into a new segment ([`worker`]), the
 //! state of a run and what it leaves behind ([`run`]), and archive mode's moves of sealed chunks to
 //! a lower directory ([`archive`]). The writer drives it and publishes its result
@@ -10,6 +10,7 @@
 
 pub mod archive;
 pub mod children;
+pub mod live;
 pub mod mark;
 pub mod policy;
 pub mod report;

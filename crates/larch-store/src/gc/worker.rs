@@ -9,6 +9,7 @@ use crate::error::{FileKind, Result, StoreError};
 use crate::format::control::{MAX_SEGMENTS, SegmentRef};
 use crate::format::index;
 use crate::format::names::segment_name;
+use crate::gc::live::{LiveRuns, Run, walk_records};
 use crate::gc::mark::{self, MarkBounds};
 use crate::gc::policy::{Compaction, SegmentStat};
 use crate::gc::report::GcPhase;
@@ -51,7 +52,7 @@ pub(crate) struct WorkerOutput {
     /// The old segments marked, with their live bytes.
     pub(crate) candidates: Vec<(SegmentStat, u64)>,
     /// Live records of the region, increasing.
-    pub(crate) live: Vec<(u64, u32)>,
+    pub(crate) live: LiveRuns,
     /// Of these, the base-only ones, increasing.
     pub(crate) base_only: Vec<u64>,
     /// Records of `[region_end, K)` traversed as full, increasing.
@@ -88,7 +89,7 @@ pub(crate) struct WorkerOutput {
 #[derive(Debug, Default)]
 pub(crate) struct SliceCarry {
     /// Live records of the rest of the region, increasing.
-    pub(crate) live: Vec<(u64, u32)>,
+    pub(crate) live: LiveRuns,
     /// Of these, the base-only ones, increasing.
     pub(crate) base_only: Vec<u64>,
     /// Records of `[region_end, K)` traversed as full, increasing.
@@ -183,7 +184,13 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         Some(carry) => {
             let SliceCarry { live, base_only, boundary_full, ends } = *carry;
             (
-                mark::GcMark { bounds: Some(bounds), live, base_only, boundary_full, ..Default::default() },
+                mark::GcMark {
+                    bounds: Some(bounds),
+                    runs: live,
+                    base_only,
+                    boundary_full,
+                    ..Default::default()
+                },
                 0,
                 Some(ends),
             )
@@ -197,7 +204,16 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
             if spans.span_bytes() != span_bytes {
                 spans = RootSpans::new(span_bytes);
             }
-            let mark = mark::mark_above(&reader, bounds, floor, Some(&mut spans))?;
+            // Runs of live records never span a chunk or segment bound (nor do records): every
+            // range this GC sums or cuts holds whole runs.
+            let splits: Vec<u64> = layout
+                .segments()
+                .iter()
+                .flat_map(|segment| [segment.reference.range_start, segment.reference.range_end])
+                .chain(layout.chunk_files(bounds.scan_end).iter().flat_map(|(_, start, end)| [*start, *end]))
+                .chain([bounds.region_end])
+                .collect();
+            let mark = mark::mark_above(&reader, bounds, floor, splits, Some(&mut spans))?;
             spans.prune(bounds.keep_from);
             let summary_bytes = spans.heap_bytes() as u64;
             *root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = spans;
@@ -208,11 +224,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     let mark_time = started.elapsed();
     counters.done.store(bounds.scan_end - floor, Ordering::Relaxed);
     // The marked segments' live bytes, then the merge (docs/gc-design.md §6).
-    let live_bytes = |from: u64, to: u64| -> u64 {
-        let first = mark.live.partition_point(|(offset, _)| *offset < from);
-        let last = mark.live.partition_point(|(offset, _)| *offset < to);
-        mark.live.get(first..last).unwrap_or_default().iter().map(|(_, len)| u64::from(*len)).sum()
-    };
+    let live_bytes = |from: u64, to: u64| -> u64 { mark.runs.bytes_in(from, to) };
     let live: Vec<u64> = compaction
         .candidates
         .iter()
@@ -279,15 +291,14 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     let candidates: Vec<(SegmentStat, u64)> = compaction.candidates.iter().copied().zip(live).collect();
     let started = Instant::now();
     // Filtered in place: no second copy of the live set at the GC's memory peak.
-    mark.live.retain(|(offset, _)| *offset >= region_start);
-    mark.live.shrink_to_fit();
+    mark.runs.retain_from(region_start)?;
     mark.base_only.retain(|offset| *offset >= region_start);
-    let live = std::mem::take(&mut mark.live);
+    let live = std::mem::take(&mut mark.runs);
     let base_only = std::mem::take(&mut mark.base_only);
     // Only the slice is copied; the live records above it stay listed for the late-root check.
-    let copied_count = live.partition_point(|(offset, _)| *offset < slice_end);
-    let to_copy = live.get(..copied_count).unwrap_or_default();
-    let total: u64 = to_copy.iter().map(|(_, len)| u64::from(*len)).sum();
+    let to_copy = live.runs_below(slice_end)?;
+    let copied_count: u64 = to_copy.iter().map(|run| u64::from(run.records)).sum();
+    let total: u64 = to_copy.iter().map(|run| u64::from(run.len)).sum();
     counters.set_phase(GcPhase::Copy, total);
     let mut segment = None;
     let mut copied_bytes = 0;
@@ -305,32 +316,41 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         let mut writer = SegmentWriter::new(file.clone(), header)?;
         let mut buffer = Vec::new();
         let mut i = 0;
-        while let Some(&(start, _)) = to_copy.get(i) {
-            // A run of adjacent live records, at most COPY_PIECE bytes (a larger record alone).
+        while let Some(&Run { start, .. }) = to_copy.get(i) {
+            // Adjacent live runs, at most COPY_PIECE bytes (a larger run alone).
             let mut end = start;
             let mut j = i;
-            while let Some(&(offset, len)) = to_copy.get(j) {
-                if offset != end || (j > i && end + u64::from(len) - start > COPY_PIECE) {
+            while let Some(run) = to_copy.get(j) {
+                if run.start != end || (j > i && run.end() - start > COPY_PIECE) {
                     break;
                 }
-                end = offset + u64::from(len);
+                end = run.end();
                 j += 1;
             }
             let len = usize::try_from(end - start)
                 .map_err(|_| StoreError::corrupt(FileKind::Pack, start, "huge run"))?;
             buffer.resize(len, 0);
             layout.read(start, &mut buffer)?;
-            // Every record is checked again (framing and checksum) before it is copied.
-            for &(offset, record_len) in to_copy.get(i..j).unwrap_or_default() {
+            // Every record is checked again (framing and checksum) before it is copied: each run's
+            // records, found from their framing, tile it exactly and are as many as the mark saw.
+            for &Run { start: offset, len, records } in to_copy.get(i..j).unwrap_or_default() {
                 let at = usize::try_from(offset - start).unwrap_or(usize::MAX);
-                let record = buffer
-                    .get(at..at.saturating_add(record_len as usize))
-                    .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "live record past its run"))?;
-                let (data, crc) = record.split_at(record.len().saturating_sub(4));
-                if crate::format::codec::record_len(data, offset)? != u64::from(record_len)
-                    || crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default())
-                {
-                    return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+                let run = buffer
+                    .get(at..at.saturating_add(len as usize))
+                    .ok_or_else(|| StoreError::corrupt(FileKind::Pack, offset, "live run past its piece"))?;
+                let found = walk_records(offset, run, |offset, record| {
+                    let (data, crc) = record.split_at(record.len().saturating_sub(4));
+                    if crc32fast::hash(data) != u32::from_le_bytes(crc.try_into().unwrap_or_default()) {
+                        return Err(StoreError::corrupt(FileKind::Pack, offset, "record checksum mismatch"));
+                    }
+                    Ok(())
+                })?;
+                if found != u64::from(records) {
+                    return Err(StoreError::corrupt(
+                        FileKind::Pack,
+                        offset,
+                        format!("a live run of {records} records holds {found}"),
+                    ));
                 }
             }
             writer.push_run(start, &buffer)?;
@@ -373,7 +393,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         copy_time,
         disk_after_copy,
         first_chunk,
-        copied_records: copied_count as u64,
+        copied_records: copied_count,
         later_ends,
         marked,
         mark_records: (mark.records_visited, mark.records_read),
@@ -385,7 +405,8 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     drained.retain(|root| *root >= region_start);
     drained.sort_unstable();
     drained.dedup();
-    if let Some(root) = first_unsafe_root(&drained, &output, bounds.region_end, bounds.keep_from) {
+    let read = |offset: u64, buf: &mut [u8]| layout.read(offset, buf);
+    if let Some(root) = first_unsafe_root(&drained, &output, bounds.region_end, bounds.keep_from, &read) {
         return Err(StoreError::GcAbandoned(format!(
             "a commit written during the GC points to the record at {root}, which the GC of commit {commit} \
              would remove; run the GC again"
@@ -468,22 +489,25 @@ fn keep_in_place(
 
 /// The first of `roots` (sorted, deduplicated) that the GC would not keep as a full record: below
 /// `region_end` it must be live and not base-only; in `[region_end, keep_from)` (the boundary
-/// chunk) it must have been traversed as a full record. One merge pass over the sorted lists.
+/// chunk) it must have been traversed as a full record. `read` reads the pack (a root inside a
+/// live run is a record start only if the run's framing says so; a failed read makes the root
+/// unsafe).
 pub(crate) fn first_unsafe_root(
     roots: &[u64],
     output: &WorkerOutput,
     region_end: u64,
     keep_from: u64,
+    read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
 ) -> Option<u64> {
     let sets =
         LiveSets { live: &output.live, base_only: &output.base_only, boundary_full: &output.boundary_full };
-    sets.first_unsafe(roots, region_end, keep_from)
+    sets.first_unsafe(roots, region_end, keep_from, read)
 }
 
 /// A mark's result as the late-root check reads it.
 pub(crate) struct LiveSets<'a> {
-    /// Live records of the region, increasing.
-    pub(crate) live: &'a [(u64, u32)],
+    /// Live records of the region.
+    pub(crate) live: &'a LiveRuns,
     /// Of these, the base-only ones, increasing.
     pub(crate) base_only: &'a [u64],
     /// Records of `[region_end, K)` traversed as full, increasing.
@@ -492,19 +516,22 @@ pub(crate) struct LiveSets<'a> {
 
 impl LiveSets<'_> {
     /// [`first_unsafe_root`] against these sets.
-    pub(crate) fn first_unsafe(&self, roots: &[u64], region_end: u64, keep_from: u64) -> Option<u64> {
+    pub(crate) fn first_unsafe(
+        &self,
+        roots: &[u64],
+        region_end: u64,
+        keep_from: u64,
+        read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+    ) -> Option<u64> {
         let output = self;
-        let (mut live_at, mut base_at, mut boundary_at) = (0, 0, 0);
+        let (mut base_at, mut boundary_at) = (0, 0);
         roots.iter().copied().find(|&root| {
             let safe = if root < region_end {
-                while output.live.get(live_at).is_some_and(|(offset, _)| *offset < root) {
-                    live_at += 1;
-                }
                 while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
                     base_at += 1;
                 }
-                output.live.get(live_at).is_some_and(|(offset, _)| *offset == root)
-                    && output.base_only.get(base_at) != Some(&root)
+                output.base_only.get(base_at) != Some(&root)
+                    && output.live.contains_start(root, read).unwrap_or(false)
             } else {
                 while output.boundary_full.get(boundary_at).is_some_and(|offset| *offset < root) {
                     boundary_at += 1;

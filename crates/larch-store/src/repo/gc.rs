@@ -140,7 +140,9 @@ impl Repo {
                     base_only: &carry.base_only,
                     boundary_full: &carry.boundary_full,
                 };
-                let safe = sets.first_unsafe(&roots, region_end, keep_from).is_none();
+                let layout = self.source.reader.layout().clone();
+                let read = |offset: u64, buf: &mut [u8]| layout.read(offset, buf);
+                let safe = sets.first_unsafe(&roots, region_end, keep_from, &read).is_none();
                 (bytes, safe.then_some(carry))
             }
             None => (self.disk_bytes()?, None),
@@ -460,7 +462,10 @@ impl Repo {
                 at + total
             }
         };
-        mark(self.reader(), MarkBounds { keep_from, region_end, scan_end })
+        let mut result = mark(self.reader(), MarkBounds { keep_from, region_end, scan_end })?;
+        let reader = self.reader();
+        result.live = result.runs.records(&|offset, buf| reader.read_raw(offset, buf))?;
+        Ok(result)
     }
 }
 

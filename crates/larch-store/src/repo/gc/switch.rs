@@ -54,7 +54,10 @@ impl Repo {
         rest.retain(|root| *root >= output.region_start);
         rest.sort_unstable();
         rest.dedup();
-        let unsafe_root = crate::gc::worker::first_unsafe_root(&rest, &output, run.region_end, run.keep_from);
+        let layout = self.source.reader.layout().clone();
+        let read = |offset: u64, buf: &mut [u8]| layout.read(offset, buf);
+        let unsafe_root =
+            crate::gc::worker::first_unsafe_root(&rest, &output, run.region_end, run.keep_from, &read);
         if let Some(root) = unsafe_root {
             let e = StoreError::GcAbandoned(format!(
                 "a commit written during the GC points to the record at {root}, which the GC of commit {} \
