@@ -164,6 +164,9 @@ pub struct StoreStats {
     pub layout_refreshes: u64,
     /// Chunks this handle rolled to.
     pub chunk_rolls: u64,
+    /// File lengths looked up on disk by [`crate::Repo::disk_bytes`] (sealed chunk files once
+    /// each, the others at every call).
+    pub disk_lookups: u64,
     /// Object loads served by the cache.
     pub cache_hits: u64,
     /// Object loads that read the pack.
