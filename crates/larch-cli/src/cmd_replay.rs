@@ -90,6 +90,10 @@ pub struct ReplayArgs {
     /// that is 16 MiB; `16MB` is 16,000,000 bytes).
     #[arg(long, value_parser = parse_size, default_value = "16M")]
     chunk_size: u64,
+    /// The most sealed chunk files the store keeps open at once (docs/store.md *Descriptors*);
+    /// others are opened again when a read needs them.
+    #[arg(long, value_name = "N", default_value_t = larch_store::DEFAULT_OPEN_FILES, value_parser = crate::cmd_serve::parse_open_files)]
+    open_files: usize,
     /// Read the pack through a memory map instead of positioned reads.
     #[arg(long)]
     mmap: bool,
@@ -290,6 +294,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 mmap: args.mmap,
                 verify_on_load: args.verify_reads,
                 chunk_bytes: args.chunk_size,
+                open_files: args.open_files,
                 ..RepoOptions::default()
             };
             let mut repo = match &archive {

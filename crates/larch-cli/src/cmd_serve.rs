@@ -63,7 +63,7 @@ pub struct ServeArgs {
 }
 
 /// `--open-files`: a count of at least 1.
-fn parse_open_files(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_open_files(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("at least one chunk file must be kept open".into()),
         Ok(n) => Ok(n),

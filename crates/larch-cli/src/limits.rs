@@ -1,6 +1,6 @@
 //! The process's descriptor limit, raised at start.
 //!
-//! A store handle keeps at most `RepoOptions::open_files` sealed chunk files open (128 by default)
+//! A store handle keeps at most `RepoOptions::open_files` sealed chunk files open (192 by default)
 //! plus a few files of its own, so larch runs under the common soft limit of 1,024 descriptors;
 //! but `larch serve` holds a socket per connection, and a user may ask for more open chunk files.
 //! So the soft `RLIMIT_NOFILE` is raised toward the hard limit, up to [`TARGET`] (never lowered).

@@ -68,3 +68,34 @@ fn a_replay_with_small_chunks_is_listed_checked_exported_and_recovered() {
     let out = larch(&["fsck", path_str(&store)]);
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
 }
+
+#[test]
+fn a_replay_keeps_as_few_chunk_files_open_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, _) = small_trace(dir.path(), 20, 11);
+    let store = dir.path().join("store");
+    // One sealed chunk file open at a time: every read of another chunk reopens it, and every
+    // read and commit hash still checks against the trace.
+    let out = larch(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&store),
+        "--chunk-size",
+        "8K",
+        "--open-files",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(chunk_count(&store) >= 5, "{} chunk files", chunk_count(&store));
+    let out = larch(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&dir.path().join("s2")),
+        "--open-files",
+        "0",
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("at least one chunk file"), "{}", text(&out.stderr));
+}

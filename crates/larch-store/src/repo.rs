@@ -518,6 +518,7 @@ impl Repo {
             chunk_files_open: self.source.reader.layout().pool().entries() as u64,
             chunk_file_opens: self.source.reader.layout().pool().opens(),
             layout_refreshes: self.source.reader.layout().refreshes(),
+            disk_lookups: self.source.reader.layout().disk_lookups(),
             ..self.stats
         }
     }

@@ -15,3 +15,4 @@ pub mod layered;
 pub mod priority;
 pub mod staging;
 pub mod storage;
+pub mod usage;

@@ -16,6 +16,7 @@ use crate::format::names::{
     CHUNK_HEADER_LEN, LEGACY_PACK, chunk_name, decode_chunk_header, encode_chunk_header, parse_chunk_name,
 };
 use crate::io::storage::{Directory, Storage};
+use crate::io::usage::DiskUsage;
 use crate::pack::handles::{ChunkFile, FilePool};
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, RwLock};
@@ -109,6 +110,8 @@ pub struct Layout {
     pool: Arc<FilePool>,
     /// A read-only layout's refreshes across a writer's GC (`refresh`).
     refresher: refresh::Refresher,
+    /// The remembered lengths of its directory's sealed chunk files ([`Layout::disk_bytes`]).
+    usage: DiskUsage,
 }
 
 /// A chunk file just opened and its header checked: what the layout learns of it.
@@ -294,6 +297,7 @@ impl Layout {
             pending: Mutex::new(Pending { from: head, dir: false }),
             pool,
             refresher: refresh::Refresher::default(),
+            usage: DiskUsage::default(),
         })
     }
 
@@ -326,6 +330,7 @@ impl Layout {
             pending: Mutex::default(),
             pool,
             refresher: refresh::Refresher::default(),
+            usage: DiskUsage::default(),
         })
     }
 
@@ -383,6 +388,23 @@ impl Layout {
     /// The chunk `seq`, if the layout holds it.
     pub fn chunk_extent(&self, seq: u32) -> Option<ChunkExtent> {
         self.extents().iter().filter_map(Extent::as_chunk).find(|chunk| chunk.seq == seq).cloned()
+    }
+
+    /// The sum of the lengths of every file in the layout's directory (the store's size on disk):
+    /// one listing, and a length lookup for each file but the sealed chunks (those before the
+    /// head), whose lengths never change and are remembered once looked up.
+    pub fn disk_bytes(&self) -> Result<u64> {
+        // Read before the listing: a chunk before this head is sealed even if the writer rolls
+        // meanwhile.
+        let (head, _) = self.head();
+        self.usage.total(&*self.dir, |name| {
+            crate::format::names::parse_chunk_name(name).is_some_and(|seq| seq < head)
+        })
+    }
+
+    /// Lengths of files looked up on disk by [`Layout::disk_bytes`] so far.
+    pub fn disk_lookups(&self) -> u64 {
+        self.usage.lookups()
     }
 
     /// Number of chunk files.

@@ -10,7 +10,6 @@ use crate::gc::policy::{Compaction, GcOptions, GcPolicy, SegmentStat};
 use crate::gc::report::{GcPhase, GcProgress, GcReport};
 use crate::gc::run::GcRun;
 use crate::gc::worker::{Counters, Job, LiveSets, SliceCarry, work};
-use crate::io::storage::dir_bytes;
 use crate::repo::Repo;
 use larch_core::Hash;
 use std::sync::atomic::Ordering;
@@ -319,9 +318,10 @@ impl Repo {
         self.state.gc_generation
     }
 
-    /// The sum of the sizes of the store's files.
+    /// The sum of the sizes of the store's files: one listing of the directory, and a length
+    /// lookup for each file but the sealed chunk files, whose lengths are remembered.
     pub fn disk_bytes(&self) -> Result<u64> {
-        dir_bytes(&**self.source.reader.layout().directory())
+        self.source.reader.layout().disk_bytes()
     }
 
     /// Waits for the running GC's worker (if any) without switching.

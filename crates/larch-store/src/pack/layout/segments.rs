@@ -139,6 +139,7 @@ impl Layout {
             pending: Mutex::default(),
             pool,
             refresher: super::refresh::Refresher::at(state.gc_generation, state.keep_from),
+            usage: crate::io::usage::DiskUsage::default(),
         })
     }
 
@@ -193,6 +194,7 @@ impl Layout {
             pending: Mutex::new(Pending::default()),
             pool: self.pool.clone(),
             refresher: super::refresh::Refresher::at(self.gc_generation(), self.keep_from()),
+            usage: crate::io::usage::DiskUsage::default(),
         }
     }
 
