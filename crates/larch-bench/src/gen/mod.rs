@@ -382,6 +382,8 @@ impl<'p> Run<'p> {
                 (base.hash, base.level, base.tree, base.model)
             };
             out.checkout(Scoped::Keep(base_hash), tree)?;
+            // A streamed run applies the block once, to the sink's tree (until its commit).
+            out.share_sink_tree()?;
             let level = base_level + 1;
             if level % self.params.cycle_length == 0 {
                 self.tally.cycles += 1;
