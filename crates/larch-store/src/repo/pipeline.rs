@@ -339,7 +339,9 @@ impl PipelinedRepo {
     /// `tree` with its stored nodes referred to by key ([`Tree::release_stored`]) when a large
     /// commit carried in memory ([`PipelinedRepo::release_after`]) is written: the commits in
     /// flight are waited for first (regular blocks, a few milliseconds), since the release
-    /// copies the nodes above those it gives back. `None`: nothing to do.
+    /// copies the nodes above those it gives back. The copies are committed and carried, not the
+    /// caller's nodes: a caller that goes on from its own tree instead of a checkout has those
+    /// written again by its next commit. `None`: nothing to do.
     fn release_carried(&mut self, tree: &Tree) -> Result<Option<Tree>> {
         let Some(after) = self.release_after else { return Ok(None) };
         if self.pending.contains(&after) {
