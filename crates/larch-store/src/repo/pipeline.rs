@@ -26,7 +26,7 @@ fn rewrote_many(tree: &Tree) -> bool {
 }
 
 /// After a commit that rewrote at least this many nodes (by [`Tree::dirty_bound`]; a large burst
-/// rewrites 40,000 to 100,000, a regular block a few thousand), the tree carried into the next
+/// of the generated workload rewrites about 40,000, a regular block one or two thousand), the tree carried into the next
 /// blocks gives back its stored nodes once that commit is written ([`Tree::release_stored`]).
 const RELEASE_MIN_DIRTY: usize = 1 << 14;
 
@@ -354,7 +354,7 @@ impl PipelinedRepo {
         let Some(held) = larch_core::ObjectSource::held_keys(&*self.source) else { return Ok(None) };
         // The inode trees the large commit wrote are given back too, whatever their window:
         // kept, each would be copied above the leaves given back (on the mainnet rung, the
-        // burst's ~14,000 inner inodes: +23 MiB of RSS at the release, held on).
+        // burst's thousands of inner inodes: +23 MiB of RSS at the release, held on).
         let held = larch_core::HeldKeys { recent_inodes_from: u64::MAX, ..held };
         Ok(Some(tree.release_stored(held).0))
     }
