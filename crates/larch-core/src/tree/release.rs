@@ -120,3 +120,78 @@ fn release_node(node: &Arc<Node>, held: HeldKeys, released: &mut Released) -> Op
     }
     Some(Arc::new(copy))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::tree::node::{ObjectKey, StoreId};
+
+    /// The in-memory children of `tree`'s root, in name order.
+    fn children(tree: &Tree) -> Vec<Arc<Node>> {
+        let Entry::Node(NodeRef::Mem(root)) = tree.root() else { panic!("no root in memory") };
+        let mut out = Vec::new();
+        root.body().for_each_child(|child| {
+            if let NodeRef::Mem(child) = child {
+                out.push(child.clone());
+            }
+        });
+        out
+    }
+
+    /// Directories `a`, `b`, `c` (one value each), hashed, each marked stored in `store` at
+    /// 100, 200 and 300, the root at 400.
+    fn stored_tree(store: StoreId) -> Tree {
+        let mut tree = Tree::empty();
+        for dir in ["a", "b", "c"] {
+            tree.add(&[dir, "v"], dir.as_bytes().to_vec()).unwrap();
+        }
+        tree.hash();
+        for (at, child) in children(&tree).iter().enumerate() {
+            child.set_stored_key(ObjectKey::new(store, 100 * (at as u64 + 1)));
+        }
+        let Entry::Node(NodeRef::Mem(root)) = tree.root() else { panic!("no root in memory") };
+        root.set_stored_key(ObjectKey::new(store, 400));
+        tree
+    }
+
+    fn held(store: StoreId, recent_from: u64) -> HeldKeys {
+        HeldKeys { store, from: 0, recent_from, recent_inodes_from: u64::MAX }
+    }
+
+    #[test]
+    fn stored_nodes_are_referred_to_by_key_but_the_recent_ones() {
+        let store = StoreId::fresh();
+        let tree = stored_tree(store);
+        assert_eq!(tree.in_memory_nodes(), 4);
+        let (released, counts) = tree.release_stored(held(store, u64::MAX));
+        assert_eq!(counts, Released { detached: 3, copied: 1 });
+        assert_eq!(released.in_memory_nodes(), 1);
+        assert_eq!(released.hash(), tree.hash());
+        // The tree it was made from is unchanged.
+        assert_eq!(tree.in_memory_nodes(), 4);
+        // Nodes stored at 200 or later stay in memory.
+        let (released, counts) = tree.release_stored(held(store, 200));
+        assert_eq!(counts, Released { detached: 1, copied: 1 });
+        assert_eq!(released.in_memory_nodes(), 3);
+        // Another store's keys are not this store's to give back.
+        let (released, counts) = tree.release_stored(held(StoreId::fresh(), u64::MAX));
+        assert_eq!(counts, Released::default());
+        assert_eq!(released.in_memory_nodes(), 4);
+    }
+
+    #[test]
+    fn nodes_not_stored_are_kept_and_copied_above_what_is_given_back() {
+        let store = StoreId::fresh();
+        let mut tree = stored_tree(store);
+        tree.add(&["c", "w"], b"new".to_vec()).unwrap();
+        let expected = tree.hash();
+        let (released, counts) = tree.release_stored(held(store, u64::MAX));
+        // `a` and `b` given back; the root and `c`, changed since, kept (the root copied).
+        assert_eq!(counts, Released { detached: 2, copied: 1 });
+        assert_eq!(released.in_memory_nodes(), 2);
+        assert_eq!(released.hash(), expected);
+        let c = &children(&released)[0];
+        assert!(c.stored_key().is_none() && c.cached_hash().is_some());
+    }
+}
