@@ -39,4 +39,4 @@ pub use tree::node::{
     SharedBytes, StoreId,
 };
 pub use tree::source::{LoadError, MemorySource, NoSource, ObjectSource};
-pub use tree::{Tree, TreeError, UndoPoint, hint_child_caches, hint_memory};
+pub use tree::{Released, Tree, TreeError, UndoPoint, hint_child_caches, hint_memory};

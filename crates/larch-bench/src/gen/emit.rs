@@ -136,13 +136,15 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// From now until the commit that ends the setup ([`Emitter::committed_tree`] of a kind
-    /// other than [`BlockKind::SetupPart`]), holds no tree of its own when the sink gives its
-    /// tree of the current context: writes are applied by the sink only, reads and commit hashes
-    /// are computed on the sink's tree. For a setup, which only adds (one read, at its start):
-    /// the part's tree is then held once, by the sink, instead of twice. Returns whether it
-    /// shares. The operations are the same either way; only abandoned contexts need the
-    /// generator's own tree (their last operation is held back, not passed on before a read).
+    /// From now until the next commit that is not a setup part's ([`Emitter::committed_tree`]
+    /// of a kind other than [`BlockKind::SetupPart`]: the end of the setup, or of a regular
+    /// block), holds no tree of its own when the sink gives its tree of the current context:
+    /// writes are applied by the sink only, reads and commit hashes are computed on the sink's
+    /// tree. A setup part's tree, or a regular block's rewritten directories (a large burst's
+    /// 16,000), are then held once, by the sink, instead of twice, and loaded and hashed once.
+    /// Returns whether it shares. The operations are the same either way; only abandoned
+    /// contexts need the generator's own tree (their last operation is held back, not passed on
+    /// before a read): they are built before the block's checkout, before sharing starts.
     pub(crate) fn share_sink_tree(&mut self) -> Result<bool, GenError> {
         if self.sink_context()?.is_none() {
             return Ok(false);

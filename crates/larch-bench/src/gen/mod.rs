@@ -8,7 +8,7 @@
 //! commit only while a coming reorganisation needs it, so its memory is the live state, not the
 //! history (about 230 MB for the default trace). [`Generator::run_streamed`] goes on from a
 //! store's lazily loaded tree after each commit instead, and holds no tree during the setup
-//! (the sink's tree is read instead): with the setup in parts ([`GenParams::setup_part_ops`])
+//! nor within a regular block but an abandoned context (the sink's tree is read instead): with the setup in parts ([`GenParams::setup_part_ops`])
 //! its memory is the sink's part and the store's cache, whatever the context's size (the scale
 //! ladder's large rungs, [`Rung`]).
 //!
@@ -207,12 +207,13 @@ impl Generator {
     /// lazily), which the generator then goes on from instead of its own in-memory tree; and
     /// `context(id)` may give the sink's own tree of context `id` as the operations passed so far
     /// left it (a clone sharing its nodes, which the generator drops before the next operation).
-    /// With it, the generator holds no tree of its own during the setup: the sink alone applies
-    /// the setup's operations, and the setup's read and commit hashes are computed on the sink's
-    /// tree (a setup part's tree is held once, not twice): then `reload` must give the tree of the
-    /// commit ending the setup (the generator has none of its own to go on from; a
-    /// [`GenError::Internal`] otherwise), and the setup's hashes are the sink's, checked against
-    /// [`Generator::run`]'s by the tests, not by a streamed run. With a store's lazy trees and
+    /// With it, the generator holds no tree of its own during the setup, nor within a regular
+    /// block once its checkout is passed on (but for an abandoned context): the sink alone
+    /// applies the operations, and the read results and commit hashes are computed on the sink's
+    /// tree (a setup part's tree, a large burst's rewritten directories are held once, not
+    /// twice): then `reload` must give the tree of every commit but a setup part's (the generator
+    /// has none of its own to go on from; a [`GenError::Internal`] otherwise), and the hashes are
+    /// the sink's, checked against [`Generator::run`]'s by the tests, not by a streamed run. With a store's lazy trees and
     /// [`GenParams::setup_part_ops`], the generator's memory is bounded by a setup part and the
     /// store's cache, not by the context's size; the operations and hashes are the same as
     /// [`Generator::run`]'s (each tree has the same contents).
@@ -382,6 +383,8 @@ impl<'p> Run<'p> {
                 (base.hash, base.level, base.tree, base.model)
             };
             out.checkout(Scoped::Keep(base_hash), tree)?;
+            // A streamed run applies the block once, to the sink's tree (until its commit).
+            out.share_sink_tree()?;
             let level = base_level + 1;
             if level % self.params.cycle_length == 0 {
                 self.tally.cycles += 1;

@@ -90,8 +90,9 @@ impl<R: ContextRepo> Stream<'_, '_, R> {
 /// ([`crate::GenParams::setup_part_ops`], [`crate::GenParams::setup_part_items`]) and the generator
 /// none (it reads and hashes the replay's tree of its context, so the setup's commit hashes are the
 /// replay's own: `crates/larch-bench/tests/ladder.rs` checks them against [`Generator::run`]'s);
-/// during regular blocks, both hold the block's modified nodes; everything else is loaded
-/// through the repository's cache. The commit hashes are those of [`Generator::run`] for the
+/// during regular blocks too, the replay alone holds the block's modified nodes (the generator
+/// reads and hashes the replay's tree, but for an abandoned context, which it builds on a tree of
+/// its own); everything else is loaded through the repository's cache. The commit hashes are those of [`Generator::run`] for the
 /// same parameters.
 pub fn replay_generated<'s, R: ContextRepo>(
     repo: &mut R,

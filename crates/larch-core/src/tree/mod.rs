@@ -8,10 +8,12 @@ pub mod fold;
 mod key;
 pub mod node;
 mod prefetch;
+mod release;
 pub mod source;
 mod undo;
 
 pub use prefetch::{hint_child_caches, hint_memory};
+pub use release::Released;
 pub use undo::UndoPoint;
 
 use crate::hash::Hash;

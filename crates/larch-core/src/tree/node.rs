@@ -158,7 +158,7 @@ pub struct HeldKeys {
 
 impl HeldKeys {
     /// Whether a copy refers to `child`, stored at `key`, by its key rather than in memory.
-    fn detaches(&self, key: ObjectKey, child: &Node) -> bool {
+    pub(crate) fn detaches(&self, key: ObjectKey, child: &Node) -> bool {
         key.offset_in(self.store).is_some_and(|at| {
             at >= self.from
                 && at < self.recent_from
@@ -349,7 +349,7 @@ impl Node {
     }
 
     /// A node holding `body` (the same value as this one's) with this one's caches, no origin.
-    fn with_body(&self, body: NodeBody) -> Node {
+    pub(crate) fn with_body(&self, body: NodeBody) -> Node {
         Node {
             body,
             hash: self.hash.clone(),
