@@ -1,6 +1,6 @@
 //! `larch replay`: the main job. Replays a trace (or, with none, a freshly generated Tezos-like
-//! trace) into a fresh store, checks every recorded read and commit hash, records per-block
-//! statistics, and prints the summary.
+//! trace) into a fresh store, checks every recorded read and commit hash (a streamed replay's are
+//! read and hashed on its own tree), records per-block statistics, and prints the summary.
 
 use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
@@ -213,7 +213,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 params.blocks
             );
             let expected = params.blocks + 1 + params.setup_parts_estimate();
-            let name = format!("generated tezos-like/v1 {rung}, seed {}", params.seed);
+            let name = format!("{} {rung}, seed {}", larch_bench::stats::STREAMED_TRACE, params.seed);
             (Job::Generate(params, None), name, None, Some(expected))
         }
         None => {

@@ -81,7 +81,9 @@ impl<R: ContextRepo> Stream<'_, '_, R> {
 }
 
 /// Generates the trace of `generator` and replays it at once into `repo`, checking every read
-/// and commit hash as [`super::replay`] does (`options.max_blocks` is ignored: the generator's
+/// and commit hash as [`super::replay`] does, though the generator reads and hashes the replay's
+/// own tree but in abandoned contexts (so those checks hold by construction: the tests compare
+/// the commits with [`crate::Generator::run`]'s) (`options.max_blocks` is ignored: the generator's
 /// parameters decide). Writes the regular blocks' stat file (header, block lines, end line) to
 /// `stats_out` if given, calls `progress` after every block with its kind, and returns both
 /// phases' summaries and the generator's report.

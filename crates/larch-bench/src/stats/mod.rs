@@ -23,4 +23,6 @@ pub use record::{
     BlockStats, OpStat, OpTable, StatEnd, StatFile, StatHeader, StatLine, StatsError, read_stat_file,
     read_stat_path, write_line,
 };
-pub use summary::{Distribution, OpKindSummary, RunSummary, Summariser, summarise, summarise_stat_path};
+pub use summary::{
+    Distribution, OpKindSummary, RunSummary, STREAMED_TRACE, Summariser, summarise, summarise_stat_path,
+};

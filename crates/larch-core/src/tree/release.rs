@@ -5,6 +5,7 @@
 
 use super::Tree;
 use super::node::{Entry, HeldKeys, InodeTree, Node, NodeBody, NodeRef};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What [`Tree::release_stored`] did.
@@ -32,10 +33,13 @@ impl Tree {
     pub fn release_stored(&self, held: HeldKeys) -> (Tree, Released) {
         let mut released = Released::default();
         let root = match &self.root {
-            Entry::Node(NodeRef::Mem(node)) => match release_node(node, held, &mut released) {
-                Some(copy) => Entry::Node(NodeRef::Mem(copy)),
-                None => self.root.clone(),
-            },
+            Entry::Node(NodeRef::Mem(node)) => {
+                let mut walk = Walk { held, released: &mut released, done: HashMap::new() };
+                match walk.node(node) {
+                    Some(copy) => Entry::Node(NodeRef::Mem(copy)),
+                    None => self.root.clone(),
+                }
+            }
             Entry::Node(NodeRef::Stored { .. }) | Entry::Contents(_) => self.root.clone(),
         };
         let tree = Tree { root, source: self.source.clone(), dirty_bound: self.dirty_bound };
@@ -66,59 +70,81 @@ impl Tree {
     }
 }
 
-/// `child`, released: `None` when unchanged.
-fn release_child(child: &NodeRef, held: HeldKeys, released: &mut Released) -> Option<NodeRef> {
-    let NodeRef::Mem(node) = child else { return None };
-    if let (Some(key), Some(hash)) = (node.stored_key(), node.cached_hash())
-        && held.detaches(key, node)
-    {
-        released.detached += 1;
-        return Some(NodeRef::Stored { hash, key });
-    }
-    crate::stack::guarded(|| release_node(node, held, released)).map(NodeRef::Mem)
+/// One release's walk: a node reachable by several paths (a subtree copied to a second path
+/// shares its `Arc`) is released once, and every path gets the same result, so sharing is kept
+/// and the walk stays linear in the distinct in-memory nodes.
+struct Walk<'r> {
+    held: HeldKeys,
+    released: &'r mut Released,
+    /// Each in-memory node walked (by address: the tree borrowed for the walk keeps it alive),
+    /// and its copy, `None` when unchanged.
+    done: HashMap<*const Node, Option<Arc<Node>>>,
 }
 
-/// A copy of `node` with its children released (keeping its caches and origin), `None` when
-/// none was.
-fn release_node(node: &Arc<Node>, held: HeldKeys, released: &mut Released) -> Option<Arc<Node>> {
-    let body = match node.body() {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
-            let mut changed: Option<Vec<_>> = None;
-            for (at, (_, entry)) in entries.iter().enumerate() {
-                let Entry::Node(child) = entry else { continue };
-                if let Some(new) = release_child(child, held, released) {
-                    let copy = changed.get_or_insert_with(|| entries.clone());
-                    if let Some(slot) = copy.get_mut(at) {
-                        slot.1 = Entry::Node(new);
-                    }
-                }
-            }
-            let entries = changed?;
-            if matches!(node.body(), NodeBody::Flat(_)) {
-                NodeBody::Flat(entries)
-            } else {
-                NodeBody::Values(entries)
-            }
+impl Walk<'_> {
+    /// `child`, released: `None` when unchanged.
+    fn child(&mut self, child: &NodeRef) -> Option<NodeRef> {
+        let NodeRef::Mem(node) = child else { return None };
+        if let (Some(key), Some(hash)) = (node.stored_key(), node.cached_hash())
+            && self.held.detaches(key, node)
+        {
+            self.released.detached += 1;
+            return Some(NodeRef::Stored { hash, key });
         }
-        NodeBody::Tree(tree) => {
-            let mut changed: Option<Vec<_>> = None;
-            for (at, (_, child)) in tree.children.iter().enumerate() {
-                if let Some(new) = release_child(child, held, released) {
-                    let copy = changed.get_or_insert_with(|| tree.children.clone());
-                    if let Some(slot) = copy.get_mut(at) {
-                        slot.1 = new;
-                    }
-                }
-            }
-            NodeBody::Tree(InodeTree { depth: tree.depth, length: tree.length, children: changed? })
-        }
-    };
-    released.copied += 1;
-    let copy = node.with_body(body);
-    if let Some(origin) = node.origin() {
-        copy.set_origin(origin);
+        crate::stack::guarded(|| self.node(node)).map(NodeRef::Mem)
     }
-    Some(Arc::new(copy))
+
+    /// A copy of `node` with its children released (keeping its caches and origin), `None` when
+    /// none was; the same copy for every path to one node.
+    fn node(&mut self, node: &Arc<Node>) -> Option<Arc<Node>> {
+        if let Some(done) = self.done.get(&Arc::as_ptr(node)) {
+            return done.clone();
+        }
+        let copy = self.copy(node);
+        self.done.insert(Arc::as_ptr(node), copy.clone());
+        copy
+    }
+
+    fn copy(&mut self, node: &Arc<Node>) -> Option<Arc<Node>> {
+        let body = match node.body() {
+            NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+                let mut changed: Option<Vec<_>> = None;
+                for (at, (_, entry)) in entries.iter().enumerate() {
+                    let Entry::Node(child) = entry else { continue };
+                    if let Some(new) = self.child(child) {
+                        let copy = changed.get_or_insert_with(|| entries.clone());
+                        if let Some(slot) = copy.get_mut(at) {
+                            slot.1 = Entry::Node(new);
+                        }
+                    }
+                }
+                let entries = changed?;
+                if matches!(node.body(), NodeBody::Flat(_)) {
+                    NodeBody::Flat(entries)
+                } else {
+                    NodeBody::Values(entries)
+                }
+            }
+            NodeBody::Tree(tree) => {
+                let mut changed: Option<Vec<_>> = None;
+                for (at, (_, child)) in tree.children.iter().enumerate() {
+                    if let Some(new) = self.child(child) {
+                        let copy = changed.get_or_insert_with(|| tree.children.clone());
+                        if let Some(slot) = copy.get_mut(at) {
+                            slot.1 = new;
+                        }
+                    }
+                }
+                NodeBody::Tree(InodeTree { depth: tree.depth, length: tree.length, children: changed? })
+            }
+        };
+        self.released.copied += 1;
+        let copy = node.with_body(body);
+        if let Some(origin) = node.origin() {
+            copy.set_origin(origin);
+        }
+        Some(Arc::new(copy))
+    }
 }
 
 #[cfg(test)]
@@ -193,5 +219,33 @@ mod tests {
         assert_eq!(released.hash(), expected);
         let c = &children(&released)[0];
         assert!(c.stored_key().is_none() && c.cached_hash().is_some());
+    }
+
+    #[test]
+    fn a_node_reached_by_two_paths_is_released_once_and_stays_shared() {
+        let store = StoreId::fresh();
+        let mut tree = Tree::empty();
+        for dir in ["a", "b"] {
+            tree.add(&["s", dir, "v"], dir.as_bytes().to_vec()).unwrap();
+        }
+        tree.hash();
+        let s = children(&tree)[0].clone();
+        let mut at = 100;
+        s.body().for_each_child(|child| {
+            if let NodeRef::Mem(child) = child {
+                child.set_stored_key(ObjectKey::new(store, at));
+                at += 100;
+            }
+        });
+        // `t` is `s` again (one `Arc` by two paths); neither is stored.
+        assert!(tree.copy(&["s"], &["t"]).unwrap());
+        let expected = tree.hash();
+        let (released, counts) = tree.release_stored(held(store, u64::MAX));
+        // `a` and `b` given back once, `s` copied once, and the root.
+        assert_eq!(counts, Released { detached: 2, copied: 2 });
+        let [s, t] = &children(&released)[..] else { panic!("two children expected") };
+        assert!(Arc::ptr_eq(s, t), "the copy of `s` serves both paths");
+        assert_eq!(released.in_memory_nodes(), 2);
+        assert_eq!(released.hash(), expected);
     }
 }

@@ -87,6 +87,8 @@ pub struct PipelinedRepo {
     /// A commit of at least [`RELEASE_MIN_DIRTY`] rewritten nodes, carried in memory: once it is
     /// written, the next commit's tree gives back the stored nodes it holds.
     release_after: Option<Hash>,
+    /// Carried trees given back so far ([`PipelinedRepo::releases`]).
+    releases: u64,
     empty: Tree,
     stats: BackendStats,
     gc_running: bool,
@@ -196,6 +198,7 @@ impl PipelinedRepo {
             depth,
             last: None,
             release_after: None,
+            releases: 0,
             empty,
             stats,
             gc_running,
@@ -356,7 +359,14 @@ impl PipelinedRepo {
         // kept, each would be copied above the leaves given back (on the mainnet rung, the
         // burst's thousands of inner inodes: +23 MiB of RSS at the release, held on).
         let held = larch_core::HeldKeys { recent_inodes_from: u64::MAX, ..held };
+        self.releases += 1;
         Ok(Some(tree.release_stored(held).0))
+    }
+
+    /// How many times a large commit's carried tree was given back once written (see
+    /// `docs/store.md`, *Pipelined commits*): for tests and diagnostics.
+    pub fn releases(&self) -> u64 {
+        self.releases
     }
 
     /// The tree of commit `hash`: from memory for the last commit handed over (done or not; unless
