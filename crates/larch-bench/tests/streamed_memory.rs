@@ -11,36 +11,13 @@ use larch_bench::{GenError, GenParams, Generator};
 use larch_core::Hash;
 use larch_store::{Repo, RepoOptions};
 use larch_trace::op::Op;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::RefCell;
 use std::hash::{DefaultHasher, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-/// The system allocator, counting the bytes live and their peak.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator with the same arguments; the counters
-// do not affect the allocations.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(live, Ordering::Relaxed);
-        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: `ptr` was allocated by `alloc` above with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "common/counting.rs"]
+mod counting;
+use counting::{LIVE, PEAK};
 
 /// A setup in parts of about 8,000 accounts, no regular block.
 fn params() -> GenParams {
