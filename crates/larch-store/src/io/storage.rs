@@ -433,18 +433,8 @@ impl StoreFiles {
     }
 }
 
-/// Sum of the lengths of every file in `dir`, from metadata ([`Directory::file_len`]).
+/// Sum of the lengths of every file in `dir`, from metadata ([`Directory::file_len`]), each
+/// looked up now (a handle's layout remembers its sealed chunks' lengths instead, `DiskUsage`).
 pub(crate) fn dir_bytes(dir: &dyn Directory) -> crate::error::Result<u64> {
-    let names =
-        dir.list().map_err(|e| crate::error::StoreError::io(crate::error::FileKind::Pack, 0, "list", e))?;
-    let mut total = 0;
-    for name in names {
-        match dir.file_len(&name) {
-            Ok(len) => total += len,
-            // Unlinked between the listing and the look-up.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(crate::error::StoreError::io(crate::error::FileKind::Pack, 0, "stat", e)),
-        }
-    }
-    Ok(total)
+    super::usage::DiskUsage::default().total(dir, |_| false)
 }
