@@ -327,7 +327,7 @@ impl Repo {
         if let Some(run) = self.gc.as_mut() {
             run.add_late_roots(&late_roots);
         } else if let Some(next) = self.gc_after.next_slice.as_mut() {
-            next.late_roots.extend_from_slice(&late_roots);
+            next.late_roots.extend(late_roots.iter().copied());
         }
         let mut state = self.state.clone();
         if let Some(name) = branch {

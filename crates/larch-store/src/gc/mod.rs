@@ -10,6 +10,7 @@
 
 pub mod archive;
 pub mod children;
+pub mod late_roots;
 pub mod live;
 pub mod mark;
 pub mod policy;

@@ -70,17 +70,35 @@ impl PackedOffsets {
     /// Packs `offsets` (sorted and deduplicated here).
     pub(crate) fn new(offsets: &mut [u64]) -> PackedOffsets {
         offsets.sort_unstable();
+        PackedOffsets::from_sorted(offsets.iter().copied())
+    }
+
+    /// Packs `offsets`, given in non-decreasing order (repetitions are dropped).
+    pub(crate) fn from_sorted(offsets: impl Iterator<Item = u64>) -> PackedOffsets {
         let mut bytes = Vec::new();
         let mut previous = None;
-        for &offset in offsets.iter() {
+        for offset in offsets {
             if previous == Some(offset) {
                 continue;
             }
-            put_leb(&mut bytes, offset - previous.unwrap_or(0));
+            put_leb(&mut bytes, offset.wrapping_sub(previous.unwrap_or(0)));
             previous = Some(offset);
         }
         bytes.shrink_to_fit();
         PackedOffsets { bytes }
+    }
+
+    /// The delta stored at byte `at` and the byte after it; `None` at the end.
+    pub(crate) fn delta_at(&self, at: usize) -> Option<(u64, usize)> {
+        let mut at = at;
+        let delta = get_leb(&self.bytes, &mut at)?;
+        Some((delta, at))
+    }
+
+    /// The bytes the packed offsets take.
+    #[cfg(test)]
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
     }
 
     /// The offsets, increasing.

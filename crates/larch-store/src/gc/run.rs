@@ -25,6 +25,7 @@
 //! writer's open).
 
 use crate::error::{Result, StoreError};
+use crate::gc::late_roots::LateRoots;
 use crate::gc::policy::{GcOptions, GcPolicy};
 use crate::gc::report::GcReport;
 use crate::gc::roots::RootSpans;
@@ -56,7 +57,7 @@ pub(crate) struct GcRun {
     /// Targets below `K` of the pointers the writer wrote to existing records since the start
     /// (late roots), not yet checked: the worker drains and checks them once its mark is done;
     /// the writer checks what is left at the switch.
-    pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
+    pub(crate) late_roots: Arc<Mutex<LateRoots>>,
     pub(crate) started: Instant,
     pub(crate) disk_before: u64,
     /// The pack's end when it started: what the writer appends meanwhile is measured from it.
@@ -76,10 +77,8 @@ impl GcRun {
 
     /// Adds the late roots of a commit written while the GC runs.
     pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
-        let mut batch: Vec<u64> = roots.iter().copied().filter(|root| *root >= self.floor).collect();
-        batch.sort_unstable();
-        batch.dedup();
-        lock_roots(&self.late_roots).extend(batch);
+        let floor = self.floor;
+        lock_roots(&self.late_roots).extend(roots.iter().copied().filter(|root| *root >= floor));
     }
 
     pub(crate) fn is_finished(&self) -> bool {
@@ -170,7 +169,7 @@ pub(crate) struct NextSlice {
     pub(crate) keep_from: u64,
     /// Late roots of the commits written since the last slice switched, checked against `carry`
     /// when this slice starts (one that is not safe there makes it mark anew).
-    pub(crate) late_roots: Vec<u64>,
+    pub(crate) late_roots: LateRoots,
 }
 
 /// Joins the GC worker thread: its result, or an abandoned GC if it panicked.

@@ -9,6 +9,7 @@ use crate::error::{FileKind, Result, StoreError};
 use crate::format::control::{MAX_SEGMENTS, SegmentRef};
 use crate::format::index;
 use crate::format::names::segment_name;
+use crate::gc::late_roots::LateRoots;
 use crate::gc::live::{LiveRuns, Run, walk_records};
 use crate::gc::mark::{self, MarkBounds};
 use crate::gc::policy::{Compaction, SegmentStat};
@@ -133,8 +134,9 @@ pub(crate) struct Job {
     pub(crate) generation: u64,
     pub(crate) commit: Hash,
     pub(crate) counters: Arc<Counters>,
-    /// The writer's late roots, appended per commit; drained and checked once the copy is done.
-    pub(crate) late_roots: Arc<Mutex<Vec<u64>>>,
+    /// The writer's late roots, appended per commit; drained and checked as the copy goes and
+    /// once it is done.
+    pub(crate) late_roots: Arc<Mutex<LateRoots>>,
     /// The old segments to mark, and how to choose those merged.
     pub(crate) compaction: Compaction,
     /// The worker's nice value (Linux; [`crate::GcPolicy::worker_nice`]).
@@ -150,12 +152,16 @@ pub(crate) struct Job {
 
 /// The late roots' lock; a poisoned lock (a thread panicked while appending) still holds valid
 /// offsets.
-pub(crate) fn lock_roots(roots: &Mutex<Vec<u64>>) -> MutexGuard<'_, Vec<u64>> {
+pub(crate) fn lock_roots(roots: &Mutex<LateRoots>) -> MutexGuard<'_, LateRoots> {
     roots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Copy reads of at most this many bytes.
 const COPY_PIECE: u64 = 1 << 20;
+
+/// The copy checks the late roots written so far each time it has copied this many bytes more
+/// (first when it starts: the mark is done).
+const LATE_CHECK_BYTES: u64 = 64 << 20;
 
 pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     lower_priority(job.nice);
@@ -316,7 +322,14 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         let mut writer = SegmentWriter::new(file.clone(), header)?;
         let mut buffer = Vec::new();
         let mut i = 0;
+        let mut next_check = 0;
         while let Some(&Run { start, .. }) = to_copy.get(i) {
+            if copied_bytes >= next_check {
+                let sets =
+                    LiveSets { live: &live, base_only: &base_only, boundary_full: &mark.boundary_full };
+                check_late_roots(&late_roots, &sets, region_start, &bounds, &layout, &commit)?;
+                next_check = copied_bytes + LATE_CHECK_BYTES;
+            }
             // Adjacent live runs, at most COPY_PIECE bytes (a larger run alone).
             let mut end = start;
             let mut j = i;
@@ -398,20 +411,11 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         marked,
         mark_records: (mark.records_visited, mark.records_read),
     };
-    // The late roots written so far are checked here, off the writer's thread; the writer checks
-    // the few written after this drain at the switch.
-    let mut drained = std::mem::take(&mut *lock_roots(&late_roots));
-    // Roots below the region are in old segments kept whole.
-    drained.retain(|root| *root >= region_start);
-    drained.sort_unstable();
-    drained.dedup();
-    let read = |offset: u64, buf: &mut [u8]| layout.read(offset, buf);
-    if let Some(root) = first_unsafe_root(&drained, &output, bounds.region_end, bounds.keep_from, &read) {
-        return Err(StoreError::GcAbandoned(format!(
-            "a commit written during the GC points to the record at {root}, which the GC of commit {commit} \
-             would remove; run the GC again"
-        )));
-    }
+    // The late roots written since the last check are checked here, off the writer's thread;
+    // the writer checks the few written after this drain at the switch.
+    let sets =
+        LiveSets { live: &output.live, base_only: &output.base_only, boundary_full: &output.boundary_full };
+    check_late_roots(&late_roots, &sets, region_start, &bounds, &layout, &commit)?;
     counters.set_phase(GcPhase::WaitingForSwitch, 0);
     Ok(output)
 }
@@ -493,7 +497,7 @@ fn keep_in_place(
 /// live run is a record start only if the run's framing says so; a failed read makes the root
 /// unsafe).
 pub(crate) fn first_unsafe_root(
-    roots: &[u64],
+    roots: impl IntoIterator<Item = u64>,
     output: &WorkerOutput,
     region_end: u64,
     keep_from: u64,
@@ -502,6 +506,32 @@ pub(crate) fn first_unsafe_root(
     let sets =
         LiveSets { live: &output.live, base_only: &output.base_only, boundary_full: &output.boundary_full };
     sets.first_unsafe(roots, region_end, keep_from, read)
+}
+
+/// Drains the late roots written so far and checks them against the mark's `sets` (those below
+/// `region_start` are in old segments kept whole): an abandoned GC if one is not safe. The worker
+/// checks them as its copy goes, so that they do not accumulate while a large GC runs through
+/// hundreds of blocks, and once it is done.
+fn check_late_roots(
+    late_roots: &Mutex<LateRoots>,
+    sets: &LiveSets<'_>,
+    region_start: u64,
+    bounds: &MarkBounds,
+    layout: &Layout,
+    commit: &Hash,
+) -> Result<()> {
+    let drained = std::mem::take(&mut *lock_roots(late_roots));
+    if drained.is_empty() {
+        return Ok(());
+    }
+    let read = |offset: u64, buf: &mut [u8]| layout.read(offset, buf);
+    match sets.first_unsafe(drained.sorted_from(region_start), bounds.region_end, bounds.keep_from, &read) {
+        Some(root) => Err(StoreError::GcAbandoned(format!(
+            "a commit written during the GC points to the record at {root}, which the GC of commit {commit} \
+             would remove; run the GC again"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A mark's result as the late-root check reads it.
@@ -518,14 +548,14 @@ impl LiveSets<'_> {
     /// [`first_unsafe_root`] against these sets.
     pub(crate) fn first_unsafe(
         &self,
-        roots: &[u64],
+        roots: impl IntoIterator<Item = u64>,
         region_end: u64,
         keep_from: u64,
         read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
     ) -> Option<u64> {
         let output = self;
         let (mut base_at, mut boundary_at) = (0, 0);
-        roots.iter().copied().find(|&root| {
+        roots.into_iter().find(|&root| {
             let safe = if root < region_end {
                 while output.base_only.get(base_at).is_some_and(|offset| *offset < root) {
                     base_at += 1;

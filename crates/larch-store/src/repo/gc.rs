@@ -76,7 +76,7 @@ impl Repo {
         commit: &Hash,
         options: GcOptions,
         slice: u32,
-        later: Option<(u64, Box<SliceCarry>, Vec<u64>)>,
+        later: Option<(u64, Box<SliceCarry>, crate::gc::late_roots::LateRoots)>,
     ) -> Result<()> {
         if !self.writable {
             return Err(StoreError::GcRefused("a read-only handle cannot collect garbage".into()));
@@ -130,10 +130,6 @@ impl Repo {
                 // The commits written since the last slice switched point below the GC commit
                 // only to records the carried mark keeps in full; else this slice marks anew
                 // (the old segments below `region_start` are kept whole).
-                let mut roots: Vec<u64> =
-                    late_roots.into_iter().filter(|root| *root >= region_start).collect();
-                roots.sort_unstable();
-                roots.dedup();
                 let sets = LiveSets {
                     live: &carry.live,
                     base_only: &carry.base_only,
@@ -141,7 +137,9 @@ impl Repo {
                 };
                 let layout = self.source.reader.layout().clone();
                 let read = |offset: u64, buf: &mut [u8]| layout.read(offset, buf);
-                let safe = sets.first_unsafe(&roots, region_end, keep_from, &read).is_none();
+                let safe = sets
+                    .first_unsafe(late_roots.sorted_from(region_start), region_end, keep_from, &read)
+                    .is_none();
                 (bytes, safe.then_some(carry))
             }
             None => (self.disk_bytes()?, None),
@@ -183,7 +181,7 @@ impl Repo {
 
         let dir = layout.directory().clone();
         let counters = Arc::new(Counters::default());
-        let late_roots = Arc::new(Mutex::new(Vec::new()));
+        let late_roots = Arc::new(Mutex::new(crate::gc::late_roots::LateRoots::default()));
         // The root summaries the worker will extend count in its memory, with its reserve.
         let summaries =
             self.gc_after.root_spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).heap_bytes()

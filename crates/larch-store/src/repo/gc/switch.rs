@@ -49,15 +49,12 @@ impl Repo {
         };
         // Late roots: every existing record the writer pointed to during the GC must survive it.
         // The worker checked those written before it finished; the rest (about one commit's) here.
-        let mut rest = std::mem::take(&mut *lock_roots(&run.late_roots));
         // Roots below the region are in old segments kept whole.
-        rest.retain(|root| *root >= output.region_start);
-        rest.sort_unstable();
-        rest.dedup();
+        let rest = std::mem::take(&mut *lock_roots(&run.late_roots)).sorted_from(output.region_start);
         let layout = self.source.reader.layout().clone();
         let read = |offset: u64, buf: &mut [u8]| layout.read(offset, buf);
         let unsafe_root =
-            crate::gc::worker::first_unsafe_root(&rest, &output, run.region_end, run.keep_from, &read);
+            crate::gc::worker::first_unsafe_root(rest, &output, run.region_end, run.keep_from, &read);
         if let Some(root) = unsafe_root {
             let e = StoreError::GcAbandoned(format!(
                 "a commit written during the GC points to the record at {root}, which the GC of commit {} \
@@ -194,7 +191,7 @@ impl Repo {
                 ends: output.later_ends,
             }),
             keep_from: run.keep_from,
-            late_roots: Vec::new(),
+            late_roots: crate::gc::late_roots::LateRoots::default(),
         });
     }
 
