@@ -419,13 +419,19 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if args.fsck
         && let Target::Store { path, .. } = &target
     {
-        let report = match &archive {
-            Some((_, lower)) => lower
-                .open_read_only(path, RepoOptions { create: false, ..RepoOptions::default() })
-                .with_context(|| format!("opening {}", path.display()))?
-                .fsck(),
-            None => larch_store::fsck(path).with_context(|| format!("checking {}", path.display()))?,
+        // The check opens the store with the replay's descriptor and read-mode settings.
+        let options = RepoOptions {
+            create: false,
+            open_files: args.open_files,
+            mmap: args.mmap,
+            ..RepoOptions::default()
         };
+        let report = match &archive {
+            Some((_, lower)) => lower.open_read_only(path, options),
+            None => larch_store::Repo::open_read_only_options(path, options),
+        }
+        .with_context(|| format!("opening {}", path.display()))?
+        .fsck();
         emit_line("")?;
         emit(&report)?;
         if !report.is_clean() {

@@ -75,7 +75,7 @@ fn a_replay_keeps_as_few_chunk_files_open_as_asked() {
     let (trace, _) = small_trace(dir.path(), 20, 11);
     let store = dir.path().join("store");
     // One sealed chunk file open at a time: every read of another chunk reopens it, and every
-    // read and commit hash still checks against the trace.
+    // read and commit hash still checks against the trace; so does the check after the replay.
     let out = larch(&[
         "replay",
         path_str(&trace),
@@ -85,8 +85,10 @@ fn a_replay_keeps_as_few_chunk_files_open_as_asked() {
         "8K",
         "--open-files",
         "1",
+        "--fsck",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("no problems found"), "{}", text(&out.stdout));
     assert!(chunk_count(&store) >= 5, "{} chunk files", chunk_count(&store));
     let out = larch(&[
         "replay",
