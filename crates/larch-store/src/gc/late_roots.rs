@@ -10,9 +10,10 @@
 
 use crate::gc::roots::PackedOffsets;
 
-/// The batch is merged into the packed set once it holds this many offsets, or a quarter of the
-/// packed set's count if more (so each offset is re-packed a bounded number of times).
-const MIN_BATCH: usize = 1 << 16;
+/// The batch is merged into the packed set once its offsets take this many bytes, or as many as
+/// the packed set if more (so that it never outweighs the set by much, and each offset is
+/// re-packed a bounded number of times). Small in unit tests, so that they merge often.
+const MIN_BATCH_BYTES: usize = if cfg!(test) { 1 << 10 } else { 1 << 19 };
 
 /// Distinct offsets, appended in any order, read back increasing.
 #[derive(Debug, Default)]
@@ -26,30 +27,32 @@ pub(crate) struct LateRoots {
 }
 
 impl LateRoots {
-    /// Adds `roots` (any order, repetitions allowed).
+    /// Adds `roots` (any order, repetitions allowed: a commit's are best sorted and deduplicated
+    /// by the caller, outside the lock this set is shared under).
     pub(crate) fn extend(&mut self, roots: impl IntoIterator<Item = u64>) {
         self.batch.extend(roots);
-        if self.batch.len() >= MIN_BATCH.max(self.packed_count / 4) {
+        if self.batch.len() * std::mem::size_of::<u64>() >= MIN_BATCH_BYTES.max(self.packed.len_bytes()) {
             self.merge();
         }
     }
 
-    /// Merges the batch into the packed set.
+    /// Merges the batch into the packed set. The batch is cleared only once the new set is
+    /// built: a panic meanwhile (under the lock) leaves both as they were.
     fn merge(&mut self) {
         if self.batch.is_empty() {
             return;
         }
         self.batch.sort_unstable();
         self.batch.dedup();
-        let batch = std::mem::take(&mut self.batch);
         let mut count = 0;
         let merged = PackedOffsets::from_sorted(
-            MergeSorted { a: self.packed.iter().peekable(), b: batch.iter().copied().peekable() }
+            MergeSorted { a: self.packed.iter().peekable(), b: self.batch.iter().copied().peekable() }
                 .inspect(|_| count += 1),
         );
         self.packed = merged;
         // `MergeSorted` yields a root present in both once; `from_sorted` drops nothing more.
         self.packed_count = count;
+        self.batch = Vec::new();
     }
 
     /// The distinct roots, increasing, without those below `floor`.

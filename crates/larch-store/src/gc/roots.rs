@@ -81,6 +81,7 @@ impl PackedOffsets {
             if previous == Some(offset) {
                 continue;
             }
+            debug_assert!(previous.is_none_or(|previous| offset > previous), "offsets out of order");
             put_leb(&mut bytes, offset.wrapping_sub(previous.unwrap_or(0)));
             previous = Some(offset);
         }
@@ -93,6 +94,11 @@ impl PackedOffsets {
         let mut at = at;
         let delta = get_leb(&self.bytes, &mut at)?;
         Some((delta, at))
+    }
+
+    /// The bytes of the packed offsets.
+    pub(crate) fn len_bytes(&self) -> usize {
+        self.bytes.len()
     }
 
     /// The bytes the packed offsets take.

@@ -77,8 +77,11 @@ impl GcRun {
 
     /// Adds the late roots of a commit written while the GC runs.
     pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
-        let floor = self.floor;
-        lock_roots(&self.late_roots).extend(roots.iter().copied().filter(|root| *root >= floor));
+        // Sorted and deduplicated here, outside the lock: the shared set's batch stays small.
+        let mut batch: Vec<u64> = roots.iter().copied().filter(|root| *root >= self.floor).collect();
+        batch.sort_unstable();
+        batch.dedup();
+        lock_roots(&self.late_roots).extend(batch);
     }
 
     pub(crate) fn is_finished(&self) -> bool {

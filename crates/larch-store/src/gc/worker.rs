@@ -160,7 +160,7 @@ pub(crate) fn lock_roots(roots: &Mutex<LateRoots>) -> MutexGuard<'_, LateRoots> 
 const COPY_PIECE: u64 = 1 << 20;
 
 /// The copy checks the late roots written so far each time it has copied this many bytes more
-/// (first when it starts: the mark is done).
+/// (first before its first piece, the mark being done; with nothing to copy, only at the end).
 const LATE_CHECK_BYTES: u64 = 64 << 20;
 
 pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
