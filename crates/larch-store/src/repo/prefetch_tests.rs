@@ -147,9 +147,11 @@ fn a_leaf_is_read_ahead_at_its_second_miss_only() {
     let tree = reader.checkout(&commit).unwrap();
     let order = order();
     // A leaf of five accounts not read (given to the prefetcher as a tree would give it), named
-    // apart from the store's leaves; the first miss of another leaf's account comes before the
-    // storm.
-    let (leaf_accounts, early) = (&order[order.len() - 5..], &order[order.len() - 8..order.len() - 5]);
+    // apart from the store's leaves, the first to miss stored first; the first miss of another
+    // leaf's account comes before the storm.
+    let mut leaf_accounts = order[order.len() - 5..].to_vec();
+    leaf_accounts.sort_unstable_by_key(|&i| offset(&reader, &tree, i));
+    let early = &order[order.len() - 8..order.len() - 5];
     let leaf_of = |accounts: &[usize], prefix: &str| -> Vec<(Name, Entry)> {
         let entry = |i: usize| tree.find_tree(&["index", name(i).as_str()]).unwrap().unwrap().root().clone();
         accounts
@@ -158,7 +160,7 @@ fn a_leaf_is_read_ahead_at_its_second_miss_only() {
             .map(|(k, &i)| (Name::from(format!("{prefix}{k}").as_str()), entry(i)))
             .collect()
     };
-    let leaf = leaf_of(leaf_accounts, "leaf-");
+    let leaf = leaf_of(&leaf_accounts, "leaf-");
     let early_leaf = leaf_of(early, "early-");
     let at = |i: usize| offset(&reader, &tree, i);
     let uncached = |i: usize| !reader.source.reader.is_cached(at(i));
@@ -173,13 +175,18 @@ fn a_leaf_is_read_ahead_at_its_second_miss_only() {
     let read = prefetch.nodes_read.load(Ordering::Relaxed);
 
     // The leaf's first miss during the storm hands nothing over, nor the same account again...
-    let [a, b, rest @ ..] = leaf_accounts else { unreachable!() };
+    let [a, b, rest @ ..] = leaf_accounts.as_slice() else { unreachable!() };
     prefetch.missed(at(*a), &leaf, store);
     prefetch.missed(at(*a), &leaf, store);
     assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), sent, "a leaf handed over at its first miss");
     // ... its second account's miss hands over the others, which are read ahead; the two that
-    // missed are not (the reading thread reads them)...
-    prefetch.missed(at(*b), &leaf, store);
+    // missed are not (the reading thread reads them). Meanwhile the block rewrote the first
+    // account (now in memory, loaded by another reader to keep this one's cache as it was): the
+    // leaf's stored sub-directories changed, it is the same leaf...
+    let rewritten_node = reader_of(&dir).source.reader.node(at(*a), &hash(&tree, *a)).unwrap();
+    let mut rewritten = leaf.clone();
+    rewritten.first_mut().unwrap().1 = Entry::Node(NodeRef::Mem(rewritten_node));
+    prefetch.missed(at(*b), &rewritten, store);
     assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), sent + 1, "the leaf's second miss");
     wait_for_leaves(prefetch, sent + 1);
     assert_eq!(prefetch.nodes_read.load(Ordering::Relaxed), read + rest.len() as u64);
