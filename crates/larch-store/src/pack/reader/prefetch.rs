@@ -20,9 +20,9 @@
 //! rewrites 16,000 of 21,000 accounts, ~15 of each leaf's ~20), nearly every leaf has missed
 //! once before the storm is declared, and its next miss hands it over as the first one would
 //! have. Where it needs one account of a leaf (the same burst among the mainnet rung's 10 M
-//! accounts), reading the leaf's ~20 accounts ahead read ~19 for nothing, which filled the cache
-//! with them and counted as misses; two misses in one leaf are then rare, and so is reading
-//! ahead.
+//! accounts), reading the leaf ahead at its first miss read up to ~19 directories for nothing,
+//! which filled the cache with them and counted as misses; two misses in one leaf are then rare,
+//! and so is reading ahead.
 //!
 //! A leaf is known by its smallest name (a leaf's stored keys change as the block rewrites its
 //! sub-directories, its names do not; two leaves of different directories with the same
