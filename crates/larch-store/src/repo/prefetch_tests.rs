@@ -1,11 +1,12 @@
-//! A storm of cold reads of a large directory's sub-directories is read ahead; fewer misses are
-//! not; a new tree counts from zero, and the leaves still waiting then are dropped.
+//! A storm of cold reads of a large directory's sub-directories is read ahead, a leaf at its
+//! second miss; fewer misses are not; a new tree counts from zero, and the leaves still waiting
+//! then are dropped.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
 
 use crate::Repo;
 use crate::pack::reader::prefetch::{Batch, Prefetcher, STORM_MISSES};
-use larch_core::{CommitInfo, Entry, Hash, NodeRef, Tree};
+use larch_core::{CommitInfo, Entry, Hash, Name, NodeRef, Tree};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -56,6 +57,14 @@ fn store_of_accounts() -> (tempfile::TempDir, Hash) {
     (dir, commit)
 }
 
+/// A reader of the store at `dir`, whose misses count as one storm however long they take (the
+/// one-second window of counting is not what these tests test).
+fn reader_of(dir: &tempfile::TempDir) -> Repo {
+    let reader = Repo::open_read_only(dir.path()).unwrap();
+    reader.source.prefetch().set_storm_window(Duration::from_secs(3600));
+    reader
+}
+
 /// Waits until the prefetching thread is done with `leaves` leaves.
 fn wait_for_leaves(prefetch: &Prefetcher, leaves: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -65,12 +74,25 @@ fn wait_for_leaves(prefetch: &Prefetcher, leaves: u64) {
     }
 }
 
+/// Reads the balances of `accounts` in order until the prefetching thread has been handed a leaf:
+/// how many were read (all of them if none was handed over).
+fn read_until_handed_over(tree: &Tree, prefetch: &Prefetcher, accounts: &[usize]) -> usize {
+    let sent = prefetch.leaves_sent.load(Ordering::Relaxed);
+    for (k, &i) in accounts.iter().enumerate() {
+        assert_eq!(balance(tree, i), Some(i.to_le_bytes().to_vec()), "account {i}");
+        if prefetch.leaves_sent.load(Ordering::Relaxed) > sent {
+            return k + 1;
+        }
+    }
+    accounts.len()
+}
+
 #[test]
 fn a_storm_of_cold_sub_directories_is_read_ahead() {
     let (dir, commit) = store_of_accounts();
 
     // A reader with a cold cache: each account's directory read is a miss.
-    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let reader = reader_of(&dir);
     let prefetch = reader.source.prefetch();
     let tree = reader.checkout(&commit).unwrap();
     let order = order();
@@ -78,55 +100,126 @@ fn a_storm_of_cold_sub_directories_is_read_ahead() {
     for &i in before {
         assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()), "account {i}");
     }
+    // ~6 accounts a leaf: most leaves missed more than once already, and none was handed over.
     assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 0, "read ahead below the storm's threshold");
 
-    // The next miss is a storm's: its leaf is handed over, and its other accounts read ahead.
-    let next = after[0];
-    assert_eq!(balance(&tree, next), Some(next.to_le_bytes().to_vec()));
+    // A storm's miss in a leaf that missed before hands it over, and its other accounts are read
+    // ahead: most leaves did, so one of the first misses does.
+    let read = read_until_handed_over(&tree, prefetch, after);
+    println!("the storm's first leaf handed over after {read} of its misses");
+    assert!(read <= 20, "{read} misses of the storm before a leaf was handed over");
     assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 1, "the storm's first leaf");
     wait_for_leaves(prefetch, 1);
     let read_ahead = prefetch.nodes_read.load(Ordering::Relaxed);
     assert!(read_ahead > 0, "nothing was read ahead");
-    let cached =
-        after[1..].iter().filter(|&&i| reader.source.reader.is_cached(offset(&reader, &tree, i))).count();
+    let rest = &after[read..];
+    let cached = rest.iter().filter(|&&i| reader.source.reader.is_cached(offset(&reader, &tree, i))).count();
     assert_eq!(cached as u64, read_ahead, "the accounts read ahead are in the cache");
     assert_eq!(reader.stats().nodes_read_ahead, read_ahead, "the store's statistics count them");
 
     // Everything still reads right, storm and all.
-    for &i in &after[1..] {
+    for &i in rest {
         assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()), "account {i}");
     }
     assert!(prefetch.leaves_sent.load(Ordering::Relaxed) > 1);
 
-    // A checkout counts from zero: misses after it hand nothing over until they are a storm.
-    let cold = Repo::open_read_only(dir.path()).unwrap();
+    // A checkout counts from zero: the same misses after it hand nothing over until they are a
+    // storm again (the leaves' misses before it forgotten with it).
+    let cold = reader_of(&dir);
     let prefetch = cold.source.prefetch();
     let tree = cold.checkout(&commit).unwrap();
-    for &i in &order[..=STORM_MISSES as usize] {
+    for &i in before {
         assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()));
     }
-    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 1, "the storm's first leaf");
     let tree = cold.checkout(&commit).unwrap();
-    for &i in &after[1..200] {
+    for &i in &after[..200] {
         assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()));
     }
-    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 1, "a new tree's misses handed leaves over");
+    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 0, "a new tree's misses handed leaves over");
+}
+
+#[test]
+fn a_leaf_is_read_ahead_at_its_second_miss_only() {
+    let (dir, commit) = store_of_accounts();
+    let reader = reader_of(&dir);
+    let prefetch = reader.source.prefetch();
+    let store = reader.source.reader.store();
+    let tree = reader.checkout(&commit).unwrap();
+    let order = order();
+    // A leaf of five accounts not read (given to the prefetcher as a tree would give it), named
+    // apart from the store's leaves, the first to miss stored first; the first miss of another
+    // leaf's account comes before the storm.
+    let mut leaf_accounts = order[order.len() - 5..].to_vec();
+    leaf_accounts.sort_unstable_by_key(|&i| offset(&reader, &tree, i));
+    let early = &order[order.len() - 8..order.len() - 5];
+    let leaf_of = |accounts: &[usize], prefix: &str| -> Vec<(Name, Entry)> {
+        let entry = |i: usize| tree.find_tree(&["index", name(i).as_str()]).unwrap().unwrap().root().clone();
+        accounts
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| (Name::from(format!("{prefix}{k}").as_str()), entry(i)))
+            .collect()
+    };
+    let leaf = leaf_of(&leaf_accounts, "leaf-");
+    let early_leaf = leaf_of(early, "early-");
+    let at = |i: usize| offset(&reader, &tree, i);
+    let uncached = |i: usize| !reader.source.reader.is_cached(at(i));
+    prefetch.missed(at(early[0]), &early_leaf, store);
+
+    // Real misses up to the storm's threshold (this early one included): nothing handed over.
+    for &i in &order[..STORM_MISSES as usize - 1] {
+        assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()));
+    }
+    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), 0, "read ahead below the storm's threshold");
+    let sent = 0;
+    let read = prefetch.nodes_read.load(Ordering::Relaxed);
+
+    // The leaf's first miss during the storm hands nothing over, nor the same account again...
+    let [a, b, rest @ ..] = leaf_accounts.as_slice() else { unreachable!() };
+    prefetch.missed(at(*a), &leaf, store);
+    prefetch.missed(at(*a), &leaf, store);
+    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), sent, "a leaf handed over at its first miss");
+    // ... its second account's miss hands over the others, which are read ahead; the two that
+    // missed are not (the reading thread reads them). Meanwhile the block rewrote the first
+    // account (now in memory, loaded by another reader to keep this one's cache as it was): the
+    // leaf's stored sub-directories changed, it is the same leaf...
+    let rewritten_node = reader_of(&dir).source.reader.node(at(*a), &hash(&tree, *a)).unwrap();
+    let mut rewritten = leaf.clone();
+    rewritten.first_mut().unwrap().1 = Entry::Node(NodeRef::Mem(rewritten_node));
+    prefetch.missed(at(*b), &rewritten, store);
+    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), sent + 1, "the leaf's second miss");
+    wait_for_leaves(prefetch, sent + 1);
+    assert_eq!(prefetch.nodes_read.load(Ordering::Relaxed), read + rest.len() as u64);
+    assert!(rest.iter().all(|&i| !uncached(i)), "the leaf's other accounts were not read ahead");
+    assert!(uncached(*a) && uncached(*b), "the accounts that missed were read ahead");
+    // ... and only once.
+    prefetch.missed(at(rest[0]), &leaf, store);
+    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), sent + 1, "a leaf handed over twice");
+
+    // A first miss before the storm counts: the leaf is handed over at its next miss.
+    prefetch.missed(at(early[1]), &early_leaf, store);
+    assert_eq!(prefetch.leaves_sent.load(Ordering::Relaxed), sent + 2, "a leaf that missed before the storm");
+    wait_for_leaves(prefetch, sent + 2);
+    assert!(uncached(early[0]) && uncached(early[1]), "the accounts that missed were read ahead");
+    assert!(!uncached(early[2]), "the leaf's third account was not read ahead");
 }
 
 #[test]
 fn leaves_left_when_their_tree_is_done_are_dropped_unread() {
     let (dir, commit) = store_of_accounts();
-    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let reader = reader_of(&dir);
     let prefetch = reader.source.prefetch();
     let tree = reader.checkout(&commit).unwrap();
     let order = order();
     // A storm starts the prefetching thread.
-    for &i in &order[..=STORM_MISSES as usize] {
+    for &i in &order[..STORM_MISSES as usize] {
         assert_eq!(balance(&tree, i), Some(i.to_le_bytes().to_vec()));
     }
+    let read =
+        STORM_MISSES as usize + read_until_handed_over(&tree, prefetch, &order[STORM_MISSES as usize..]);
     wait_for_leaves(prefetch, 1);
     let sender = prefetch.sender.get().cloned().flatten().expect("the prefetching thread runs");
-    let (stale, current) = (order[STORM_MISSES as usize + 1], order[STORM_MISSES as usize + 2]);
+    let (stale, current) = (order[read], order[read + 1]);
     let uncached = |i: usize| !reader.source.reader.is_cached(offset(&reader, &tree, i));
     assert!(uncached(stale) && uncached(current), "accounts {stale} and {current} already read");
 
@@ -154,7 +247,7 @@ fn leaves_left_when_their_tree_is_done_are_dropped_unread() {
 #[test]
 fn read_ahead_reads_nearby_records_with_few_calls() {
     let (dir, commit) = store_of_accounts();
-    let reader = Repo::open_read_only(dir.path()).unwrap();
+    let reader = reader_of(&dir);
     let tree = reader.checkout(&commit).unwrap();
     let counters = &reader.source.reader.counters;
     // Every account's directory, in the pack's order (finding them reads the inode nodes only).
@@ -176,7 +269,7 @@ fn read_ahead_reads_nearby_records_with_few_calls() {
     assert_eq!(counters.misses.load(Ordering::Relaxed), misses);
     // A run that ends inside a record, and offsets that are no record: each is read on its own
     // (or fails), nothing wrong enters the cache.
-    let fresh = Repo::open_read_only(dir.path()).unwrap();
+    let fresh = reader_of(&dir);
     let last = *nodes.last().unwrap();
     let bogus = (last.0 + 1, last.1);
     assert_eq!(fresh.source.reader.read_ahead(&[last, bogus]), 1);
