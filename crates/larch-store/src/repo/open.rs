@@ -230,7 +230,7 @@ impl Repo {
         // whatever its path names later.
         let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
         let dir = Arc::new(
-            DiskDirectory::open_locked(path, &lock, options.mmap).map_err(|e| dir_error("open", e))?,
+            DiskDirectory::open_locked(path, &lock, options.map_budget()).map_err(|e| dir_error("open", e))?,
         );
         let files = Self::disk_files(&dir, true, create)?;
         let (files, options) = Self::with_layer(files, options, lower.as_ref(), path);
@@ -274,7 +274,7 @@ impl Repo {
         let options = RepoOptions { create: false, ..options };
         let mut attempt = 0;
         loop {
-            let dir = DiskDirectory::open(path, options.mmap).map_err(|source| StoreError::Directory {
+            let dir = DiskDirectory::open(path, options.map_budget()).map_err(|source| StoreError::Directory {
                 path: path.into(),
                 op: "open",
                 source,
@@ -350,7 +350,9 @@ impl Repo {
         // Archive mode on disk: chunk files are looked up in the store directory, then the lower one.
         let files = match (path, options.lower.as_deref()) {
             (Some(path), Some(lower)) => {
-                crate::io::layered::with_lower(files, path, lower, options.mmap, writable)?
+                // The lower directory's maps count in the upper one's budget.
+                let budget = files.dir.map_budget().or_else(|| options.map_budget());
+                crate::io::layered::with_lower(files, path, lower, budget, writable)?
             }
             _ => files,
         };
