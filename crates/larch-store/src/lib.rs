@@ -69,8 +69,8 @@ pub use io::map_budget::MapBudget;
 pub use io::staging::{build_dir, remove_stale_builds};
 pub use io::storage::{Directory, Layers, Storage};
 pub use options::{
-    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_MMAP_BUDGET, DEFAULT_OPEN_FILES, RepoOptions, StoreStats,
-    SyncPolicy, SyncPolicyParseError,
+    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_MMAP_BUDGET, DEFAULT_OPEN_FILES,
+    RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
 };
 pub use recovery::plan::{
     FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_layered, plan_recovery_with,

@@ -84,7 +84,11 @@ impl DiskDirectory {
     /// [`DiskDirectory::open`] of the directory `locked` is a descriptor of (the writer's lock:
     /// a descriptor of its own, so that the lock goes with the handle's, not with this one's): its
     /// device and inode must be `locked`'s, else the path was renamed or replaced in between.
-    pub fn open_locked(path: &Path, locked: &File, mmap: Option<Arc<MapBudget>>) -> io::Result<DiskDirectory> {
+    pub fn open_locked(
+        path: &Path,
+        locked: &File,
+        mmap: Option<Arc<MapBudget>>,
+    ) -> io::Result<DiskDirectory> {
         let directory = DiskDirectory::open(path, mmap)?;
         let lock = rustix::fs::fstat(locked)?;
         #[allow(clippy::useless_conversion, clippy::unnecessary_cast)] // widths vary by platform
@@ -132,7 +136,13 @@ impl DiskDirectory {
         }
         let fd = rustix::fs::openat(&**dir, name, flags, Mode::from_raw_mode(0o666))?;
         let anchor = super::disk::Anchor { dir: dir.clone(), name: name.to_string() };
-        Ok(FileStorage::from_file(File::from(fd), self.path.join(name), Some(anchor), writable, self.mmap.clone()))
+        Ok(FileStorage::from_file(
+            File::from(fd),
+            self.path.join(name),
+            Some(anchor),
+            writable,
+            self.mmap.clone(),
+        ))
     }
 }
 

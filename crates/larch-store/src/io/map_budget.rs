@@ -4,7 +4,7 @@
 //! A page of a shared file mapping that a read touched stays mapped, and counts in the process's
 //! resident set (`RssFile`), until the map is unmapped or its pages are released: without a bound,
 //! a process reading a store far larger than its memory through maps grows with the page cache it
-//! touches (3.3 GiB of `RssFile` on the mainnet rung). The kernel maps a whole page-cache folio
+//! touches (3.3–3.7 GiB of `RssFile` on the mainnet rung). The kernel maps a whole page-cache folio
 //! per fault (up to 2 MiB on x86-64; a file written in large pieces is cached in large folios), so
 //! reads are charged by the 2 MiB-aligned block ([`MAP_BLOCK`]) they touch: a folio is naturally
 //! aligned, never larger than a block, so what a read maps lies in the blocks charged for it, and

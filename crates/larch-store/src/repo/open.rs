@@ -230,7 +230,8 @@ impl Repo {
         // whatever its path names later.
         let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
         let dir = Arc::new(
-            DiskDirectory::open_locked(path, &lock, options.map_budget()).map_err(|e| dir_error("open", e))?,
+            DiskDirectory::open_locked(path, &lock, options.map_budget())
+                .map_err(|e| dir_error("open", e))?,
         );
         let files = Self::disk_files(&dir, true, create)?;
         let (files, options) = Self::with_layer(files, options, lower.as_ref(), path);
@@ -274,11 +275,8 @@ impl Repo {
         let options = RepoOptions { create: false, ..options };
         let mut attempt = 0;
         loop {
-            let dir = DiskDirectory::open(path, options.map_budget()).map_err(|source| StoreError::Directory {
-                path: path.into(),
-                op: "open",
-                source,
-            })?;
+            let dir = DiskDirectory::open(path, options.map_budget())
+                .map_err(|source| StoreError::Directory { path: path.into(), op: "open", source })?;
             let files = Self::disk_files(&Arc::new(dir), false, false)?;
             let (files, options) = Self::with_layer(files, options.clone(), lower.as_ref(), path);
             match Repo::open_files(files, false, options, Some(path)) {
