@@ -136,15 +136,8 @@ pub struct RepoOptions {
 /// writer, a reader and a server in one process stay below the common limit of 1,024.
 pub const DEFAULT_OPEN_FILES: usize = 192;
 
-pub use crate::io::map_budget::DEFAULT_MMAP_BUDGET;
-
-impl RepoOptions {
-    /// A new budget for the memory maps of a handle opened with these options (`None` without
-    /// `mmap`).
-    pub(crate) fn map_budget(&self) -> Option<std::sync::Arc<crate::io::map_budget::MapBudget>> {
-        self.mmap.then(|| crate::io::map_budget::MapBudget::new(self.mmap_budget))
-    }
-}
+/// Default of [`RepoOptions::mmap_budget`]: 64 MiB of mapped pages (32 blocks of 2 MiB).
+pub const DEFAULT_MMAP_BUDGET: u64 = 64 << 20;
 
 /// Default of [`RepoOptions::chunk_bytes`]: 16 MiB (`docs/gc-design.md` §3.2).
 pub const DEFAULT_CHUNK_BYTES: u64 = 16 << 20;

@@ -31,9 +31,6 @@ use std::sync::{Arc, Mutex, Weak};
 /// cache on x86-64 (2 MiB, a PMD), which bounds what one fault maps (see the module documentation).
 pub const MAP_BLOCK: u64 = 2 << 20;
 
-/// Default of `RepoOptions::mmap_budget`: 64 MiB of mapped pages (32 blocks).
-pub const DEFAULT_MMAP_BUDGET: u64 = 64 << 20;
-
 /// The memory-map budget of one handle: the bytes its maps' reads may keep resident (see the module
 /// documentation). Shared by the maps of the handle's directory.
 pub struct MapBudget {

@@ -230,7 +230,7 @@ impl Repo {
         // whatever its path names later.
         let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
         let dir = Arc::new(
-            DiskDirectory::open_locked(path, &lock, options.map_budget())
+            DiskDirectory::open_locked(path, &lock, map_budget(&options))
                 .map_err(|e| dir_error("open", e))?,
         );
         let files = Self::disk_files(&dir, true, create)?;
@@ -275,7 +275,7 @@ impl Repo {
         let options = RepoOptions { create: false, ..options };
         let mut attempt = 0;
         loop {
-            let dir = DiskDirectory::open(path, options.map_budget())
+            let dir = DiskDirectory::open(path, map_budget(&options))
                 .map_err(|source| StoreError::Directory { path: path.into(), op: "open", source })?;
             let files = Self::disk_files(&Arc::new(dir), false, false)?;
             let (files, options) = Self::with_layer(files, options.clone(), lower.as_ref(), path);
@@ -349,7 +349,7 @@ impl Repo {
         let files = match (path, options.lower.as_deref()) {
             (Some(path), Some(lower)) => {
                 // The lower directory's maps count in the upper one's budget.
-                let budget = files.dir.map_budget().or_else(|| options.map_budget());
+                let budget = files.dir.map_budget().or_else(|| map_budget(&options));
                 crate::io::layered::with_lower(files, path, lower, budget, writable)?
             }
             _ => files,
@@ -757,4 +757,9 @@ impl Repo {
         }
         Ok(true)
     }
+}
+
+/// A new budget for the memory maps of a handle opened with `options` (`None` without `mmap`).
+fn map_budget(options: &RepoOptions) -> Option<Arc<crate::io::map_budget::MapBudget>> {
+    options.mmap.then(|| crate::io::map_budget::MapBudget::new(options.mmap_budget))
 }
