@@ -56,7 +56,7 @@ impl fmt::Debug for MapBudget {
 }
 
 impl MapBudget {
-    /// A budget of `limit` bytes (at least one [`MAP_BLOCK`]).
+    /// A budget of `limit` bytes (at least one block of 2 MiB, the unit reads are charged by).
     pub fn new(limit: u64) -> Arc<MapBudget> {
         Arc::new(MapBudget {
             limit: limit.max(MAP_BLOCK),
