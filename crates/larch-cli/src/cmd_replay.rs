@@ -94,9 +94,14 @@ pub struct ReplayArgs {
     /// others are opened again when a read needs them.
     #[arg(long, value_name = "N", default_value_t = larch_store::DEFAULT_OPEN_FILES, value_parser = crate::cmd_serve::parse_open_files)]
     open_files: usize,
-    /// Read the pack through a memory map instead of positioned reads.
+    /// Read the pack through memory maps instead of positioned reads (docs/store.md, *Reads and
+    /// the cache*).
     #[arg(long)]
     mmap: bool,
+    /// With `--mmap`: the bytes of mapped pages that reads may keep resident in the process
+    /// (charged by the 2 MiB block); past it, the least recently read maps release their pages.
+    #[arg(long, value_parser = parse_size, default_value = "64M", requires = "mmap")]
+    mmap_budget: u64,
     /// Verify the full hash of every object read back from the store (a BLAKE2b per record
     /// read): tampering with the pack is then reported on read, not only by fsck.
     #[arg(long)]
@@ -292,6 +297,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 }),
                 create: true,
                 mmap: args.mmap,
+                mmap_budget: args.mmap_budget,
                 verify_on_load: args.verify_reads,
                 chunk_bytes: args.chunk_size,
                 open_files: args.open_files,

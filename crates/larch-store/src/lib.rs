@@ -65,11 +65,12 @@ pub use gc::policy::{GcOptions, GcPolicy};
 pub use gc::report::{GcPhase, GcProgress, GcReport};
 pub use io::dirs::{LOWER_MARKER, StoreId};
 pub use io::layered::LowerLayer;
+pub use io::map_budget::MapBudget;
 pub use io::staging::{build_dir, remove_stale_builds};
 pub use io::storage::{Directory, Layers, Storage};
 pub use options::{
-    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_OPEN_FILES, RepoOptions, StoreStats,
-    SyncPolicy, SyncPolicyParseError,
+    CommitDetails, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES, DEFAULT_MMAP_BUDGET, DEFAULT_OPEN_FILES,
+    RepoOptions, StoreStats, SyncPolicy, SyncPolicyParseError,
 };
 pub use recovery::plan::{
     FoundCommit, RecoveryPlan, plan_recovery, plan_recovery_layered, plan_recovery_with,

@@ -101,8 +101,14 @@ pub struct RepoOptions {
     pub cache_bytes: u64,
     /// Create the store when absent (writers only).
     pub create: bool,
-    /// Read the pack through a memory map instead of positioned reads (docs/store.md: memory maps and page-cache RSS).
+    /// Read the pack through memory maps instead of positioned reads (docs/store.md, *Reads and
+    /// the cache*).
     pub mmap: bool,
+    /// With `mmap`: the bytes of the maps' pages that reads may keep resident in the process
+    /// ([`DEFAULT_MMAP_BUDGET`]); past it, the least recently read maps release their pages
+    /// (`MADV_DONTNEED`; the page cache keeps them). Reads are charged by the 2 MiB block, the
+    /// largest folio the kernel maps per fault.
+    pub mmap_budget: u64,
     /// Write rewritten directories and inodes as patches of their previous version when smaller
     /// (docs/format.md §3.7). Readers always understand patches.
     pub patches: bool,
@@ -130,6 +136,9 @@ pub struct RepoOptions {
 /// writer, a reader and a server in one process stay below the common limit of 1,024.
 pub const DEFAULT_OPEN_FILES: usize = 192;
 
+/// Default of [`RepoOptions::mmap_budget`]: 64 MiB of mapped pages (32 blocks of 2 MiB).
+pub const DEFAULT_MMAP_BUDGET: u64 = 64 << 20;
+
 /// Default of [`RepoOptions::chunk_bytes`]: 16 MiB (`docs/gc-design.md` §3.2).
 pub const DEFAULT_CHUNK_BYTES: u64 = 16 << 20;
 
@@ -140,6 +149,7 @@ impl Default for RepoOptions {
             cache_bytes: DEFAULT_CACHE_BYTES,
             create: true,
             mmap: false,
+            mmap_budget: DEFAULT_MMAP_BUDGET,
             patches: true,
             verify_on_load: false,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
@@ -160,6 +170,11 @@ pub struct StoreStats {
     pub chunk_files_open: u64,
     /// Chunk files opened so far (first opens and reopens after their descriptor was closed).
     pub chunk_file_opens: u64,
+    /// With [`RepoOptions::mmap`]: the bytes the maps' reads are charged for now, at most
+    /// [`RepoOptions::mmap_budget`] after each read (an upper bound of the maps' resident pages).
+    pub mapped_bytes: u64,
+    /// With [`RepoOptions::mmap`]: maps whose pages were released to keep within the budget.
+    pub map_releases: u64,
     /// Reads of a read-only handle that found a chunk file gone (a writer's GC retired it since
     /// the handle's last reload) and were answered through the newer published layout.
     pub layout_refreshes: u64,

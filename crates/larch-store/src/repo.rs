@@ -519,6 +519,8 @@ impl Repo {
             chunk_file_opens: self.source.reader.layout().pool().opens(),
             layout_refreshes: self.source.reader.layout().refreshes(),
             disk_lookups: self.source.reader.layout().disk_lookups(),
+            mapped_bytes: self.source.reader.layout().map_budget().map_or(0, |budget| budget.charged()),
+            map_releases: self.source.reader.layout().map_budget().map_or(0, |budget| budget.releases()),
             ..self.stats
         }
     }

@@ -163,7 +163,7 @@ fn recover_finds_the_commits_a_crash_left_unpublished_and_drops_a_torn_one() {
     store_with(dir.path(), 2, SyncPolicy::Commit).0.close().unwrap();
     let open =
         |name: &str| Arc::new(FileStorage::open(&dir.path().join(name), true, false).unwrap()) as Arc<_>;
-    let directory = Arc::new(DiskDirectory::new(dir.path(), false));
+    let directory = Arc::new(DiskDirectory::new(dir.path(), None));
     let files = StoreFiles { control: open("control"), index: open("commits"), dir: directory };
     let options = RepoOptions { sync: SyncPolicy::Never, ..RepoOptions::default() };
     let mut repo = Repo::open_files(files, true, options, Some(dir.path())).unwrap();

@@ -10,6 +10,7 @@
 //! A file opened through it checks its identity ([`Storage::check_identity`]) by its name in that
 //! same directory: the pair (directory, name).
 
+use super::map_budget::MapBudget;
 use super::storage::{Directory, FileStorage, Storage};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use std::fs::File;
@@ -42,7 +43,8 @@ pub struct DiskDirectory {
     /// [`DiskDirectory::open_locked`]) or at first use ([`DiskDirectory::new`]), then kept for
     /// the handle's life.
     handle: OnceLock<Arc<OwnedFd>>,
-    mmap: bool,
+    /// Files are read through memory maps under this budget; `None`: with `pread`.
+    mmap: Option<Arc<MapBudget>>,
 }
 
 /// Opens the directory `path` (read-only, `O_DIRECTORY`).
@@ -52,18 +54,18 @@ fn open_dir(path: &Path) -> io::Result<OwnedFd> {
 
 impl DiskDirectory {
     /// The directory at `path`, opened when first used (a lower directory may not exist yet);
-    /// files are read through a memory map when `mmap`.
-    pub fn new(path: &Path, mmap: bool) -> DiskDirectory {
+    /// files are read through memory maps under the budget `mmap` when given, else with `pread`.
+    pub fn new(path: &Path, mmap: Option<Arc<MapBudget>>) -> DiskDirectory {
         DiskDirectory { path: path.to_path_buf(), handle: OnceLock::new(), mmap }
     }
 
-    /// The directory at `path`, opened now.
-    pub fn open(path: &Path, mmap: bool) -> io::Result<DiskDirectory> {
+    /// The directory at `path`, opened now (`mmap` as in [`DiskDirectory::new`]).
+    pub fn open(path: &Path, mmap: Option<Arc<MapBudget>>) -> io::Result<DiskDirectory> {
         DiskDirectory::with_handle(path, open_dir(path)?, mmap)
     }
 
     /// The directory `handle`, known as `path` in messages. Fails when `handle` is not a directory.
-    fn with_handle(path: &Path, handle: OwnedFd, mmap: bool) -> io::Result<DiskDirectory> {
+    fn with_handle(path: &Path, handle: OwnedFd, mmap: Option<Arc<MapBudget>>) -> io::Result<DiskDirectory> {
         let stat = rustix::fs::fstat(&handle)?;
         if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Directory {
             return Err(io::Error::new(
@@ -82,7 +84,11 @@ impl DiskDirectory {
     /// [`DiskDirectory::open`] of the directory `locked` is a descriptor of (the writer's lock:
     /// a descriptor of its own, so that the lock goes with the handle's, not with this one's): its
     /// device and inode must be `locked`'s, else the path was renamed or replaced in between.
-    pub fn open_locked(path: &Path, locked: &File, mmap: bool) -> io::Result<DiskDirectory> {
+    pub fn open_locked(
+        path: &Path,
+        locked: &File,
+        mmap: Option<Arc<MapBudget>>,
+    ) -> io::Result<DiskDirectory> {
         let directory = DiskDirectory::open(path, mmap)?;
         let lock = rustix::fs::fstat(locked)?;
         #[allow(clippy::useless_conversion, clippy::unnecessary_cast)] // widths vary by platform
@@ -130,7 +136,13 @@ impl DiskDirectory {
         }
         let fd = rustix::fs::openat(&**dir, name, flags, Mode::from_raw_mode(0o666))?;
         let anchor = super::disk::Anchor { dir: dir.clone(), name: name.to_string() };
-        Ok(FileStorage::from_file(File::from(fd), self.path.join(name), Some(anchor), writable, self.mmap))
+        Ok(FileStorage::from_file(
+            File::from(fd),
+            self.path.join(name),
+            Some(anchor),
+            writable,
+            self.mmap.clone(),
+        ))
     }
 }
 
@@ -186,5 +198,9 @@ impl Directory for DiskDirectory {
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let dir = self.handle()?;
         Ok(rustix::fs::renameat(&**dir, from, &**dir, to)?)
+    }
+
+    fn map_budget(&self) -> Option<Arc<MapBudget>> {
+        self.mmap.clone()
     }
 }

@@ -139,6 +139,10 @@ impl Directory for LayeredDirectory {
     fn layers(&self) -> Option<Layers<'_>> {
         Some((&self.upper, &self.lower))
     }
+
+    fn map_budget(&self) -> Option<Arc<crate::io::map_budget::MapBudget>> {
+        self.upper.map_budget()
+    }
 }
 
 /// The store files of a store opened at `path` with the lower directory `lower` on disk. A writer
@@ -149,7 +153,7 @@ pub(crate) fn with_lower(
     mut files: StoreFiles,
     path: &Path,
     lower: &Path,
-    mmap: bool,
+    mmap: Option<Arc<crate::io::map_budget::MapBudget>>,
     writable: bool,
 ) -> Result<StoreFiles> {
     let dir_error = |op, source| StoreError::Directory { path: lower.into(), op, source };

@@ -12,6 +12,7 @@ pub mod disk;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod layered;
+pub mod map_budget;
 pub mod priority;
 pub mod staging;
 pub mod storage;

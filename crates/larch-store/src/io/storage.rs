@@ -2,7 +2,7 @@
 //! disk ([`FileStorage`], positioned reads or a memory map), memory
 //! ([`MemStorage`]) and fault injection (`fault`, feature `fault-injection`) implement it.
 
-use memmap2::Mmap;
+use super::map_budget::{MapBudget, MappedFile};
 use std::fmt::Debug;
 use std::fs::{File, OpenOptions};
 use std::io::{self, ErrorKind};
@@ -51,30 +51,24 @@ fn end_of(offset: u64, len: usize) -> io::Result<u64> {
 /// at its length.
 pub const MAP_STEP: u64 = 1 << 30;
 
-/// Every time the file has grown by this many bytes, the pages of the map are released from the
-/// process (`MADV_DONTNEED`), so that the resident set does not grow with the store: the pages stay
-/// in the OS page cache and a later read maps them again.
-pub const RELEASE_STEP: u64 = 8 << 20;
-
 #[derive(Debug)]
 struct Mapping {
-    map: Arc<Mmap>,
+    map: Arc<MappedFile>,
     /// The file length last observed: bytes below it are backed by the file.
     file_len: u64,
-    /// The file length when the pages were last released.
-    released_at: u64,
 }
 
 /// An append-mostly file, written with positioned writes and read either with positioned reads
 /// (`pread`, the default) or through a shared memory map (when open for writing, reserved beyond
 /// the file's end in [`MAP_STEP`]s; read-only, at the file's length; remapped when the file
-/// outgrows it, pages released every [`RELEASE_STEP`]).
+/// outgrows it), whose resident pages are bounded by a [`MapBudget`] shared by the maps of a
+/// handle.
 ///
 /// Why `pread` by default: the pack is read one record (~60 B to a few KB) at a time, on cache
 /// misses only. Measured on the Tezos-shaped benchmark (docs/benchmarks.md), both give the same
 /// throughput, but a map makes the process's resident set grow with the page cache it touches
-/// (recent kernels map whole large folios per fault): peak RSS 235–340 MB with the map against 121 MB
-/// with `pread`. The map remains available (`RepoOptions::mmap`, through [`DiskDirectory`]).
+/// (recent kernels map whole large folios per fault, up to 2 MiB), unless bounded by the budget.
+/// The map remains available (`RepoOptions::mmap`, through [`DiskDirectory`]).
 #[derive(Debug)]
 pub struct FileStorage {
     path: PathBuf,
@@ -83,7 +77,8 @@ pub struct FileStorage {
     anchor: Option<super::disk::Anchor>,
     file: File,
     writable: bool,
-    mapped_reads: bool,
+    /// Read through a memory map under this budget; `None`: with `pread`.
+    budget: Option<Arc<MapBudget>>,
     map: RwLock<Option<Mapping>>,
 }
 
@@ -96,19 +91,19 @@ impl FileStorage {
             .create(writable && create)
             .truncate(false)
             .open(path)?;
-        Ok(FileStorage::from_file(file, path.to_path_buf(), None, writable, false))
+        Ok(FileStorage::from_file(file, path.to_path_buf(), None, writable, None))
     }
 
     /// The open `file`, named `path` (and, with an `anchor`, the directory and name it was opened
-    /// by), written through when `writable`, read through a memory map when `mapped_reads`.
+    /// by), written through when `writable`, read through a memory map under `budget` if any.
     pub(crate) fn from_file(
         file: File,
         path: PathBuf,
         anchor: Option<super::disk::Anchor>,
         writable: bool,
-        mapped_reads: bool,
+        budget: Option<Arc<MapBudget>>,
     ) -> FileStorage {
-        FileStorage { path, anchor, file, writable, mapped_reads, map: RwLock::new(None) }
+        FileStorage { path, anchor, file, writable, budget, map: RwLock::new(None) }
     }
 
     /// The file's path.
@@ -117,8 +112,8 @@ impl FileStorage {
         &self.path
     }
 
-    /// A map whose first `end` bytes are backed by the file.
-    fn mapped(&self, end: u64) -> io::Result<Arc<Mmap>> {
+    /// A map whose first `end` bytes are backed by the file, under `budget`.
+    fn mapped(&self, end: u64, budget: &Arc<MapBudget>) -> io::Result<Arc<MappedFile>> {
         {
             let map = self.map.read().unwrap_or_else(|poisoned| poisoned.into_inner());
             if let Some(mapping) = map.as_ref().filter(|mapping| mapping.file_len >= end) {
@@ -130,16 +125,8 @@ impl FileStorage {
             return Err(eof());
         }
         let mut slot = self.map.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(mapping) = slot.as_mut().filter(|mapping| mapping.map.len() as u64 >= file_len) {
+        if let Some(mapping) = slot.as_mut().filter(|mapping| mapping.map.bytes().len() as u64 >= file_len) {
             mapping.file_len = file_len;
-            if file_len >= mapping.released_at + RELEASE_STEP {
-                mapping.released_at = file_len;
-                // SAFETY: the map is a read-only shared mapping of a file. `MADV_DONTNEED` only
-                // drops this process's page-table entries: a later access faults the same bytes back
-                // in from the page cache, so concurrent readers (which only read published, never
-                // rewritten bytes) observe no change. Failure is harmless (memory is not released).
-                let _ = unsafe { mapping.map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
-            }
             return Ok(mapping.map.clone());
         }
         // A file open for writing (the writer's head chunk: one per handle) is mapped in steps
@@ -154,11 +141,12 @@ impl FileStorage {
         // above), and larch never truncates a store file below a length it has published
         // (docs/format.md §5), so every page read is backed by the file and cannot fault. The
         // bytes are copied out through bounds-checked slices.
-        let map = Arc::new(unsafe { memmap2::MmapOptions::new().len(reserve).map(&self.file)? });
-        // Records are read at random: no read-ahead, and no "fault-around" (which would map up to
-        // 64 KB of cached neighbours per fault and grow the resident set with the whole file).
+        let map = unsafe { memmap2::MmapOptions::new().len(reserve).map(&self.file)? };
+        // Records are read at random: no read-ahead from the disk.
         let _ = map.advise(memmap2::Advice::Random);
-        *slot = Some(Mapping { map: map.clone(), file_len, released_at: file_len });
+        let map = MappedFile::new(map, budget.clone());
+        // The previous map, if any, is unmapped (and refunded) when its last reader drops it.
+        *slot = Some(Mapping { map: map.clone(), file_len });
         Ok(map)
     }
 }
@@ -169,17 +157,18 @@ impl Storage for FileStorage {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        if !self.mapped_reads {
+        let Some(budget) = &self.budget else {
             return self.file.read_exact_at(buf, offset);
-        }
+        };
         if buf.is_empty() {
             return Ok(());
         }
         let end = end_of(offset, buf.len())?;
-        let map = self.mapped(end)?;
+        let map = self.mapped(end, budget)?;
         let start = usize::try_from(offset).map_err(|_| eof())?;
-        let bytes = map.get(start..start + buf.len()).ok_or_else(eof)?;
+        let bytes = map.bytes().get(start..start + buf.len()).ok_or_else(eof)?;
         buf.copy_from_slice(bytes);
+        map.note_read(start, start + buf.len());
         Ok(())
     }
 
@@ -325,6 +314,11 @@ pub trait Directory: Send + Sync + Debug {
     /// For a directory with a lower layer (archive mode, `LayeredDirectory`):
     /// the upper and the lower directory. `None` for a plain directory.
     fn layers(&self) -> Option<Layers<'_>> {
+        None
+    }
+    /// The budget of the memory maps its files are read through, if they are (a directory on
+    /// disk opened with `RepoOptions::mmap`; a layered one: its upper directory's).
+    fn map_budget(&self) -> Option<Arc<MapBudget>> {
         None
     }
 }

@@ -407,6 +407,11 @@ impl Layout {
         self.usage.lookups()
     }
 
+    /// The budget of the memory maps the chunk files are read through, if they are.
+    pub fn map_budget(&self) -> Option<Arc<crate::io::map_budget::MapBudget>> {
+        self.dir.map_budget()
+    }
+
     /// Number of chunk files.
     pub fn chunk_count(&self) -> usize {
         self.extents().iter().filter(|extent| extent.as_chunk().is_some()).count()

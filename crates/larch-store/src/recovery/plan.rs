@@ -121,7 +121,7 @@ impl RecoveryPlan {
         // Every file operation goes through the directory the lock is held on.
         let dir_error = |op, source| StoreError::Directory { path: path.clone(), op, source };
         let directory =
-            Arc::new(DiskDirectory::open_locked(path, &dir, false).map_err(|e| dir_error("open", e))?);
+            Arc::new(DiskDirectory::open_locked(path, &dir, None).map_err(|e| dir_error("open", e))?);
         let open = |kind: FileKind| -> Result<Arc<dyn Storage>> {
             let file = directory
                 .open_file(kind.file_name(), true, true, false)
@@ -226,10 +226,10 @@ fn plan_recovery_in(path: &Path, lower: Option<&Path>, layer: Option<LowerLayer>
     let mut files = StoreFiles {
         control: open(FileKind::Control)?,
         index: open(FileKind::Index)?,
-        dir: Arc::new(DiskDirectory::new(&path, false)),
+        dir: Arc::new(DiskDirectory::new(&path, None)),
     };
     if let Some(lower) = lower {
-        files = crate::io::layered::with_lower(files, &path, lower, false, false)?;
+        files = crate::io::layered::with_lower(files, &path, lower, None, false)?;
     }
     if let Some(layer) = &layer {
         files = layer.over(files, &path);

@@ -230,7 +230,8 @@ impl Repo {
         // whatever its path names later.
         let dir_error = |op, source| StoreError::Directory { path: path.into(), op, source };
         let dir = Arc::new(
-            DiskDirectory::open_locked(path, &lock, options.mmap).map_err(|e| dir_error("open", e))?,
+            DiskDirectory::open_locked(path, &lock, map_budget(&options))
+                .map_err(|e| dir_error("open", e))?,
         );
         let files = Self::disk_files(&dir, true, create)?;
         let (files, options) = Self::with_layer(files, options, lower.as_ref(), path);
@@ -274,11 +275,8 @@ impl Repo {
         let options = RepoOptions { create: false, ..options };
         let mut attempt = 0;
         loop {
-            let dir = DiskDirectory::open(path, options.mmap).map_err(|source| StoreError::Directory {
-                path: path.into(),
-                op: "open",
-                source,
-            })?;
+            let dir = DiskDirectory::open(path, map_budget(&options))
+                .map_err(|source| StoreError::Directory { path: path.into(), op: "open", source })?;
             let files = Self::disk_files(&Arc::new(dir), false, false)?;
             let (files, options) = Self::with_layer(files, options.clone(), lower.as_ref(), path);
             match Repo::open_files(files, false, options, Some(path)) {
@@ -350,7 +348,9 @@ impl Repo {
         // Archive mode on disk: chunk files are looked up in the store directory, then the lower one.
         let files = match (path, options.lower.as_deref()) {
             (Some(path), Some(lower)) => {
-                crate::io::layered::with_lower(files, path, lower, options.mmap, writable)?
+                // The lower directory's maps count in the upper one's budget.
+                let budget = files.dir.map_budget().or_else(|| map_budget(&options));
+                crate::io::layered::with_lower(files, path, lower, budget, writable)?
             }
             _ => files,
         };
@@ -757,4 +757,9 @@ impl Repo {
         }
         Ok(true)
     }
+}
+
+/// A new budget for the memory maps of a handle opened with `options` (`None` without `mmap`).
+fn map_budget(options: &RepoOptions) -> Option<Arc<crate::io::map_budget::MapBudget>> {
+    options.mmap.then(|| crate::io::map_budget::MapBudget::new(options.mmap_budget))
 }
