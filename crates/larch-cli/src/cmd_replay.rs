@@ -430,6 +430,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             create: false,
             open_files: args.open_files,
             mmap: args.mmap,
+            mmap_budget: args.mmap_budget,
             ..RepoOptions::default()
         };
         let report = match &archive {
