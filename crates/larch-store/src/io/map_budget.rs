@@ -171,21 +171,31 @@ impl MappedFile {
             self.last_use.store(now, Ordering::Relaxed);
         }
         let (first, last) = (start as u64 / MAP_BLOCK, (end.max(start + 1) as u64 - 1) / MAP_BLOCK);
-        let mut new = 0;
+        let mut new = false;
         for block in first..=last {
             let bit = 1u64 << (block % 64);
             let Some(word) = usize::try_from(block / 64).ok().and_then(|i| self.blocks.get(i)) else {
                 continue;
             };
-            if word.load(Ordering::Relaxed) & bit == 0 && word.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
-                new += MAP_BLOCK;
+            if word.load(Ordering::Relaxed) & bit != 0 {
+                continue;
+            }
+            // Charged before its bit is set: a release on another thread clears only bits whose
+            // charge is counted, so the counts never go below what the set bits hold.
+            self.charged.fetch_add(MAP_BLOCK, Ordering::Relaxed);
+            self.budget.charged.fetch_add(MAP_BLOCK, Ordering::Relaxed);
+            if word.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+                new = true;
+            } else {
+                // Another reader marked it first and was charged for it.
+                self.charged.fetch_sub(MAP_BLOCK, Ordering::Relaxed);
+                self.budget.refund(MAP_BLOCK);
             }
         }
-        if new == 0 {
+        if !new {
             return;
         }
-        self.charged.fetch_add(new, Ordering::Relaxed);
-        let charged = self.budget.charged.fetch_add(new, Ordering::Relaxed) + new;
+        let charged = self.budget.charged.load(Ordering::Relaxed);
         self.last_use.store(self.budget.clock.fetch_add(1, Ordering::Relaxed) + 1, Ordering::Relaxed);
         if charged > self.budget.limit {
             self.budget.release();
@@ -196,19 +206,30 @@ impl MappedFile {
     fn release(&self) {
         // The bits first, then the pages: a read that marks a block in between is charged for a
         // page that the release then drops (an overcharge until the next release).
-        let mut cleared = 0;
-        for word in self.blocks.iter() {
-            cleared += u64::from(word.swap(0, Ordering::Relaxed).count_ones()) * MAP_BLOCK;
-        }
+        let taken: Vec<u64> = self.blocks.iter().map(|word| word.swap(0, Ordering::Relaxed)).collect();
+        let cleared: u64 = taken.iter().map(|bits| u64::from(bits.count_ones()) * MAP_BLOCK).sum();
         self.charged.fetch_sub(cleared, Ordering::Relaxed);
         self.budget.refund(cleared);
         // SAFETY: the map is a shared read-only mapping of a file. `MADV_DONTNEED` on such a map
         // only drops this process's page-table entries: a later access faults the same bytes back
         // in from the page cache (the file is never truncated below a length the store published,
         // and the map reads only below a length the file had), so a concurrent reader sees the
-        // same bytes. Failure is harmless (the pages stay mapped; the charge is refunded anyway,
-        // as the pages will be unmapped with the map).
-        let _ = unsafe { self.map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        // same bytes.
+        let advised = unsafe { self.map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        if advised.is_err() {
+            // The pages stay mapped (a locked map): charged again, blocks marked again.
+            // Charged before the bits are set, as in `note_read`; the blocks another reader
+            // marked meanwhile (and was charged for) are refunded.
+            for (word, bits) in self.blocks.iter().zip(taken) {
+                let bytes = u64::from(bits.count_ones()) * MAP_BLOCK;
+                self.charged.fetch_add(bytes, Ordering::Relaxed);
+                self.budget.charged.fetch_add(bytes, Ordering::Relaxed);
+                let twice = bits & word.fetch_or(bits, Ordering::Relaxed);
+                let bytes = u64::from(twice.count_ones()) * MAP_BLOCK;
+                self.charged.fetch_sub(bytes, Ordering::Relaxed);
+                self.budget.refund(bytes);
+            }
+        }
     }
 }
 
