@@ -33,29 +33,35 @@ fn mapped_resident(dir: &Path) -> u64 {
     kib * 1024
 }
 
-#[test]
-fn mapped_pages_stay_within_the_budget_however_much_is_read() {
-    let (mut rng, _seed) = seeded_rng("mapped_pages_stay_within_the_budget", 0x5eed_3a90);
-    let dir = tempfile::tempdir().unwrap();
-    // 1 MiB chunks: a read charges a whole 2 MiB block, so the 4 MiB budget holds two chunks'.
-    let budget = 4 << 20;
-    let options = RepoOptions {
+/// Options reading through maps within `budget`, in chunks of `chunk_bytes`, with a tiny cache
+/// (most reads reach the maps).
+fn mapped_options(chunk_bytes: u64, budget: u64) -> RepoOptions {
+    RepoOptions {
         sync: SyncPolicy::Never,
         cache_bytes: 64 << 10,
-        chunk_bytes: 1 << 20,
+        chunk_bytes,
         mmap: true,
         mmap_budget: budget,
         ..RepoOptions::default()
-    };
-    let mut repo = Repo::open_with(dir.path(), options.clone()).unwrap();
-    // 128 commits of 40 values of 3 KB each: ~15 MB of values in ~15 chunk files, several times
-    // the budget.
+    }
+}
+
+/// Writes `blocks` commits of `per_block` random values of 3 KB each into a new store at `dir`;
+/// returns each commit with the values it added.
+fn write_commits(
+    dir: &Path,
+    options: &RepoOptions,
+    rng: &mut impl Rng,
+    blocks: u64,
+    per_block: u32,
+) -> Vec<(Hash, Values)> {
+    let mut repo = Repo::open_with(dir, options.clone()).unwrap();
     let mut commits: Vec<(Hash, Values)> = Vec::new();
     let mut tree = repo.empty_tree();
     let mut parents = Vec::new();
-    for block in 0..128u64 {
+    for block in 0..blocks {
         let mut values = Vec::new();
-        for i in 0..40 {
+        for i in 0..per_block {
             let value: Vec<u8> = (0..3000).map(|_| rng.random()).collect();
             let key = format!("k{block}-{i}");
             tree.add(&["values", &key], value.clone()).unwrap();
@@ -67,6 +73,28 @@ fn mapped_pages_stay_within_the_budget_however_much_is_read() {
         commits.push((hash, values));
     }
     repo.close().unwrap();
+    commits
+}
+
+/// `0..len` in a random order.
+fn shuffled(rng: &mut impl Rng, len: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..len).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    order
+}
+
+#[test]
+fn mapped_pages_stay_within_the_budget_however_much_is_read() {
+    let (mut rng, _seed) = seeded_rng("mapped_pages_stay_within_the_budget", 0x5eed_3a90);
+    let dir = tempfile::tempdir().unwrap();
+    // 1 MiB chunks: a read charges a whole 2 MiB block, so the 4 MiB budget holds two chunks'.
+    let budget = 4 << 20;
+    let options = mapped_options(1 << 20, budget);
+    // 128 commits of 40 values of 3 KB each: ~15 MB of values in ~15 chunk files, several times
+    // the budget.
+    let commits = write_commits(dir.path(), &options, &mut rng, 128, 40);
     assert!(Repo::open_read_only(dir.path()).unwrap().chunk_files().len() > 8, "too few chunks");
 
     // A writer and a reader reading through maps, every value of every commit, in random order.
@@ -76,10 +104,7 @@ fn mapped_pages_stay_within_the_budget_however_much_is_read() {
         } else {
             Repo::open_read_only_options(dir.path(), options.clone()).unwrap()
         };
-        let mut order: Vec<usize> = (0..commits.len()).collect();
-        for i in (1..order.len()).rev() {
-            order.swap(i, rng.random_range(0..=i));
-        }
+        let order = shuffled(&mut rng, commits.len());
         let mut most_resident = 0;
         for &at in &order {
             let (hash, values) = &commits[at];
@@ -113,33 +138,9 @@ fn maps_larger_than_the_budget_read_from_two_threads_stay_within_it() {
     // 8 MiB chunks (four 2 MiB blocks each) under a 4 MiB budget: one map can hold more than the
     // whole budget, and two threads read the same maps, charging and releasing them at once.
     let budget = 4 << 20;
-    let options = RepoOptions {
-        sync: SyncPolicy::Never,
-        cache_bytes: 64 << 10,
-        chunk_bytes: 8 << 20,
-        mmap: true,
-        mmap_budget: budget,
-        ..RepoOptions::default()
-    };
-    let mut repo = Repo::open_with(dir.path(), options.clone()).unwrap();
+    let options = mapped_options(8 << 20, budget);
     // 96 commits of 120 values of 3 KB: ~35 MB in ~5 chunk files.
-    let mut commits: Vec<(Hash, Values)> = Vec::new();
-    let mut tree = repo.empty_tree();
-    let mut parents = Vec::new();
-    for block in 0..96u64 {
-        let mut values = Vec::new();
-        for i in 0..120 {
-            let value: Vec<u8> = (0..3000).map(|_| rng.random()).collect();
-            let key = format!("k{block}-{i}");
-            tree.add(&["values", &key], value.clone()).unwrap();
-            values.push((key, value));
-        }
-        let hash = repo.commit(&tree, &parents, info(block)).unwrap();
-        parents = vec![hash];
-        tree = repo.checkout(&hash).unwrap();
-        commits.push((hash, values));
-    }
-    repo.close().unwrap();
+    let commits = write_commits(dir.path(), &options, &mut rng, 96, 120);
     let repo = Repo::open_read_only_options(dir.path(), options).unwrap();
     assert!(repo.chunk_files().len() >= 4, "seed {seed}: too few chunks");
     // Two threads, each every commit's values in its own order, on one handle.
@@ -148,10 +149,7 @@ fn maps_larger_than_the_budget_read_from_two_threads_stay_within_it() {
             let (repo, commits) = (&repo, &commits);
             scope.spawn(move || {
                 let (mut rng, _) = seeded_rng("maps_larger_than_the_budget_reader", seed + thread);
-                let mut order: Vec<usize> = (0..commits.len()).collect();
-                for i in (1..order.len()).rev() {
-                    order.swap(i, rng.random_range(0..=i));
-                }
+                let order = shuffled(&mut rng, commits.len());
                 for &at in &order {
                     let (hash, values) = &commits[at];
                     let tree = repo.checkout(hash).unwrap();
