@@ -170,9 +170,9 @@ pub struct StoreStats {
     pub chunk_files_open: u64,
     /// Chunk files opened so far (first opens and reopens after their descriptor was closed).
     pub chunk_file_opens: u64,
-    /// With [`RepoOptions::mmap`]: the bytes the maps' reads are charged for now, normally at
-    /// most [`RepoOptions::mmap_budget`] after each read (readers on several threads may pass it
-    /// briefly); about an upper bound of the maps' resident pages.
+    /// With [`RepoOptions::mmap`]: the bytes the maps' reads are charged for now, at most
+    /// [`RepoOptions::mmap_budget`] after each read but for the 2 MiB blocks of reads in flight on
+    /// other threads; about an upper bound of the maps' resident pages.
     pub mapped_bytes: u64,
     /// With [`RepoOptions::mmap`]: maps whose pages were released to keep within the budget.
     pub map_releases: u64,

@@ -156,10 +156,15 @@ fn maps_larger_than_the_budget_read_from_two_threads_stay_within_it() {
                     for (key, value) in values {
                         assert_eq!(tree.find(&["values", key]).unwrap().unwrap().as_bytes(), &value[..]);
                     }
-                    // Readers on two threads may pass the budget while the other releases (by
-                    // how much depends on the scheduler); the count never wraps below zero.
+                    // After a read, the charge is within the budget but for the other thread's
+                    // read in flight (a 3 KB value: at most two 2 MiB blocks), however the
+                    // scheduler interleaves the two threads' charges and releases.
                     let charged = repo.stats().mapped_bytes;
-                    assert!(charged <= 40 << 20, "seed {seed}: charged {charged}, more than every chunk");
+                    assert!(
+                        charged <= budget + (4 << 20),
+                        "seed {seed}: charged {charged} after a read, over the budget {budget} and \
+                         the other thread's read"
+                    );
                 }
             });
         }

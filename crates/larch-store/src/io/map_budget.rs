@@ -94,10 +94,17 @@ impl MapBudget {
         maps.push(Arc::downgrade(map));
     }
 
-    /// Releases the least recently read maps until at most half the budget is charged. Another
-    /// thread releasing already: nothing (it will bring the charge down).
+    /// Releases the least recently read maps until at most half the budget is charged. A thread
+    /// that finds another releasing waits for the list (held only while it is copied, not while
+    /// pages are released), then releases what is still over: it never leaves the charge over
+    /// the budget because another thread was releasing (which may be descheduled meanwhile), so
+    /// the charge passes the budget only by the blocks of the reads in flight on other threads.
     fn release(&self) {
-        let Ok(mut maps) = self.maps.try_lock() else { return };
+        let mut maps = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if self.charged() <= self.limit {
+            // Another thread released meanwhile.
+            return;
+        }
         maps.retain(|map| map.strong_count() > 0);
         let mut live: Vec<Arc<MappedFile>> = maps.iter().filter_map(Weak::upgrade).collect();
         drop(maps);
