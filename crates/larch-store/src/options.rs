@@ -131,7 +131,7 @@ pub struct RepoOptions {
 }
 
 /// Default of [`RepoOptions::open_files`]: 192 chunk files (3 GiB of 16 MiB chunks). A replay of
-/// the mainnet-sized rung (~520 chunk files) then stays under 256 descriptors in all, a running
+/// the mainnet-sized rung (~350 chunk files) then stays under 256 descriptors in all, a running
 /// GC's files included, and reopens 40-60% fewer chunks than with 128 (docs/benchmarks.md); a
 /// writer, a reader and a server in one process stay below the common limit of 1,024.
 pub const DEFAULT_OPEN_FILES: usize = 192;
