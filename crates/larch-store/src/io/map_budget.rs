@@ -94,11 +94,13 @@ impl MapBudget {
         maps.push(Arc::downgrade(map));
     }
 
-    /// Releases the least recently read maps until at most half the budget is charged. A thread
-    /// that finds another releasing waits for the list (held only while it is copied, not while
-    /// pages are released), then releases what is still over: it never leaves the charge over
-    /// the budget because another thread was releasing (which may be descheduled meanwhile), so
-    /// the charge passes the budget only by the blocks of the reads in flight on other threads.
+    /// Releases the least recently read maps until at most half the budget is charged. Releases
+    /// hold the list's lock throughout (a few `madvise` calls), so they never overlap: a thread
+    /// over the budget while another releases waits for that release to end, then releases what
+    /// is still over. It never leaves the charge over the budget because another thread was
+    /// releasing (which may be descheduled meanwhile, its bits cleared and its charge not yet
+    /// taken off), so the charge passes the budget only by the blocks of the reads in flight on
+    /// other threads. Nothing here waits for another lock (`register` takes only this one).
     fn release(&self) {
         let mut maps = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if self.charged() <= self.limit {
@@ -107,7 +109,6 @@ impl MapBudget {
         }
         maps.retain(|map| map.strong_count() > 0);
         let mut live: Vec<Arc<MappedFile>> = maps.iter().filter_map(Weak::upgrade).collect();
-        drop(maps);
         live.sort_by_key(|map| map.last_use.load(Ordering::Relaxed));
         for map in live {
             if self.charged() <= self.limit / 2 {
@@ -118,6 +119,7 @@ impl MapBudget {
                 self.releases.fetch_add(1, Ordering::Relaxed);
             }
         }
+        drop(maps);
     }
 
     /// Takes `bytes` off the charge.
