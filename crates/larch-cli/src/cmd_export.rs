@@ -76,9 +76,16 @@ fn export_irmin(args: &IrminExportArgs) -> anyhow::Result<ExitCode> {
     }
     let started = Instant::now();
     std::fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
-    let written = larch_irmin::write_one_commit(repo.source(), root, &commit, &staging)
-        .map_err(anyhow::Error::from)
-        .and_then(|stats| publish(&staging, &args.dest).map(|()| stats));
+    let bar = crate::progress::bytes_with_message("export", None);
+    bar.set_message("0 objects");
+    let written =
+        larch_irmin::write_one_commit_with_progress(repo.source(), root, &commit, &staging, &mut |stats| {
+            bar.set_position(stats.prefix_bytes);
+            bar.set_message(format!("{} objects", stats.contents + stats.roots + stats.inodes));
+        });
+    bar.finish_and_clear();
+    let written =
+        written.map_err(anyhow::Error::from).and_then(|stats| publish(&staging, &args.dest).map(|()| stats));
     let stats = match written {
         Ok(stats) => stats,
         Err(error) => {

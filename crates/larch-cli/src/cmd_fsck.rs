@@ -1,4 +1,5 @@
-//! `larch fsck STORE`: the integrity check of a store.
+//! `larch fsck STORE`: the integrity check of a store, with a progress bar over the bytes of the
+//! pack it has swept.
 
 use crate::output::emit;
 use crate::size::parse_size;
@@ -32,10 +33,20 @@ pub fn run(args: FsckArgs) -> anyhow::Result<ExitCode> {
         cache_bytes: args.cache_size,
         ..larch_store::RepoOptions::default()
     };
-    let report = lower
+    let repo = lower
         .open_read_only(&args.store, options)
-        .with_context(|| format!("opening store {}", args.store.display()))?
-        .fsck_with(&larch_store::FsckOptions { max_pending: args.max_pending, ..Default::default() });
+        .with_context(|| format!("opening store {}", args.store.display()))?;
+    // Made at the first report, which gives its length.
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let fsck_options = larch_store::FsckOptions { max_pending: args.max_pending, ..Default::default() };
+    let report = repo.fsck_with_progress(&fsck_options, &mut |progress| {
+        let bar = bar.get_or_insert_with(|| crate::progress::bytes_bar("checking", progress.pack_bytes));
+        bar.set_length(progress.pack_bytes);
+        bar.set_position(progress.swept_bytes);
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     emit(&report)?;
     lower.report_cache();
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::FAILURE })

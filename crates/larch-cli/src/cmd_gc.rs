@@ -8,11 +8,9 @@ use crate::inspect::resolve_commit;
 use crate::output::emit_line;
 use anyhow::{Context, bail};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use larch_core::Hash;
 use larch_store::{DEFAULT_BRANCH, GcOptions, GcPhase, GcReport, Repo, RepoOptions};
 use serde_json::json;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -56,18 +54,6 @@ fn commit_behind_head(repo: &Repo, keep: u64) -> anyhow::Result<Hash> {
     Ok(commit)
 }
 
-fn progress_bar() -> ProgressBar {
-    let bar = ProgressBar::new(0);
-    if std::io::stderr().is_terminal() {
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    let template = "{prefix:>10} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec})";
-    bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
-    bar
-}
-
 /// Runs `larch gc`.
 pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
     if !args.store.exists() {
@@ -85,7 +71,7 @@ pub fn run(args: GcArgs) -> anyhow::Result<ExitCode> {
     };
     repo.gc_start_with(&commit, GcOptions { compact: args.compact })
         .with_context(|| format!("starting the garbage collection on {commit}"))?;
-    let bar = progress_bar();
+    let bar = crate::progress::bytes_bar("marking", 0);
     while let Some(progress) = repo.gc_progress() {
         bar.set_prefix(match progress.phase {
             GcPhase::Mark => "marking",

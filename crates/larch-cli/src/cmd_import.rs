@@ -4,14 +4,13 @@
 use crate::output::emit_line;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use larch_core::{Hash, Tree};
 use larch_irmin::{
     BuildStats, IrminCommit, IrminStore, SinkError, SinkTarget, StreamStats, TreeSink, build_tree,
     stream_tree,
 };
 use larch_store::{BulkTarget, BulkWriter, DEFAULT_BRANCH, Repo, RepoOptions, SyncPolicy};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -155,12 +154,7 @@ pub(crate) struct Summary {
 }
 
 fn bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    if std::io::stderr().is_terminal() {
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
+    let bar = crate::progress::on_terminal(ProgressBar::new(total));
     let style =
         ProgressStyle::with_template("{prefix:>10} [{elapsed_precise}] {wide_bar} {pos}/{len} commits {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar());

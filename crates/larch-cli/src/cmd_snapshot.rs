@@ -4,10 +4,10 @@
 use crate::output::emit_line;
 use anyhow::Context;
 use clap::Subcommand;
-use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, ProgressBar};
 use larch_core::Hash;
 use larch_snapshot::{ExportOptions, Progress};
-use std::io::{BufReader, BufWriter, IsTerminal, Read};
+use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -54,28 +54,6 @@ fn is_stdio(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// A progress bar of bytes and objects (over `total` bytes when known), hidden unless stderr is a
-/// terminal.
-fn bar(what: &str, total: Option<u64>) -> ProgressBar {
-    let bar = match total {
-        Some(total) => ProgressBar::new(total),
-        None => ProgressBar::no_length(),
-    };
-    bar.set_draw_target(if std::io::stderr().is_terminal() {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    });
-    let template = if total.is_some() {
-        "{prefix:>10} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}) {msg}"
-    } else {
-        "{prefix:>10} [{elapsed_precise}] {bytes} ({bytes_per_sec}) {msg}"
-    };
-    bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
-    bar.set_prefix(what.to_string());
-    bar
-}
-
 fn update(bar: &ProgressBar, progress: Progress) {
     bar.set_position(progress.file_bytes);
     bar.set_message(format!("{} objects", progress.objects));
@@ -117,7 +95,7 @@ fn export(
     let repo =
         lower.open_read_only(store, options).with_context(|| format!("opening store {}", store.display()))?;
     let options = ExportOptions { compression: (level > 0).then_some(level), window };
-    let bar = bar("export", None);
+    let bar = crate::progress::bytes_with_message("export", None);
     let started = Instant::now();
     let mut on_progress = |progress: Progress| update(&bar, progress);
     let summary = if is_stdio(out) {
@@ -200,7 +178,7 @@ fn open_input(file: &Path) -> anyhow::Result<(Box<dyn Read>, Option<u64>)> {
 
 fn import(file: &Path, store: &Path) -> anyhow::Result<ExitCode> {
     let (input, len) = open_input(file)?;
-    let bar = bar("import", len);
+    let bar = crate::progress::bytes_with_message("import", len);
     let started = Instant::now();
     let summary = larch_snapshot::import(input, store, &mut |progress| update(&bar, progress));
     bar.finish_and_clear();
@@ -245,7 +223,7 @@ fn import(file: &Path, store: &Path) -> anyhow::Result<ExitCode> {
 
 fn verify(file: &Path) -> anyhow::Result<ExitCode> {
     let (input, len) = open_input(file)?;
-    let bar = bar("verify", len);
+    let bar = crate::progress::bytes_with_message("verify", len);
     let decoded = larch_snapshot::verify(input, &mut |progress| update(&bar, progress));
     bar.finish_and_clear();
     let decoded = decoded.with_context(|| format!("verifying {}", file.display()))?;

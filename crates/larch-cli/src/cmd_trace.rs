@@ -19,7 +19,8 @@ pub enum TraceCommand {
         /// The trace file to write.
         #[arg(long, short)]
         out: PathBuf,
-        /// Format of the trace.
+        /// Format of the trace: `larch` (larch's own) or `irmin` (Irmin's replay trace,
+        /// `IrmRepBT`, which Irmin's replay benchmark reads).
         #[arg(long, default_value = "larch")]
         format: TraceFormat,
         /// The generator's parameters.
@@ -32,7 +33,7 @@ pub enum TraceCommand {
         input: PathBuf,
         /// The trace to write.
         output: PathBuf,
-        /// Format of the output.
+        /// Format of the output: `larch` or `irmin`.
         #[arg(long)]
         to: TraceFormat,
     },

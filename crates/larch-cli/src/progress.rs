@@ -6,15 +6,10 @@ use std::io::IsTerminal;
 /// A progress bar over `total` blocks labelled `what` (a counter without ETA when the total is
 /// unknown); invisible unless stderr is a terminal.
 pub fn blocks_bar(what: &str, total: Option<u64>) -> ProgressBar {
-    let bar = match total {
+    let bar = on_terminal(match total {
         Some(total) => ProgressBar::new(total),
         None => ProgressBar::no_length(),
-    };
-    if std::io::stderr().is_terminal() {
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
+    });
     let template = if total.is_some() {
         "{prefix:>10} [{elapsed_precise}] {wide_bar} {pos}/{len} blocks ({per_sec}, ETA {eta})"
     } else {
@@ -23,5 +18,43 @@ pub fn blocks_bar(what: &str, total: Option<u64>) -> ProgressBar {
     let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
     bar.set_prefix(what.to_string());
+    bar
+}
+
+/// A progress bar over `total` bytes labelled `what` (a length the work may change as it learns
+/// it, with [`ProgressBar::set_length`]); invisible unless stderr is a terminal.
+pub fn bytes_bar(what: &str, total: u64) -> ProgressBar {
+    let bar = on_terminal(ProgressBar::new(total));
+    let template =
+        "{prefix:>10} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, ETA {eta})";
+    bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_prefix(what.to_string());
+    bar
+}
+
+/// A progress bar of bytes (over `total` bytes when known) labelled `what`, with a message for
+/// the work's own count ([`ProgressBar::set_message`]); invisible unless stderr is a terminal.
+pub fn bytes_with_message(what: &str, total: Option<u64>) -> ProgressBar {
+    let bar = on_terminal(match total {
+        Some(total) => ProgressBar::new(total),
+        None => ProgressBar::no_length(),
+    });
+    let template = if total.is_some() {
+        "{prefix:>10} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}) {msg}"
+    } else {
+        "{prefix:>10} [{elapsed_precise}] {bytes} ({bytes_per_sec}) {msg}"
+    };
+    bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_prefix(what.to_string());
+    bar
+}
+
+/// `bar`, drawn on stderr if it is a terminal and hidden otherwise.
+pub(crate) fn on_terminal(bar: ProgressBar) -> ProgressBar {
+    if std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
     bar
 }

@@ -140,7 +140,11 @@ fn io(path: &Path, offset: u64, op: &'static str, source: std::io::Error) -> Irm
     IrminError::Io { file: path.to_path_buf(), offset, op, source }
 }
 
-struct Writer {
+/// The writer tells its progress callback the statistics so far every this many objects of the
+/// tree written.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+struct Writer<'p> {
     source: Arc<dyn ObjectSource>,
     prefix: Out,
     dict_out: Out,
@@ -150,6 +154,11 @@ struct Writer {
     contents: Memo,
     entry: Vec<u8>,
     stats: ExportStats,
+    /// Told the statistics so far (`prefix_bytes` included) every [`PROGRESS_EVERY`] objects of
+    /// the tree written.
+    progress: &'p mut dyn FnMut(&ExportStats),
+    /// Objects of the tree written (contents, directory roots, inner inodes).
+    records: u64,
 }
 
 fn load(source: &dyn ObjectSource, node: &NodeRef) -> Result<Arc<Node>> {
@@ -161,7 +170,7 @@ fn load(source: &dyn ObjectSource, node: &NodeRef) -> Result<Arc<Node>> {
     }
 }
 
-impl Writer {
+impl Writer<'_> {
     /// Appends `hash ‖ kind ‖ varint(len body) ‖ body` (the body is `self.entry`); returns its
     /// offset.
     fn emit(&mut self, hash: &Hash, kind: u8) -> Result<u64> {
@@ -204,6 +213,7 @@ impl Writer {
         self.entry.extend_from_slice(bytes.as_bytes());
         let offset = self.emit(&hash, b'B')?;
         self.stats.contents += 1;
+        self.tick();
         Self::remember(&mut self.contents, hash, offset);
         Ok((offset, hash))
     }
@@ -253,7 +263,9 @@ impl Writer {
             self.entry.extend_from_slice(&offset.to_be_bytes());
         }
         self.count(root);
-        self.emit(hash, if root { b'R' } else { b'O' })
+        let offset = self.emit(hash, if root { b'R' } else { b'O' })?;
+        self.tick();
+        Ok(offset)
     }
 
     /// A `Tree` inode over `pointers` (bucket, child offset), ascending buckets.
@@ -275,7 +287,19 @@ impl Writer {
             self.entry.extend_from_slice(&offset.to_be_bytes());
         }
         self.count(root);
-        self.emit(hash, if root { b'R' } else { b'O' })
+        let offset = self.emit(hash, if root { b'R' } else { b'O' })?;
+        self.tick();
+        Ok(offset)
+    }
+
+    /// Counts an object of the tree written (after its statistics): every [`PROGRESS_EVERY`]
+    /// of them, tells the progress callback the statistics so far.
+    fn tick(&mut self) {
+        self.records += 1;
+        if self.records.is_multiple_of(PROGRESS_EVERY) {
+            self.stats.prefix_bytes = self.prefix.pos;
+            (self.progress)(&self.stats);
+        }
     }
 
     fn count(&mut self, root: bool) {
@@ -496,6 +520,18 @@ pub fn write_one_commit(
     commit: &ExportCommit,
     dir: &Path,
 ) -> Result<ExportStats> {
+    write_one_commit_with_progress(source, root, commit, dir, &mut |_| {})
+}
+
+/// [`write_one_commit`], telling `progress` the statistics so far (the objects and the bytes of
+/// `store.1.prefix` written) every 65,536 objects of the tree as it goes.
+pub fn write_one_commit_with_progress(
+    source: Arc<dyn ObjectSource>,
+    root: &NodeRef,
+    commit: &ExportCommit,
+    dir: &Path,
+    progress: &mut dyn FnMut(&ExportStats),
+) -> Result<ExportStats> {
     let tree_hash = root.hash();
     let parent_hashes: Vec<Hash> = commit.parents.iter().map(ExportParent::hash).collect();
     let computed = schema::commit_hash(&tree_hash, &parent_hashes, &commit.info);
@@ -519,6 +555,8 @@ pub fn write_one_commit(
         contents: Memo::default(),
         entry: Vec::with_capacity(4096),
         stats: ExportStats::default(),
+        progress,
+        records: 0,
     };
     let (tree_offset, written_hash) = writer.node(root, true, 0)?;
     if written_hash != tree_hash {

@@ -32,7 +32,7 @@ pub mod stream;
 
 pub use control::{Control, Status};
 pub use error::{IrminError, Result};
-pub use export::{ExportCommit, ExportParent, ExportStats, write_one_commit};
+pub use export::{ExportCommit, ExportParent, ExportStats, write_one_commit, write_one_commit_with_progress};
 pub use import::{BuildStats, MAX_NESTING, build_tree};
 pub use index::IndexEntry;
 pub use source::IrminSource;

@@ -53,7 +53,7 @@ mod switch;
 pub mod testing;
 
 pub use check::fsck::{
-    AbsentParent, DEFAULT_FSCK_PENDING, FsckOptions, FsckReport, FsckStats, KindStats, Problem,
+    AbsentParent, DEFAULT_FSCK_PENDING, FsckOptions, FsckProgress, FsckReport, FsckStats, KindStats, Problem,
 };
 pub use check::scan::ScanReport;
 pub use commit::writer::WriteCounts;

@@ -106,6 +106,23 @@ impl Default for FsckOptions {
     }
 }
 
+/// How far a running [`crate::Repo::fsck_with_progress`] is, for a progress bar: the check
+/// sweeps the pack from its end down, so the bytes it has passed grow to the pack's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsckProgress {
+    /// Bytes of the pack the sweep has passed, counted from the pack's end.
+    pub swept_bytes: u64,
+    /// The published pack's length (`swept_bytes` reaches it when the check ends).
+    pub pack_bytes: u64,
+}
+
+/// The sweep reports its progress each time it has passed this share of the pack (1/512), and at
+/// least [`PROGRESS_MIN_STEP`] bytes: a few hundred calls for any store.
+const PROGRESS_STEPS: u64 = 512;
+
+/// The smallest step between two progress reports.
+const PROGRESS_MIN_STEP: u64 = 256 << 10;
+
 /// A parent recorded as absent from the store (by hash only: the commit was imported without its
 /// history). Not a problem: the store never held that commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -230,6 +247,12 @@ struct Checker<'a> {
     keep_from: u64,
     /// The frontier's temporary file failed: the sweep stops.
     stopped: bool,
+    /// Told how far the sweep is ([`FsckProgress`]).
+    progress: &'a mut dyn FnMut(FsckProgress),
+    /// The published pack's length.
+    pack_bytes: u64,
+    /// The sweep reports its progress again once it is below this offset.
+    report_below: u64,
 }
 
 /// Another reference `other` to a record reached as `seen`: the same hash and kind, or what is
@@ -302,6 +325,17 @@ impl Checker<'_> {
         self.stopped = true;
     }
 
+    /// Reports the progress of a sweep about to check the record at `offset`, if it has passed a
+    /// step since the last report.
+    fn report_progress(&mut self, offset: u64) {
+        if offset < self.report_below {
+            let step = (self.pack_bytes / PROGRESS_STEPS).max(PROGRESS_MIN_STEP);
+            self.report_below = offset.saturating_sub(step);
+            let swept_bytes = self.pack_bytes.saturating_sub(offset);
+            (self.progress)(FsckProgress { swept_bytes, pack_bytes: self.pack_bytes });
+        }
+    }
+
     /// Checks the records reachable from the commits, highest offset first (see [`Checker`]).
     fn sweep(&mut self, mut commits: Vec<(Hash, u64)>) {
         loop {
@@ -310,6 +344,9 @@ impl Checker<'_> {
             }
             let next_commit = commits.last().map(|(_, offset)| *offset);
             let next_record = self.pending.next_offset();
+            if let Some(next) = next_commit.max(next_record) {
+                self.report_progress(next);
+            }
             match (next_commit, next_record) {
                 (None, None) => return,
                 (Some(commit), record) if record.is_none_or(|record| commit >= record) => {
@@ -564,6 +601,7 @@ pub(crate) fn check(
     index: &HashMap<Hash, u64>,
     index_file: &dyn Storage,
     options: &FsckOptions,
+    progress: &mut dyn FnMut(FsckProgress),
 ) -> FsckReport {
     let mut checker = Checker {
         reader,
@@ -573,11 +611,15 @@ pub(crate) fn check(
         reachable_bytes: 0,
         keep_from: state.keep_from,
         stopped: false,
+        progress,
+        pack_bytes: state.pack_end,
+        report_below: u64::MAX,
     };
     let mut commits: Vec<(Hash, u64)> = index.iter().map(|(hash, offset)| (*hash, *offset)).collect();
     commits.sort_unstable_by_key(|(_, offset)| *offset);
     checker.report.stats.commits = commits.len() as u64;
     checker.sweep(commits);
+    (checker.progress)(FsckProgress { swept_bytes: state.pack_end, pack_bytes: state.pack_end });
     checker.report.stats.peak_pending = checker.pending.peak;
     checker.report.stats.spilled_pending = checker.pending.spilled_total;
     // The sweep reports problems from the end of the pack down; the report lists them by offset,

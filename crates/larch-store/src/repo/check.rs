@@ -1,6 +1,6 @@
 //! The integrity checks of a handle's published state ([`crate::check`] does the work).
 
-use crate::check::fsck::{self, FsckOptions, FsckReport, Problem};
+use crate::check::fsck::{self, FsckOptions, FsckProgress, FsckReport, Problem};
 use crate::check::scan::{self, ScanReport};
 use crate::error::FileKind;
 use crate::error::{Result, StoreError};
@@ -33,8 +33,18 @@ impl Repo {
     /// [`Repo::fsck`] with its memory bounded by `options` (the records reached and not checked
     /// yet held in memory; the rest wait in a temporary file).
     pub fn fsck_with(&self, options: &FsckOptions) -> FsckReport {
+        self.fsck_with_progress(options, &mut |_| {})
+    }
+
+    /// [`Repo::fsck_with`], telling `progress` how far the check is as it goes (a few hundred
+    /// times at most; each check of the store again, after a GC changed it, starts from 0).
+    pub fn fsck_with_progress(
+        &self,
+        options: &FsckOptions,
+        progress: &mut dyn FnMut(FsckProgress),
+    ) -> FsckReport {
         let epoch = self.reader().layout().epoch();
-        let mut report = self.fsck_once(options);
+        let mut report = self.fsck_once(options, progress);
         if self.writable || self.reader().layout().epoch() == epoch {
             return report;
         }
@@ -69,7 +79,7 @@ impl Repo {
                 }
             };
             let epoch = fresh.reader().layout().epoch();
-            report = fresh.fsck_once(options);
+            report = fresh.fsck_once(options, progress);
             if fresh.reader().layout().epoch() == epoch {
                 break;
             }
@@ -78,9 +88,15 @@ impl Repo {
     }
 
     /// [`Repo::fsck_with`] of this handle's state, as it is.
-    fn fsck_once(&self, options: &FsckOptions) -> FsckReport {
-        let mut report =
-            fsck::check(self.reader(), self.control_state(), &self.commits, &*self.files.index, options);
+    fn fsck_once(&self, options: &FsckOptions, progress: &mut dyn FnMut(FsckProgress)) -> FsckReport {
+        let mut report = fsck::check(
+            self.reader(),
+            self.control_state(),
+            &self.commits,
+            &*self.files.index,
+            options,
+            progress,
+        );
         // A reader beside a live writer, or a writer whose publisher thread may be writing a slot
         // now (pipelined), may read a slot while it is being written.
         let live = self.publisher.is_some() || (!self.writable && !super::open::no_writer(&*self.files.dir));
