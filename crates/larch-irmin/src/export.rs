@@ -154,8 +154,8 @@ struct Writer<'p> {
     contents: Memo,
     entry: Vec<u8>,
     stats: ExportStats,
-    /// Told the statistics so far (`prefix_bytes` included) every [`PROGRESS_EVERY`] objects of
-    /// the tree written.
+    /// Told the statistics so far (the objects, `prefix_bytes` and the dict's; the commit's fields
+    /// stay 0) every [`PROGRESS_EVERY`] objects of the tree written.
     progress: &'p mut dyn FnMut(&ExportStats),
     /// Objects of the tree written (contents, directory roots, inner inodes).
     records: u64,
@@ -298,6 +298,8 @@ impl Writer<'_> {
         self.records += 1;
         if self.records.is_multiple_of(PROGRESS_EVERY) {
             self.stats.prefix_bytes = self.prefix.pos;
+            self.stats.dict_bytes = self.dict_out.pos;
+            self.stats.dict_steps = self.dict.len() as u64;
             (self.progress)(&self.stats);
         }
     }
@@ -523,8 +525,9 @@ pub fn write_one_commit(
     write_one_commit_with_progress(source, root, commit, dir, &mut |_| {})
 }
 
-/// [`write_one_commit`], telling `progress` the statistics so far (the objects and the bytes of
-/// `store.1.prefix` written) every 65,536 objects of the tree as it goes.
+/// [`write_one_commit`], telling `progress` the statistics so far (the objects, the bytes of
+/// `store.1.prefix` and `store.dict` written, the dict's steps; the commit's offset and length
+/// stay 0 until the end) every 65,536 objects of the tree as it goes.
 pub fn write_one_commit_with_progress(
     source: Arc<dyn ObjectSource>,
     root: &NodeRef,

@@ -110,7 +110,7 @@ impl Default for FsckOptions {
 /// sweeps the pack from its end down, so the bytes it has passed grow to the pack's length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FsckProgress {
-    /// Bytes of the pack the sweep has passed, counted from the pack's end.
+    /// Bytes of the pack from its end down to the record the sweep checks next.
     pub swept_bytes: u64,
     /// The published pack's length (`swept_bytes` reaches it when the check ends).
     pub pack_bytes: u64,
