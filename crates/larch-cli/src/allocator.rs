@@ -11,8 +11,10 @@
 //! but still took 2,418 page faults (huge pages zeroed) where never purging takes 379; a delay
 //! of 60 s runs as never purging does, which ran 0.94–1.10× (1.02–1.10× in 7 of 8 pairs) the
 //! speed of 10 s, peak RSS +0–10 MiB ("Issue 11, tenth round"). Memory idle for longer than a
-//! minute is still given back. A `MIMALLOC_PURGE_DELAY` in the environment (mimalloc's own
-//! setting) is left as it is.
+//! minute is still given back, and while a GC runs `larch replay` gives freed memory back every
+//! 2 s (`cmd_replay.rs`, `RELEASE_DURING_GC`): on the mainnet rung the minute's freed pages,
+//! with a GC's, took the peak RSS past 400 MB. A `MIMALLOC_PURGE_DELAY` in the environment
+//! (mimalloc's own setting) is left as it is.
 //!
 //! **No transparent huge pages.** By default mimalloc asks the kernel for 2 MiB pages
 //! (`MADV_HUGEPAGE`). On the shared VMs larch is measured on, a huge page that has been free for a
