@@ -135,6 +135,9 @@ impl DiskDirectory {
             flags |= OFlags::TRUNC;
         }
         let fd = rustix::fs::openat(&**dir, name, flags, Mode::from_raw_mode(0o666))?;
+        if is_pack_file(name) {
+            advise_random_reads(&fd);
+        }
         let anchor = super::disk::Anchor { dir: dir.clone(), name: name.to_string() };
         Ok(FileStorage::from_file(
             File::from(fd),
@@ -144,6 +147,29 @@ impl DiskDirectory {
             self.mmap.clone(),
         ))
     }
+}
+
+/// Whether `name` is one of the files that hold the pack's records: a chunk, a GC segment, or a
+/// format-2 `pack`.
+fn is_pack_file(name: &str) -> bool {
+    use crate::format::names::{LEGACY_PACK, parse_chunk_name, parse_segment_name};
+    name == LEGACY_PACK || parse_chunk_name(name).is_some() || parse_segment_name(name).is_some()
+}
+
+/// Tells the kernel that reads of `file` are random (`posix_fadvise(POSIX_FADV_RANDOM)`), so that a
+/// read the page cache misses brings in the pages it asks for and not the ones after them.
+///
+/// The pack is read by pointer: a tree's records, scattered over the whole store, one at a time
+/// (and the GC's and fsck's reads go backwards or in runs read with one call each). The kernel's
+/// read-ahead then reads pages nobody asks for; where the page cache is smaller than the store, they
+/// push out pages that are needed. On the mainnet rung under a 2 GiB cgroup it cut the bytes read
+/// from disk by 28% (docs/benchmarks.md, *Mainnet rung under a 2 GiB cgroup*). Where the store fits
+/// in the page cache, nothing changes. Only advice: a file system that refuses it is read as before.
+fn advise_random_reads(file: &OwnedFd) {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::Random);
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    let _ = file;
 }
 
 impl Directory for DiskDirectory {
@@ -202,5 +228,90 @@ impl Directory for DiskDirectory {
 
     fn map_budget(&self) -> Option<Arc<MapBudget>> {
         self.mmap.clone()
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    #![allow(clippy::expect_used)] // test code
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    const PAGE: usize = 4096;
+    const FILE_LEN: usize = 2 << 20;
+    /// Pages read, one at a time, from the start of a file.
+    const READ_PAGES: usize = 16;
+
+    /// Pages of `file` (FILE_LEN bytes) that the page cache holds (`mincore` of a map of it).
+    fn resident_pages(file: &File) -> usize {
+        // SAFETY: a fresh read-only shared map of the whole file (FILE_LEN bytes, the file's
+        // length), unmapped below; nothing reads through it, `mincore` only asks which of its pages
+        // are resident.
+        let map = unsafe {
+            libc::mmap(std::ptr::null_mut(), FILE_LEN, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)
+        };
+        assert_ne!(map, libc::MAP_FAILED, "mmap: {}", io::Error::last_os_error());
+        let mut pages = vec![0u8; FILE_LEN / PAGE];
+        // SAFETY: `map` is the page-aligned map of FILE_LEN bytes made above and `pages` holds one
+        // byte for each of its pages, as `mincore` writes.
+        let status = unsafe { libc::mincore(map, FILE_LEN, pages.as_mut_ptr()) };
+        let error = io::Error::last_os_error();
+        // SAFETY: unmaps exactly the map made above, which nothing refers to any more.
+        unsafe { libc::munmap(map, FILE_LEN) };
+        assert_eq!(status, 0, "mincore: {error}");
+        pages.iter().filter(|&&page| page & 1 == 1).count()
+    }
+
+    /// Drops the page cache's pages of `file` (clean: the file was synced).
+    fn evict(file: &File) {
+        // SAFETY: plain advice on an open descriptor (offset 0, length 0: the whole file); it
+        // changes no memory of this process.
+        let status = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(status, 0, "posix_fadvise(DONTNEED)");
+    }
+
+    /// Reads through the directory the first [`READ_PAGES`] pages of `name`, in turn, with nothing
+    /// of the file in the page cache before; returns the pages of the file the page cache then
+    /// holds.
+    fn pages_brought_in(dir: &DiskDirectory, root: &Path, name: &str) -> usize {
+        let bytes: Vec<u8> = (0..FILE_LEN).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.join(name), &bytes).expect("write");
+        let file = File::open(root.join(name)).expect("open");
+        file.sync_all().expect("sync");
+        evict(&file);
+        assert_eq!(
+            resident_pages(&file),
+            0,
+            "{name}: the page cache kept pages it was told to drop (this test needs a disk-backed file system)"
+        );
+        let storage = dir.open(name, false).expect("open through the directory");
+        let mut page = [0u8; PAGE];
+        for index in 0..READ_PAGES {
+            storage.read_at((index * PAGE) as u64, &mut page).expect("read a page");
+            assert_eq!(page.get(..4), bytes.get(index * PAGE..index * PAGE + 4));
+        }
+        resident_pages(&file)
+    }
+
+    #[test]
+    fn the_pack_files_are_read_without_the_kernels_read_ahead() {
+        // In the build's directory, not /tmp: a tmpfs holds every page whatever the advice.
+        let parent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tmp");
+        std::fs::create_dir_all(&parent).expect("target/tmp");
+        let root = tempfile::tempdir_in(&parent).expect("tempdir");
+        let dir = DiskDirectory::open(root.path(), None).expect("open the directory");
+        // Another file of the directory, opened the same way, is read ahead: the kernel reads
+        // pages past those asked for, more and more as the reads go on one after the other.
+        let other = pages_brought_in(&dir, root.path(), "notes.bin");
+        eprintln!("notes.bin: {other} pages in the page cache after {READ_PAGES} one-page reads");
+        assert!(other >= 2 * READ_PAGES, "without the advice the kernel read ahead only to {other} pages");
+        for name in ["chunk.000003", "seg.000007", "pack"] {
+            let brought = pages_brought_in(&dir, root.path(), name);
+            eprintln!("{name}: {brought} pages in the page cache after {READ_PAGES} one-page reads");
+            assert!(
+                brought <= READ_PAGES + 1,
+                "{name}: {brought} pages in the page cache (read ahead: {other})"
+            );
+        }
     }
 }
