@@ -135,7 +135,7 @@ impl DiskDirectory {
             flags |= OFlags::TRUNC;
         }
         let fd = rustix::fs::openat(&**dir, name, flags, Mode::from_raw_mode(0o666))?;
-        if is_pack_file(name) {
+        if holds_pack_records(name) {
             advise_random_reads(&fd);
         }
         let anchor = super::disk::Anchor { dir: dir.clone(), name: name.to_string() };
@@ -151,7 +151,7 @@ impl DiskDirectory {
 
 /// Whether `name` is one of the files that hold the pack's records: a chunk, a GC segment, or a
 /// format-2 `pack`.
-fn is_pack_file(name: &str) -> bool {
+fn holds_pack_records(name: &str) -> bool {
     use crate::format::names::{LEGACY_PACK, parse_chunk_name, parse_segment_name};
     name == LEGACY_PACK || parse_chunk_name(name).is_some() || parse_segment_name(name).is_some()
 }
@@ -159,12 +159,15 @@ fn is_pack_file(name: &str) -> bool {
 /// Tells the kernel that reads of `file` are random (`posix_fadvise(POSIX_FADV_RANDOM)`), so that a
 /// read the page cache misses brings in the pages it asks for and not the ones after them.
 ///
-/// The pack is read by pointer: a tree's records, scattered over the whole store, one at a time
-/// (and the GC's and fsck's reads go backwards or in runs read with one call each). The kernel's
-/// read-ahead then reads pages nobody asks for; where the page cache is smaller than the store, they
-/// push out pages that are needed. On the mainnet rung under a 2 GiB cgroup it cut the bytes read
-/// from disk by 28% (docs/benchmarks.md, *Mainnet rung under a 2 GiB cgroup*). Where the store fits
-/// in the page cache, nothing changes. Only advice: a file system that refuses it is read as before.
+/// The pack is read by pointer: a tree's records, scattered over the whole store, one at a time.
+/// The kernel's read-ahead then reads pages nobody asks for; where the page cache is smaller than
+/// the store, they push out pages that are needed. On the mainnet rung under a 2 GiB cgroup it cut
+/// the bytes read from disk by 28% (docs/benchmarks.md, *Mainnet rung under a 2 GiB cgroup*). Once
+/// a store's pages are in the page cache, its reads do not reach the disk and the advice has
+/// nothing to act on. The sequential passes (a scan, archive mode's copies, fsck's runs) read 64 KiB
+/// to 1 MiB with each call, so a pass over a store the page cache does not hold waits for the disk
+/// at each call, with nothing read ahead beside it. Only advice: a file system that refuses it is
+/// read as before.
 fn advise_random_reads(file: &OwnedFd) {
     #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
     let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::Random);
@@ -237,27 +240,36 @@ mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
 
-    const PAGE: usize = 4096;
-    const FILE_LEN: usize = 2 << 20;
+    /// Pages of the files the test reads.
+    const FILE_PAGES: usize = 512;
     /// Pages read, one at a time, from the start of a file.
     const READ_PAGES: usize = 16;
 
-    /// Pages of `file` (FILE_LEN bytes) that the page cache holds (`mincore` of a map of it).
+    /// The size of a page of memory (and of the page cache).
+    fn page_size() -> usize {
+        // SAFETY: `sysconf` only returns a value of the running system.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(size).expect("the page size")
+    }
+
+    /// Pages of `file` (`FILE_PAGES` pages long) that the page cache holds (`mincore` of a map
+    /// of it).
     fn resident_pages(file: &File) -> usize {
-        // SAFETY: a fresh read-only shared map of the whole file (FILE_LEN bytes, the file's
-        // length), unmapped below; nothing reads through it, `mincore` only asks which of its pages
-        // are resident.
+        let len = FILE_PAGES * page_size();
+        // SAFETY: a fresh read-only shared map of the whole file (`len` bytes, the file's length),
+        // unmapped below; nothing reads through it, `mincore` only asks which of its pages are
+        // resident.
         let map = unsafe {
-            libc::mmap(std::ptr::null_mut(), FILE_LEN, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)
         };
         assert_ne!(map, libc::MAP_FAILED, "mmap: {}", io::Error::last_os_error());
-        let mut pages = vec![0u8; FILE_LEN / PAGE];
-        // SAFETY: `map` is the page-aligned map of FILE_LEN bytes made above and `pages` holds one
-        // byte for each of its pages, as `mincore` writes.
-        let status = unsafe { libc::mincore(map, FILE_LEN, pages.as_mut_ptr()) };
+        let mut pages = vec![0u8; FILE_PAGES];
+        // SAFETY: `map` is the page-aligned map of `len` bytes made above and `pages` holds one
+        // byte for each of its `FILE_PAGES` pages, as `mincore` writes.
+        let status = unsafe { libc::mincore(map, len, pages.as_mut_ptr()) };
         let error = io::Error::last_os_error();
         // SAFETY: unmaps exactly the map made above, which nothing refers to any more.
-        unsafe { libc::munmap(map, FILE_LEN) };
+        unsafe { libc::munmap(map, len) };
         assert_eq!(status, 0, "mincore: {error}");
         pages.iter().filter(|&&page| page & 1 == 1).count()
     }
@@ -274,7 +286,8 @@ mod tests {
     /// of the file in the page cache before; returns the pages of the file the page cache then
     /// holds.
     fn pages_brought_in(dir: &DiskDirectory, root: &Path, name: &str) -> usize {
-        let bytes: Vec<u8> = (0..FILE_LEN).map(|i| (i % 251) as u8).collect();
+        let page_size = page_size();
+        let bytes: Vec<u8> = (0..FILE_PAGES * page_size).map(|i| (i % 251) as u8).collect();
         std::fs::write(root.join(name), &bytes).expect("write");
         let file = File::open(root.join(name)).expect("open");
         file.sync_all().expect("sync");
@@ -285,10 +298,11 @@ mod tests {
             "{name}: the page cache kept pages it was told to drop (this test needs a disk-backed file system)"
         );
         let storage = dir.open(name, false).expect("open through the directory");
-        let mut page = [0u8; PAGE];
+        let mut page = vec![0u8; page_size];
         for index in 0..READ_PAGES {
-            storage.read_at((index * PAGE) as u64, &mut page).expect("read a page");
-            assert_eq!(page.get(..4), bytes.get(index * PAGE..index * PAGE + 4));
+            let at = index * page_size;
+            storage.read_at(at as u64, &mut page).expect("read a page");
+            assert_eq!(page.get(..4), bytes.get(at..at + 4));
         }
         resident_pages(&file)
     }
@@ -296,7 +310,9 @@ mod tests {
     #[test]
     fn the_pack_files_are_read_without_the_kernels_read_ahead() {
         // In the build's directory, not /tmp: a tmpfs holds every page whatever the advice.
-        let parent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tmp");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"), PathBuf::from);
+        let parent = target.join("tmp");
         std::fs::create_dir_all(&parent).expect("target/tmp");
         let root = tempfile::tempdir_in(&parent).expect("tempdir");
         let dir = DiskDirectory::open(root.path(), None).expect("open the directory");
