@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 
 /// Size of one sequential read.
 const READ_PIECE: usize = 1 << 20;
+/// Bytes after a piece that the pass asks the pack's files to read ahead
+/// ([`crate::pack::layout::Layout::will_need`]).
+const READ_AHEAD: u64 = 8 << 20;
 /// The longest framing prefix: a kind byte and a 10-byte uleb.
 const MAX_PREFIX: usize = 11;
 /// The longest prefix of a patch body that holds its `chain` byte: a 32-byte hash, a 10-byte uleb.
@@ -70,6 +73,9 @@ impl Window<'_> {
             let len = usize::try_from((self.end - offset).min(READ_PIECE as u64)).unwrap_or(READ_PIECE);
             self.bytes.resize(len, 0);
             self.reader.read_raw(offset, &mut self.bytes)?;
+            // The kernel reads nothing ahead of the pack's files: the next pieces are asked for
+            // now, so that the disk reads them while this one is counted.
+            self.reader.layout().will_need(offset + len as u64, READ_AHEAD);
             self.start = offset;
         }
         let from = usize::try_from(offset - self.start).unwrap_or(usize::MAX);

@@ -75,6 +75,9 @@ pub(crate) fn same_copy(upper: &dyn Directory, lower: &dyn Directory, name: &str
     if low.len().map_err(|e| pack_io(name, "stat", e))? != len {
         return Ok(false);
     }
+    // Read in order, with nothing read ahead by the kernel (`io/disk.rs`): asked for up front.
+    up.will_need(0, len);
+    low.will_need(0, len);
     let size = usize::try_from(len.min(COPY_BUFFER)).unwrap_or(0);
     let (mut a, mut b) = (vec![0u8; size], vec![0u8; size]);
     let mut at = 0u64;
@@ -98,6 +101,8 @@ pub(crate) fn move_file(upper: &dyn Directory, lower: &dyn Directory, name: &str
     let len = source.len().map_err(|e| pack_io(name, "stat", e))?;
     let tmp = format!("{name}{TMP_SUFFIX}");
     let copy = lower.create(&tmp).map_err(|e| pack_io(&tmp, "create in the lower directory", e))?;
+    // Read in order, with nothing read ahead by the kernel (`io/disk.rs`): asked for up front.
+    source.will_need(0, len);
     let mut buf = vec![0u8; usize::try_from(len.min(COPY_BUFFER)).unwrap_or(0)];
     let mut at = 0u64;
     while at < len {

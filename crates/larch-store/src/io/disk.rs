@@ -164,10 +164,9 @@ fn holds_pack_records(name: &str) -> bool {
 /// the store, they push out pages that are needed. On the mainnet rung under a 2 GiB cgroup it cut
 /// the bytes read from disk by 28% (docs/benchmarks.md, *Mainnet rung under a 2 GiB cgroup*). Once
 /// a store's pages are in the page cache, its reads do not reach the disk and the advice has
-/// nothing to act on. The sequential passes (a scan, archive mode's copies, fsck's runs) read 64 KiB
-/// to 1 MiB with each call, so a pass over a store the page cache does not hold waits for the disk
-/// at each call, with nothing read ahead beside it. Only advice: a file system that refuses it is
-/// read as before.
+/// nothing to act on. Sequential passes (a scan, archive mode's copies) ask for what they will read
+/// next instead ([`Storage::will_need`]). Only advice: a file system that refuses it is read as
+/// before.
 fn advise_random_reads(file: &OwnedFd) {
     #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
     let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::Random);
@@ -282,12 +281,22 @@ mod tests {
         assert_eq!(status, 0, "posix_fadvise(DONTNEED)");
     }
 
-    /// Reads through the directory the first [`READ_PAGES`] pages of `name`, in turn, with nothing
-    /// of the file in the page cache before; returns the pages of the file the page cache then
-    /// holds.
-    fn pages_brought_in(dir: &DiskDirectory, root: &Path, name: &str) -> usize {
-        let page_size = page_size();
-        let bytes: Vec<u8> = (0..FILE_PAGES * page_size).map(|i| (i % 251) as u8).collect();
+    /// A directory for the tests, in the build's directory, not /tmp: a tmpfs holds every page
+    /// whatever the advice.
+    fn test_dir() -> (tempfile::TempDir, DiskDirectory) {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"), PathBuf::from);
+        let parent = target.join("tmp");
+        std::fs::create_dir_all(&parent).expect("target/tmp");
+        let root = tempfile::tempdir_in(&parent).expect("tempdir");
+        let dir = DiskDirectory::open(root.path(), None).expect("open the directory");
+        (root, dir)
+    }
+
+    /// Writes the file `name` of `FILE_PAGES` pages in `root` and drops its pages from the page
+    /// cache; returns it open (to count its pages) and its bytes.
+    fn cold_file(root: &Path, name: &str) -> (File, Vec<u8>) {
+        let bytes: Vec<u8> = (0..FILE_PAGES * page_size()).map(|i| (i % 251) as u8).collect();
         std::fs::write(root.join(name), &bytes).expect("write");
         let file = File::open(root.join(name)).expect("open");
         file.sync_all().expect("sync");
@@ -297,7 +306,16 @@ mod tests {
             0,
             "{name}: the page cache kept pages it was told to drop (this test needs a disk-backed file system)"
         );
+        (file, bytes)
+    }
+
+    /// Reads through the directory the first [`READ_PAGES`] pages of `name`, in turn, with nothing
+    /// of the file in the page cache before; returns the pages of the file the page cache then
+    /// holds.
+    fn pages_brought_in(dir: &DiskDirectory, root: &Path, name: &str) -> usize {
+        let (file, bytes) = cold_file(root, name);
         let storage = dir.open(name, false).expect("open through the directory");
+        let page_size = page_size();
         let mut page = vec![0u8; page_size];
         for index in 0..READ_PAGES {
             let at = index * page_size;
@@ -309,13 +327,7 @@ mod tests {
 
     #[test]
     fn the_pack_files_are_read_without_the_kernels_read_ahead() {
-        // In the build's directory, not /tmp: a tmpfs holds every page whatever the advice.
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"), PathBuf::from);
-        let parent = target.join("tmp");
-        std::fs::create_dir_all(&parent).expect("target/tmp");
-        let root = tempfile::tempdir_in(&parent).expect("tempdir");
-        let dir = DiskDirectory::open(root.path(), None).expect("open the directory");
+        let (root, dir) = test_dir();
         // Another file of the directory, opened the same way, is read ahead: the kernel reads
         // pages past those asked for, more and more as the reads go on one after the other.
         let other = pages_brought_in(&dir, root.path(), "notes.bin");
@@ -329,5 +341,23 @@ mod tests {
                 "{name}: {brought} pages in the page cache (read ahead: {other})"
             );
         }
+    }
+
+    #[test]
+    fn a_pack_file_reads_ahead_what_it_is_told_it_will_need() {
+        let (root, dir) = test_dir();
+        let (file, _) = cold_file(root.path(), "chunk.000005");
+        let storage = dir.open("chunk.000005", false).expect("open through the directory");
+        let wanted = FILE_PAGES / 2;
+        storage.will_need(0, (wanted * page_size()) as u64);
+        // The reads run in the background: wait for them (at most 5 s).
+        let started = std::time::Instant::now();
+        let mut resident = resident_pages(&file);
+        while resident < wanted && started.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            resident = resident_pages(&file);
+        }
+        eprintln!("chunk.000005: {resident} pages in the page cache after asking for {wanted}");
+        assert!(resident >= wanted, "{resident} of the {wanted} pages asked for are in the page cache");
     }
 }

@@ -18,6 +18,12 @@ pub trait Storage: Send + Sync + Debug {
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
+    /// Tells the storage that the `len` bytes at `offset` will be read soon, so that it may start
+    /// reading them now (a file on disk: `posix_fadvise(POSIX_FADV_WILLNEED)`, the page cache
+    /// filled in the background). Only advice: by default, and on any error, nothing happens.
+    fn will_need(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
     /// Fills `buf` with the bytes at `offset`; fails with `UnexpectedEof` past the end.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// Writes `data` at `offset`, extending the storage if needed.
@@ -154,6 +160,18 @@ impl FileStorage {
 impl Storage for FileStorage {
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
+    }
+
+    fn will_need(&self, offset: u64, len: u64) {
+        #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+        let _ = rustix::fs::fadvise(
+            &self.file,
+            offset,
+            std::num::NonZeroU64::new(len),
+            rustix::fs::Advice::WillNeed,
+        );
+        #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+        let _ = (offset, len);
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {

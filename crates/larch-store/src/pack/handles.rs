@@ -299,6 +299,14 @@ impl Storage for ChunkFile {
         self.with(|file| file.len()).map_err(ChunkFile::as_io)?
     }
 
+    fn will_need(&self, offset: u64, len: u64) {
+        // Advice: a file that cannot be opened is left to the read that follows to report.
+        let _ = self.with(|file| {
+            file.will_need(offset, len);
+            Ok(())
+        });
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.with(|file| file.read_at(offset, buf)).map_err(ChunkFile::as_io)?
     }

@@ -419,7 +419,6 @@ impl Layout {
 
     /// The file and position holding global offset `global`, with the global end of its extent
     /// (`u64::MAX` for the head). An offset below the first extent is [`StoreError::Unmapped`].
-    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))] // the GC's seam; tests use it
     pub fn resolve(&self, global: u64) -> Result<(Arc<dyn Storage>, u64, u64)> {
         let extents = self.extents();
         let index = extents.partition_point(|extent| extent.start() <= global);
@@ -428,6 +427,16 @@ impl Layout {
         };
         let (file, position) = extent.resolve(global)?;
         Ok((file, position, extents.get(index).map_or(u64::MAX, Extent::start)))
+    }
+
+    /// Tells the file holding global offset `global` that its next `len` bytes (up to its
+    /// extent's end) will be read soon ([`Storage::will_need`]): a sequential pass asks for the
+    /// piece after the one it reads, since the kernel reads nothing ahead of the pack's files
+    /// (`io/disk.rs`). Only advice: an offset the layout does not map is ignored.
+    pub fn will_need(&self, global: u64, len: u64) {
+        if let Ok((file, position, extent_end)) = self.resolve(global) {
+            file.will_need(position, len.min(extent_end.saturating_sub(global)));
+        }
     }
 
     /// [`Layout::read`] in the layout as it is (no refresh).
