@@ -556,9 +556,12 @@ impl Layout {
                 ),
             ));
         }
+        // Each chunk enters the pool as soon as it is opened, so that a reader far behind the
+        // writer (many rolls since its last reload) still holds at most the pool's capacity.
         let mut chunks = Vec::new();
         for seq in our_head + 1..=head {
-            chunks.push(open_chunk(&*self.dir, seq, false)?);
+            let (probe, file) = open_chunk(&*self.dir, seq, false)?;
+            chunks.push((probe.clone(), probe.into_extent(&self.dir, &self.pool, file, false)));
         }
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Our head (its length now) and the new chunks.
@@ -578,8 +581,8 @@ impl Layout {
         }
         check_chunks(&probes, end)?;
         let opened = chunks.len();
-        for (probe, file) in chunks {
-            extents.push(Extent::Chunk(probe.into_extent(&self.dir, &self.pool, file, false)));
+        for (_, chunk) in chunks {
+            extents.push(Extent::Chunk(chunk));
         }
         Ok(opened)
     }
