@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::{CommitInfo, Hash};
-use larch_store::{Repo, RepoOptions, SyncPolicy};
+use larch_store::{Repo, RepoOptions, StoreError, SyncPolicy};
 use rustix::process::{Resource, getrlimit, setrlimit};
 
 /// Chunks the writer rolls to while the reader does not look.
@@ -57,7 +57,15 @@ fn a_reader_far_behind_the_writer_reloads_within_its_pool() {
         .unwrap();
     let reloaded = reader.reload();
     setrlimit(Resource::Nofile, saved).unwrap();
-    assert!(reloaded.expect("the reload, with 32 descriptors to spare"), "the reader saw nothing new");
+    let reloaded = match reloaded {
+        Ok(changed) => changed,
+        // Out of descriptors, the error names the chunk it could not open.
+        Err(StoreError::OpenFile { name, op, source }) => {
+            panic!("the reload ran out of descriptors: {op} of {name}: {source}")
+        }
+        Err(other) => panic!("the reload: {other}"),
+    };
+    assert!(reloaded, "the reader saw nothing new");
 
     let stats = reader.stats();
     assert!(stats.chunk_files >= chunks_before + ROLLS, "{chunks_before} chunks before: {stats:?}");

@@ -180,14 +180,15 @@ pub(crate) fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Resul
             Err(e) => return Err(io_error(0, "open", e)),
         },
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
-        other => other.map_err(|e| io_error(0, "open", e))?,
+        // Out of descriptors (`EMFILE`), say: the error names the file.
+        other => other.map_err(|source| StoreError::OpenFile { name: name.clone(), op: "open", source })?,
     };
     let mut header = [0u8; CHUNK_HEADER_LEN as usize];
     opened.read_at(0, &mut header).map_err(|e| match e.kind() {
         ErrorKind::UnexpectedEof => {
             StoreError::corrupt(FileKind::Pack, 0, format!("{name}: truncated header"))
         }
-        _ => io_error(0, "read", e),
+        _ => StoreError::OpenFile { name: name.clone(), op: "read header", source: e },
     })?;
     let (found, start) = decode_chunk_header(&header, &name)?;
     if found != seq {

@@ -435,7 +435,12 @@ impl Repo {
                     return Ok(repo);
                 }
                 Ok(repo) => return Ok(repo),
-                Err(e @ (StoreError::Io { .. } | StoreError::UnknownVersion { .. })) => return Err(e),
+                // The system's failures (out of descriptors, say) are not the store's: no fallback.
+                Err(
+                    e @ (StoreError::Io { .. }
+                    | StoreError::OpenFile { .. }
+                    | StoreError::UnknownVersion { .. }),
+                ) => return Err(e),
                 Err(e) if confirmed && first_error.is_none() => {
                     return Err(StoreError::NeedsRecovery {
                         path: display_path,
