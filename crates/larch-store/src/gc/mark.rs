@@ -33,6 +33,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod read_ahead;
+
+use read_ahead::ReadAhead;
+
 /// Records by global offset, as the mark reads them.
 pub(crate) trait RecordSource {
     /// The published end: records lie below it.
@@ -46,6 +50,9 @@ pub(crate) trait RecordSource {
         offset: u64,
         decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
     ) -> Result<(T, u64)>;
+    /// Advice that the bytes `[offset, offset + len)` will be read soon (the system may start
+    /// reading them from disk); nothing by default.
+    fn will_need(&self, _offset: u64, _len: u64) {}
 }
 
 impl RecordSource for PackReader {
@@ -63,6 +70,10 @@ impl RecordSource for PackReader {
         decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
     ) -> Result<(T, u64)> {
         PackReader::with_record(self, offset, decode)
+    }
+
+    fn will_need(&self, offset: u64, len: u64) {
+        self.layout().will_need(offset, len);
     }
 }
 
@@ -550,7 +561,9 @@ impl<S: RecordSource> Marker<'_, S> {
         let region_end = self.bounds.region_end;
         let mut pointers = Pointers::default();
         let mut base_only: Vec<u64> = Vec::new();
+        let mut read_ahead = ReadAhead::new();
         while let Some((offset, mark)) = self.pending.pop_last() {
+            read_ahead.advance(self.source, &self.pending, offset);
             // A kept patch not decoded yet is decoded from this read (its children are needed);
             // any other record is decoded pointers-only.
             let cached = &self.decoded;
