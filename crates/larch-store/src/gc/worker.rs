@@ -159,6 +159,34 @@ pub(crate) fn lock_roots(roots: &Mutex<LateRoots>) -> MutexGuard<'_, LateRoots> 
 /// Copy reads of at most this many bytes.
 const COPY_PIECE: u64 = 1 << 20;
 
+/// The copy asks the system for the live runs starting less than this many bytes past the piece
+/// it reads (`POSIX_FADV_WILLNEED`): the pack's files are read without the kernel's own
+/// read-ahead (`docs/store.md` *Reads and the cache*).
+const COPY_AHEAD: u64 = 8 << 20;
+
+/// Live runs closer than this are asked for as one range, gap included.
+const COPY_AHEAD_GAP: u64 = 32 << 10;
+
+/// Calls `ask` (`Layout::will_need`) for the runs of `runs` from index `*asked` on that start
+/// below `until`, close ones as one range; advances `*asked` past them.
+fn ask_ahead(runs: &[Run], asked: &mut usize, until: u64, mut ask: impl FnMut(u64, u64)) {
+    let mut range: Option<(u64, u64)> = None;
+    while let Some(run) = runs.get(*asked).filter(|run| run.start < until) {
+        range = match range {
+            Some((start, end)) if run.start.saturating_sub(end) <= COPY_AHEAD_GAP => Some((start, run.end())),
+            Some((start, end)) => {
+                ask(start, end - start);
+                Some((run.start, run.end()))
+            }
+            None => Some((run.start, run.end())),
+        };
+        *asked += 1;
+    }
+    if let Some((start, end)) = range {
+        ask(start, end - start);
+    }
+}
+
 /// The copy checks the late roots written so far each time it has copied this many bytes more
 /// (first before its first piece, the mark being done; with nothing to copy, only at the end).
 const LATE_CHECK_BYTES: u64 = 64 << 20;
@@ -323,6 +351,7 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         let mut buffer = Vec::new();
         let mut i = 0;
         let mut next_check = 0;
+        let mut asked = 0;
         while let Some(&Run { start, .. }) = to_copy.get(i) {
             if copied_bytes >= next_check {
                 let sets =
@@ -342,6 +371,8 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
             }
             let len = usize::try_from(end - start)
                 .map_err(|_| StoreError::corrupt(FileKind::Pack, start, "huge run"))?;
+            let until = end.saturating_add(COPY_AHEAD);
+            ask_ahead(to_copy, &mut asked, until, |at, len| layout.will_need(at, len));
             buffer.resize(len, 0);
             layout.read(start, &mut buffer)?;
             // Every record is checked again (framing and checksum) before it is copied: each run's
@@ -570,5 +601,33 @@ impl LiveSets<'_> {
             };
             !safe
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(start: u64, len: u32) -> Run {
+        Run { start, len, records: 1 }
+    }
+
+    #[test]
+    fn the_copy_asks_for_the_runs_ahead_of_it_once_close_ones_together() {
+        // Two close runs, one past the gap, one past the horizon.
+        let gap = COPY_AHEAD_GAP;
+        let runs = [run(100, 50), run(150 + gap, 10), run(160 + 2 * gap + 1, 20), run(10_000_000, 5)];
+        let mut asked = 0;
+        let mut calls = Vec::new();
+        ask_ahead(&runs, &mut asked, 1_000_000, |at, len| calls.push((at, len)));
+        assert_eq!(calls, vec![(100, 60 + gap), (160 + 2 * gap + 1, 20)]);
+        assert_eq!(asked, 3);
+        // Asked for once: the next call goes on from the fourth run.
+        calls.clear();
+        ask_ahead(&runs, &mut asked, 1_000_000, |at, len| calls.push((at, len)));
+        assert!(calls.is_empty());
+        ask_ahead(&runs, &mut asked, u64::MAX, |at, len| calls.push((at, len)));
+        assert_eq!(calls, vec![(10_000_000, 5)]);
+        assert_eq!(asked, 4);
     }
 }
