@@ -28,14 +28,11 @@ use crate::format::patch;
 use crate::gc::children::{self, Decoded, NodeChildren};
 use crate::gc::live::{LiveRuns, LiveRunsBuilder};
 use crate::gc::roots::{PackedOffsets, PackedPairs, RootSpan, RootSpans, SPAN_BYTES};
+use crate::pack::read_ahead::ReadAhead;
 use crate::pack::reader::PackReader;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-mod read_ahead;
-
-use read_ahead::ReadAhead;
 
 /// Records by global offset, as the mark reads them.
 pub(crate) trait RecordSource {
@@ -563,7 +560,12 @@ impl<S: RecordSource> Marker<'_, S> {
         let mut base_only: Vec<u64> = Vec::new();
         let mut read_ahead = ReadAhead::new();
         while let Some((offset, mark)) = self.pending.pop_last() {
-            read_ahead.advance(self.source, &self.pending, offset);
+            let pending = &self.pending;
+            read_ahead.advance(
+                offset,
+                |below| pending.range(..below).rev().map(|(offset, _)| *offset),
+                |at, len| self.source.will_need(at, len),
+            );
             // A kept patch not decoded yet is decoded from this read (its children are needed);
             // any other record is decoded pointers-only.
             let cached = &self.decoded;
