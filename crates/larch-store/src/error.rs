@@ -82,14 +82,16 @@ pub enum StoreError {
         /// Where it was looked for.
         detail: String,
     },
-    /// A chunk file the layout knows could not be opened again after its descriptor was closed
-    /// (the bounded set of open files, `RepoOptions::open_files`): e.g. `EMFILE` when the process
-    /// is out of descriptors.
+    /// A chunk file (or a format-2 `pack`) that is there could not be opened, or its header read:
+    /// at a handle's open, on a reader's reload, or again after the bounded set of open files
+    /// (`RepoOptions::open_files`) closed its descriptor; e.g. `EMFILE` when the process is out of
+    /// descriptors. The system's failure, not the store's: a handle's open returns it rather
+    /// than falling back to the control file's older slot.
     #[error("{op} of {name} failed: {source}")]
     OpenFile {
         /// The file's name.
         name: String,
-        /// What was being done ("reopen", "read header").
+        /// What was being done ("open", "reopen", "read header", "stat").
         op: &'static str,
         /// The system's error.
         #[source]

@@ -28,9 +28,9 @@ use crate::format::patch;
 use crate::gc::children::{self, Decoded, NodeChildren};
 use crate::gc::live::{LiveRuns, LiveRunsBuilder};
 use crate::gc::roots::{PackedOffsets, PackedPairs, RootSpan, RootSpans, SPAN_BYTES};
-use crate::pack::read_ahead::ReadAhead;
+use crate::pack::read_ahead::{self, ReadAhead};
 use crate::pack::reader::PackReader;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -359,7 +359,16 @@ struct Marker<'a, S: RecordSource> {
     floor: u64,
     /// The live set being built (records pushed decreasing).
     live: LiveRunsBuilder,
+    /// Window patches whose decoded children are needed, decoded [`PATCH_BATCH`] at a time.
+    deferred: Vec<u64>,
+    /// Records of the deferred patches' chains, read and decoded ahead of their turn
+    /// ([`Marker::stage_chains`]), with their lengths.
+    staged: HashMap<u64, (Decoded, u64)>,
 }
+
+/// Window patches decoded together: the records down their chains are read level by level, each
+/// level's asked for at once (`POSIX_FADV_WILLNEED`), instead of one after the other.
+const PATCH_BATCH: usize = 256;
 
 impl<S: RecordSource> Marker<'_, S> {
     /// Adds `offset` to the pending set (records of the window are roots' sources, not targets).
@@ -379,8 +388,10 @@ impl<S: RecordSource> Marker<'_, S> {
             }
             return Ok((node.clone(), *chain));
         }
-        let (decoded, total) =
-            self.source.with_record(offset, |kind, body| children::decode(kind, body, offset))?;
+        let (decoded, total) = match self.staged.remove(&offset) {
+            Some(staged) => staged,
+            None => self.source.with_record(offset, |kind, body| children::decode(kind, body, offset))?,
+        };
         self.result.bytes_read += total;
         self.result.records_read += 1;
         let (node, chain) = match decoded {
@@ -428,6 +439,55 @@ impl<S: RecordSource> Marker<'_, S> {
         self.children = children;
     }
 
+    /// [`Marker::push_patch_children`] for a patch of the window, in its batch.
+    fn defer_patch_children(&mut self, patch: u64) -> Result<()> {
+        self.deferred.push(patch);
+        if self.deferred.len() >= PATCH_BATCH {
+            self.flush_patches()?;
+        }
+        Ok(())
+    }
+
+    /// Pushes the children of the deferred patches, their chains staged first.
+    fn flush_patches(&mut self) -> Result<()> {
+        let mut batch = std::mem::take(&mut self.deferred);
+        self.stage_chains(&batch);
+        let pushed = batch.iter().try_for_each(|&patch| self.push_patch_children(patch));
+        self.staged.clear();
+        batch.clear();
+        self.deferred = batch;
+        pushed
+    }
+
+    /// Reads and decodes the records down the chains of `patches` that the cache of decoded nodes
+    /// does not hold, level by level: each level's records are asked for at once, then read (each
+    /// names its base, the next level). A record that fails to read or decode is left out: its
+    /// decoding in [`Marker::decoded_node`] reports it.
+    fn stage_chains(&mut self, patches: &[u64]) {
+        let mut level: Vec<u64> = patches.to_vec();
+        for _ in 0..=patch::MAX_CHAIN {
+            level.sort_unstable_by(|a, b| b.cmp(a));
+            level.dedup();
+            level.retain(|offset| !self.decoded.contains_key(offset) && !self.staged.contains_key(offset));
+            if level.is_empty() {
+                return;
+            }
+            let source = self.source;
+            read_ahead::ask_for_all(level.iter().copied(), |at, len| source.will_need(at, len));
+            let mut next = Vec::with_capacity(level.len());
+            for &offset in &level {
+                let read = source.with_record(offset, |kind, body| children::decode(kind, body, offset));
+                if let Ok((decoded, total)) = read {
+                    if let Decoded::Patch { base, .. } = &decoded {
+                        next.push(*base);
+                    }
+                    self.staged.insert(offset, (decoded, total));
+                }
+            }
+            level = next;
+        }
+    }
+
     /// Pushes the children of the decoded patch at `offset` as full.
     fn push_patch_children(&mut self, offset: u64) -> Result<()> {
         self.result.patches_decoded += 1;
@@ -465,6 +525,7 @@ impl<S: RecordSource> Marker<'_, S> {
             }
             offset = end;
         }
+        self.flush_patches()?;
         self.result.roots = self.pending.len() as u64;
         Ok(())
     }
@@ -479,7 +540,7 @@ impl<S: RecordSource> Marker<'_, S> {
         for (patch, base) in span.patches.iter() {
             if base < self.bounds.keep_from {
                 self.push(base, Mark::BaseOnly);
-                self.push_patch_children(patch)?;
+                self.defer_patch_children(patch)?;
             }
         }
         Ok(())
@@ -532,7 +593,7 @@ impl<S: RecordSource> Marker<'_, S> {
                     Some(base) if base < keep_from => {
                         // The base is not in the window: the decoded node's children are needed.
                         self.push(base, Mark::BaseOnly);
-                        self.push_patch_children(offset)?;
+                        self.defer_patch_children(offset)?;
                     }
                     _ => {
                         for &child in &pointers.children {
@@ -668,6 +729,8 @@ pub(crate) fn mark_above<S: RecordSource>(
         result: GcMark { bounds: Some(bounds), ..GcMark::default() },
         floor,
         live: LiveRunsBuilder::new(splits),
+        deferred: Vec::new(),
+        staged: HashMap::new(),
     };
     let start = Instant::now();
     marker.scan_window(spans)?;

@@ -164,7 +164,7 @@ const COPY_PIECE: u64 = 1 << 20;
 /// read-ahead (`docs/store.md` *Reads and the cache*).
 const COPY_AHEAD: u64 = 8 << 20;
 
-/// Live runs closer than this are asked for as one range, gap included.
+/// Live runs at most this far apart are asked for as one range, gap included.
 const COPY_AHEAD_GAP: u64 = 32 << 10;
 
 /// Calls `ask` (`Layout::will_need`) for the runs of `runs` from index `*asked` on that start
@@ -173,7 +173,9 @@ fn ask_ahead(runs: &[Run], asked: &mut usize, until: u64, mut ask: impl FnMut(u6
     let mut range: Option<(u64, u64)> = None;
     while let Some(run) = runs.get(*asked).filter(|run| run.start < until) {
         range = match range {
-            Some((start, end)) if run.start.saturating_sub(end) <= COPY_AHEAD_GAP => Some((start, run.end())),
+            Some((start, end)) if run.start.saturating_sub(end) <= COPY_AHEAD_GAP => {
+                Some((start, end.max(run.end())))
+            }
             Some((start, end)) => {
                 ask(start, end - start);
                 Some((run.start, run.end()))
@@ -371,6 +373,8 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
             }
             let len = usize::try_from(end - start)
                 .map_err(|_| StoreError::corrupt(FileKind::Pack, start, "huge run"))?;
+            // The piece itself is read now: what follows it is asked for.
+            asked = asked.max(j);
             let until = end.saturating_add(COPY_AHEAD);
             ask_ahead(to_copy, &mut asked, until, |at, len| layout.will_need(at, len));
             buffer.resize(len, 0);

@@ -168,16 +168,19 @@ pub(crate) fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Resul
     let opened = match dir.open(&name, writable) {
         Err(e) if e.kind() == ErrorKind::NotFound && seq == 0 => match dir.open(LEGACY_PACK, false) {
             Ok(file) => {
+                let failed = |op, source| StoreError::OpenFile { name: LEGACY_PACK.to_string(), op, source };
                 let mut header = [0u8; PACK_HEADER_LEN as usize];
-                file.read_at(0, &mut header).map_err(|e| io_error(0, "read", e))?;
+                file.read_at(0, &mut header).map_err(|e| failed("read header", e))?;
                 crate::format::names::check_pack_header(&header)?;
-                let len = file.len().map_err(|e| io_error(0, "stat", e))?;
+                let len = file.len().map_err(|e| failed("stat", e))?;
                 let probe =
                     Probe { seq: 0, start: PACK_HEADER_LEN, data_at: PACK_HEADER_LEN, legacy: true, len };
                 return Ok((probe, file));
             }
             Err(legacy) if legacy.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
-            Err(e) => return Err(io_error(0, "open", e)),
+            Err(source) => {
+                return Err(StoreError::OpenFile { name: LEGACY_PACK.to_string(), op: "open", source });
+            }
         },
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(missing(&name, &e)),
         // Out of descriptors (`EMFILE`), say: the error names the file.
@@ -188,13 +191,16 @@ pub(crate) fn open_chunk(dir: &dyn Directory, seq: u32, writable: bool) -> Resul
         ErrorKind::UnexpectedEof => {
             StoreError::corrupt(FileKind::Pack, 0, format!("{name}: truncated header"))
         }
+        // Unlinked since it was opened (a remote lower layer's object deleted by a GC).
+        ErrorKind::NotFound => missing(&name, &e),
         _ => StoreError::OpenFile { name: name.clone(), op: "read header", source: e },
     })?;
     let (found, start) = decode_chunk_header(&header, &name)?;
     if found != seq {
         return Err(StoreError::corrupt(FileKind::Pack, 16, format!("{name}: header says chunk {found}")));
     }
-    let len = opened.len().map_err(|e| io_error(0, "stat", e))?;
+    let len =
+        opened.len().map_err(|source| StoreError::OpenFile { name: name.clone(), op: "stat", source })?;
     Ok((Probe { seq, start, data_at: CHUNK_HEADER_LEN, legacy: false, len }, opened))
 }
 
@@ -317,7 +323,13 @@ impl Layout {
             if seq != last.seq + 1 {
                 break;
             }
-            let Ok((next, file)) = open_chunk(&*dir, seq, false) else { break };
+            let (next, file) = match open_chunk(&*dir, seq, false) {
+                Ok(opened) => opened,
+                // Gone since the listing, or left unfinished by a crashed roll: the pack ends here.
+                Err(StoreError::MissingFile { .. } | StoreError::Corrupt { .. }) => break,
+                // The system's failure (out of descriptors, say) is not the pack's end.
+                Err(e) => return Err(e),
+            };
             if !next.follows(&last) {
                 break;
             }
@@ -430,13 +442,17 @@ impl Layout {
         Ok((file, position, extents.get(index).map_or(u64::MAX, Extent::start)))
     }
 
-    /// Tells the file holding global offset `global` that its next `len` bytes (up to its
-    /// extent's end) will be read soon ([`Storage::will_need`]): a sequential pass asks for the
+    /// Tells the files holding global offsets `[global, global + len)` that these bytes will be
+    /// read soon ([`Storage::will_need`], each file its part): a sequential pass asks for the
     /// piece after the one it reads, since the kernel reads nothing ahead of the pack's files
-    /// (`io/disk.rs`). Only advice: an offset the layout does not map is ignored.
+    /// (`io/disk.rs`). Only advice: from an offset the layout does not map, nothing is asked.
     pub fn will_need(&self, global: u64, len: u64) {
-        if let Ok((file, position, extent_end)) = self.resolve(global) {
-            file.will_need(position, len.min(extent_end.saturating_sub(global)));
+        let end = global.saturating_add(len);
+        let mut at = global;
+        while at < end {
+            let Ok((file, position, extent_end)) = self.resolve(at) else { return };
+            file.will_need(position, end.min(extent_end) - at);
+            at = extent_end;
         }
     }
 

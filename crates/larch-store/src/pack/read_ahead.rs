@@ -7,21 +7,22 @@ const READ_AHEAD_RECORDS: usize = 256;
 /// Bytes asked for from each pending offset (records are mostly far shorter; a longer one is read
 /// on without advice).
 const READ_AHEAD_RECORD_BYTES: u64 = 4096;
-/// Pending offsets closer than this are asked for as one range, gap included.
+/// Offsets at most this far apart are asked for as one range, gap included.
 const READ_AHEAD_GAP: u64 = 32 << 10;
 
 /// A descending sweep's reading ahead. The GC's mark reads records from a set of pending offsets,
 /// the highest first, and pushes the ones they point to (always lower): its reads depend on one
-/// another only through that set, which holds the offsets it will read next. (fsck sweeps the same
-/// way, but a cold fsck of the 10x rung spends its time on the CPU: reading ahead there measured
-/// no faster, 24.4–29.3 s against 24.8–25.7 s.) On a store
-/// larger than the page cache, reading them one at a time waits for the disk at each (the pack's
-/// files are read without the kernel's own read-ahead: `docs/store.md` *Reads and the cache*). So
-/// the next [`READ_AHEAD_RECORDS`] pending offsets are handed to the system together
+/// another only through that set, which holds the offsets it will read next. On a store larger
+/// than the page cache, reading them one at a time waits for the disk at each (the pack's files
+/// are read without the kernel's own read-ahead: `docs/store.md` *Reads and the cache*). So the
+/// next [`READ_AHEAD_RECORDS`] pending offsets are handed to the system together
 /// (`Layout::will_need`: `POSIX_FADV_WILLNEED`, which starts reading them all), and the next batch
 /// once the sweep is halfway through one. Not asked for: offsets pushed above the last batch's
-/// lowest one (they lie among records just asked for), and what a sweep reads besides its pending
-/// records (the bases down a patch's chain, one after the other).
+/// lowest one (they lie among records just asked for), and what the sweep reads besides its
+/// pending records (the bases down a patch's chain; the mark stages those of the window's patches
+/// level by level with [`ask_for_all`]). fsck sweeps the same way, but a cold fsck of
+/// the 10x rung spends its time on the CPU: reading ahead there measured no faster (24.4–29.3 s
+/// against 24.8–25.7 s).
 #[derive(Debug)]
 pub(crate) struct ReadAhead {
     /// Every pending offset at or above this was asked for.
@@ -48,32 +49,43 @@ impl ReadAhead {
         if reading >= self.refill_below {
             return;
         }
-        let mut range: Option<(u64, u64)> = None; // [low, high), gathered downwards.
-        let mut count = 0usize;
         let below = self.asked_down_to.min(reading);
-        for offset in pending_below(below).take(READ_AHEAD_RECORDS) {
+        let mut count = 0usize;
+        let (asked_down_to, refill_below) = (&mut self.asked_down_to, &mut self.refill_below);
+        let batch = pending_below(below).take(READ_AHEAD_RECORDS).inspect(|&offset| {
             count += 1;
             if count == READ_AHEAD_RECORDS / 2 {
-                self.refill_below = offset;
+                *refill_below = offset;
             }
-            self.asked_down_to = offset;
-            range = match range {
-                Some((low, high)) if low - offset <= READ_AHEAD_GAP => Some((offset, high)),
-                Some((low, high)) => {
-                    ask(low, high - low);
-                    Some((offset, offset + READ_AHEAD_RECORD_BYTES))
-                }
-                None => Some((offset, offset + READ_AHEAD_RECORD_BYTES)),
-            };
-        }
-        if let Some((low, high)) = range {
-            ask(low, high - low);
-        }
+            *asked_down_to = offset;
+        });
+        ask_for_all(batch, &mut ask);
         if count < READ_AHEAD_RECORDS / 2 {
             // Nearly all pending offsets are asked for: the next batch at the first read below
             // them (children pushed since may lie there).
             self.refill_below = self.asked_down_to;
         }
+    }
+}
+
+/// Asks (`ask(offset, len)`) for the records at `offsets`, in decreasing order: the first
+/// [`READ_AHEAD_RECORD_BYTES`] of each, offsets at most [`READ_AHEAD_GAP`] apart as one range.
+pub(crate) fn ask_for_all(offsets: impl Iterator<Item = u64>, mut ask: impl FnMut(u64, u64)) {
+    let mut range: Option<(u64, u64)> = None; // [low, high), gathered downwards.
+    for offset in offsets {
+        range = match range {
+            Some((low, high)) if low.saturating_sub(offset) <= READ_AHEAD_GAP => {
+                Some((offset.min(low), high))
+            }
+            Some((low, high)) => {
+                ask(low, high - low);
+                Some((offset, offset.saturating_add(READ_AHEAD_RECORD_BYTES)))
+            }
+            None => Some((offset, offset.saturating_add(READ_AHEAD_RECORD_BYTES))),
+        };
+    }
+    if let Some((low, high)) = range {
+        ask(low, high - low);
     }
 }
 

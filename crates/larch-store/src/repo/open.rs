@@ -117,7 +117,9 @@ fn slots_summary(control: &ControlFileState) -> String {
 fn is_missing_file(e: &StoreError) -> bool {
     match e {
         StoreError::MissingFile { .. } => true,
-        StoreError::Io { source, .. } => source.kind() == ErrorKind::NotFound,
+        StoreError::Io { source, .. } | StoreError::OpenFile { source, .. } => {
+            source.kind() == ErrorKind::NotFound
+        }
         _ => false,
     }
 }

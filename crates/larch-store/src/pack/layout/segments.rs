@@ -125,7 +125,13 @@ impl Layout {
         let mut extents: Vec<Extent> = segments.into_iter().map(Extent::Segment).collect();
         extents.push(Extent::Chunk(first.into_extent(&dir, &pool, file, false)));
         while let Some(seq) = last.seq.checked_add(1) {
-            let Ok((next, file)) = open_chunk(&*dir, seq, false) else { break };
+            let (next, file) = match open_chunk(&*dir, seq, false) {
+                Ok(opened) => opened,
+                // Gone since the listing, or left unfinished by a crashed roll: the pack ends here.
+                Err(StoreError::MissingFile { .. } | StoreError::Corrupt { .. }) => break,
+                // The system's failure (out of descriptors, say) is not the pack's end.
+                Err(e) => return Err(e),
+            };
             if !next.follows(&last) {
                 break;
             }

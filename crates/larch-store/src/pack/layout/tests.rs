@@ -92,3 +92,133 @@ fn reads_match_a_flat_model_across_rolls() {
         assert!(layout.write_at(16, b"x").is_err());
     }
 }
+
+/// What a layout asks its files for ([`Storage::will_need`]), by file name.
+type Advice = Arc<std::sync::Mutex<Vec<(String, u64, u64)>>>;
+
+/// A file that records the advice it is given.
+#[derive(Debug)]
+struct AdvisedFile {
+    name: String,
+    inner: Arc<dyn Storage>,
+    advice: Advice,
+}
+
+impl Storage for AdvisedFile {
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        self.advice.lock().unwrap().push((self.name.clone(), offset, len));
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+}
+
+/// A directory in memory whose files record the advice they are given; opening the file named
+/// `fail_open` fails as a process out of descriptors does.
+#[derive(Debug, Default)]
+struct AdvisedDirectory {
+    inner: MemDirectory,
+    advice: Advice,
+    fail_open: std::sync::Mutex<Option<String>>,
+}
+
+impl AdvisedDirectory {
+    fn wrap(&self, name: &str, inner: Arc<dyn Storage>) -> Arc<dyn Storage> {
+        Arc::new(AdvisedFile { name: name.to_string(), inner, advice: self.advice.clone() })
+    }
+}
+
+impl Directory for AdvisedDirectory {
+    fn create(&self, name: &str) -> io::Result<Arc<dyn Storage>> {
+        Ok(self.wrap(name, self.inner.create(name)?))
+    }
+    fn open(&self, name: &str, writable: bool) -> io::Result<Arc<dyn Storage>> {
+        if self.fail_open.lock().unwrap().as_deref() == Some(name) {
+            return Err(io::Error::from_raw_os_error(24)); // EMFILE
+        }
+        Ok(self.wrap(name, self.inner.open(name, writable)?))
+    }
+    fn list(&self) -> io::Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn remove(&self, name: &str) -> io::Result<()> {
+        self.inner.remove(name)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+}
+
+/// A range asked for across chunk ends reaches every chunk it covers, each for its own part.
+#[test]
+fn will_need_asks_each_chunk_a_range_covers_for_its_part() {
+    let advised = Arc::new(AdvisedDirectory::default());
+    let advice = advised.advice.clone();
+    let dir: Arc<dyn Directory> = advised;
+    Layout::create_first(&dir).unwrap();
+    let layout = Layout::open(dir.clone(), (0, 0), 16, 16, true, FilePool::new(3)).unwrap();
+    // Chunk 0 holds [16, 1000), chunk 1 [1000, 2000), chunk 2 [2000, 2500).
+    layout.write_at(16, &[7u8; 984]).unwrap();
+    layout.roll(1000).unwrap();
+    layout.write_at(1000, &[8u8; 1000]).unwrap();
+    layout.roll(2000).unwrap();
+    layout.write_at(2000, &[9u8; 500]).unwrap();
+    layout.sync().unwrap();
+    advice.lock().unwrap().clear();
+    layout.will_need(900, 1_400);
+    let asked = advice.lock().unwrap().clone();
+    let position = |start: u64, global: u64| CHUNK_HEADER_LEN + (global - start);
+    assert_eq!(
+        asked,
+        vec![
+            ("chunk.000000".to_string(), position(16, 900), 100),
+            ("chunk.000001".to_string(), position(1000, 1000), 1000),
+            ("chunk.000002".to_string(), position(2000, 2000), 300),
+        ]
+    );
+    // Below the pack, nothing is asked.
+    advice.lock().unwrap().clear();
+    layout.will_need(0, 10);
+    assert!(advice.lock().unwrap().is_empty());
+}
+
+/// Recovery's look at the chunk files present stops at a missing or unfinished chunk, never at one
+/// it could not open: that is the system's failure, and it is returned, naming the file.
+#[test]
+fn discover_returns_a_chunk_it_cannot_open_rather_than_stop_before_it() {
+    let advised = Arc::new(AdvisedDirectory::default());
+    let dir: Arc<dyn Directory> = advised.clone();
+    Layout::create_first(&dir).unwrap();
+    let layout = Layout::open(dir.clone(), (0, 0), 16, 16, true, FilePool::new(3)).unwrap();
+    for (start, len) in [(16u64, 984usize), (1000, 1000), (2000, 500)] {
+        if start > 16 {
+            layout.roll(start).unwrap();
+        }
+        layout.write_at(start, &vec![1u8; len]).unwrap();
+    }
+    layout.sync().unwrap();
+    drop(layout);
+    assert_eq!(Layout::discover(dir.clone()).unwrap().head().0, 2, "all three chunks");
+    *advised.fail_open.lock().unwrap() = Some("chunk.000001".to_string());
+    match Layout::discover(dir.clone()) {
+        Err(StoreError::OpenFile { name, op: "open", .. }) => assert_eq!(name, "chunk.000001"),
+        Err(other) => panic!("another error: {other}"),
+        Ok(found) => panic!("a layout ending at chunk {} instead of an error", found.head().0),
+    }
+    // A chunk that is not there (a crashed roll's, removed) ends the pack, as before.
+    *advised.fail_open.lock().unwrap() = None;
+    dir.remove("chunk.000002").unwrap();
+    assert_eq!(Layout::discover(dir).unwrap().head().0, 1);
+}
