@@ -1,4 +1,5 @@
 use super::*;
+use crate::format::names::decode_chunk_header;
 use crate::io::storage::MemDirectory;
 
 /// Golden bytes of a chunk header (docs/format.md §3). A change here is a format change.
