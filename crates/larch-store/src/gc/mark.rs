@@ -30,9 +30,12 @@ use crate::gc::live::{LiveRuns, LiveRunsBuilder};
 use crate::gc::roots::{PackedOffsets, PackedPairs, RootSpan, RootSpans, SPAN_BYTES};
 use crate::pack::read_ahead::{self, ReadAhead};
 use crate::pack::reader::PackReader;
+use block::Block;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod block;
 
 /// Records by global offset, as the mark reads them.
 pub(crate) trait RecordSource {
@@ -50,6 +53,16 @@ pub(crate) trait RecordSource {
     /// Advice that the bytes `[offset, offset + len)` will be read soon (the system may start
     /// reading them from disk); nothing by default.
     fn will_need(&self, _offset: u64, _len: u64) {}
+    /// [`RecordSource::with_record`], taking the record from `pre` (the pack's bytes from
+    /// `offset` on, read already) when it holds it whole; the default reads it again.
+    fn with_record_from<T>(
+        &self,
+        offset: u64,
+        _pre: &[u8],
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        self.with_record(offset, decode)
+    }
 }
 
 impl RecordSource for PackReader {
@@ -71,6 +84,15 @@ impl RecordSource for PackReader {
 
     fn will_need(&self, offset: u64, len: u64) {
         self.layout().will_need(offset, len);
+    }
+
+    fn with_record_from<T>(
+        &self,
+        offset: u64,
+        pre: &[u8],
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        PackReader::with_record_from(self, offset, pre, decode)
     }
 }
 
@@ -620,6 +642,7 @@ impl<S: RecordSource> Marker<'_, S> {
         let mut pointers = Pointers::default();
         let mut base_only: Vec<u64> = Vec::new();
         let mut read_ahead = ReadAhead::new();
+        let mut block = Block::default();
         while let Some((offset, mark)) = self.pending.pop_last() {
             let pending = &self.pending;
             read_ahead.advance(
@@ -629,8 +652,11 @@ impl<S: RecordSource> Marker<'_, S> {
             );
             // A kept patch not decoded yet is decoded from this read (its children are needed);
             // any other record is decoded pointers-only.
+            if block.from(offset).is_none() {
+                block.fill(self.source, &self.pending, offset);
+            }
             let cached = &self.decoded;
-            let (decoded, total) = self.source.with_record(offset, |kind, body| {
+            let decode = |kind, body: &[u8]| {
                 if kind == RecordKind::Commit {
                     return Err(StoreError::corrupt(
                         FileKind::Pack,
@@ -643,7 +669,11 @@ impl<S: RecordSource> Marker<'_, S> {
                     return Ok((kind, Some(children::decode(kind, body, offset)?)));
                 }
                 Ok((kind, None))
-            })?;
+            };
+            let (decoded, total) = match block.from(offset) {
+                Some(pre) => self.source.with_record_from(offset, pre, decode)?,
+                None => self.source.with_record(offset, decode)?,
+            };
             let (kind, decoded) = decoded;
             self.result.bytes_read += total;
             self.result.records_read += 1;

@@ -351,6 +351,17 @@ impl PackReader {
     }
 
     /// [`PackReader::with_record`], taking the record from `pre` (the pack's bytes from `offset`
+    /// on, read already) when it holds it whole, reading it otherwise: the same checks either way.
+    pub fn with_record_from<T>(
+        &self,
+        offset: u64,
+        pre: &[u8],
+        decode: impl FnOnce(RecordKind, &[u8]) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        self.with_record_in(offset, Some(pre), ReadKind::Other, decode)
+    }
+
+    /// [`PackReader::with_record`], taking the record from `pre` (the pack's bytes from `offset`
     /// on, read ahead) when it holds it whole, its first read sized as `kind`'s are.
     fn with_record_in<T>(
         &self,
