@@ -138,8 +138,9 @@ pub struct GcMark {
     pub boundary_records: u64,
     /// Patches decoded to find their children (the rest was decoded pointers-only).
     pub patches_decoded: u64,
-    /// Bytes read: the window once (but its summarised spans), plus every record read by the
-    /// traversal and patch decoding.
+    /// Bytes of the records read: the window once (but its summarised spans), plus every record
+    /// read by the traversal and patch decoding (not the gaps between the records of a block the
+    /// traversal reads at once, `mark/block.rs`).
     pub bytes_read: u64,
     /// Records read by the traversal and patch decoding (the window's sequential scan not
     /// included): each record the traversal visits once, plus the window's patches whose
@@ -652,11 +653,11 @@ impl<S: RecordSource> Marker<'_, S> {
             );
             // A kept patch not decoded yet is decoded from this read (its children are needed);
             // any other record is decoded pointers-only.
-            if block.from(offset).is_none() {
+            if block.bytes_at(offset).is_none() {
                 block.fill(self.source, &self.pending, offset);
             }
             let cached = &self.decoded;
-            let decode = |kind, body: &[u8]| {
+            let mut decode = |kind, body: &[u8]| {
                 if kind == RecordKind::Commit {
                     return Err(StoreError::corrupt(
                         FileKind::Pack,
@@ -670,9 +671,13 @@ impl<S: RecordSource> Marker<'_, S> {
                 }
                 Ok((kind, None))
             };
-            let (decoded, total) = match block.from(offset) {
-                Some(pre) => self.source.with_record_from(offset, pre, decode)?,
-                None => self.source.with_record(offset, decode)?,
+            let from_block =
+                block.bytes_at(offset).map(|pre| self.source.with_record_from(offset, pre, &mut decode));
+            let (decoded, total) = match from_block {
+                Some(Ok(read)) => read,
+                // A problem is reported as a read of the record alone reports it (a block holds
+                // zeros where a segment has a hole; a read alone names the collected record).
+                Some(Err(_)) | None => self.source.with_record(offset, &mut decode)?,
             };
             let (kind, decoded) = decoded;
             self.result.bytes_read += total;

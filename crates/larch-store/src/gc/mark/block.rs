@@ -9,7 +9,8 @@ const BLOCK_SPAN: u64 = 64 << 10;
 const BLOCK_MIN_RECORDS: usize = 4;
 /// ... and at most this many (a block ends at the last of them) ...
 const BLOCK_MAX_RECORDS: usize = 64;
-/// ... plus this many bytes past the record being read (a longer record is read alone).
+/// ... plus this many bytes from the start of the record being read (a longer record is read
+/// again, alone).
 const BLOCK_TAIL: u64 = 4096;
 
 /// The pack's bytes `[start, start + bytes.len())`, read at once for the dense pending records
@@ -19,11 +20,13 @@ const BLOCK_TAIL: u64 = 4096;
 pub(super) struct Block {
     start: u64,
     bytes: Vec<u8>,
+    /// A block read that failed reached down to here: the records above it are read alone.
+    failed_down_to: Option<u64>,
 }
 
 impl Block {
     /// The bytes from `offset` on, if the block holds `offset`.
-    pub(super) fn from(&self, offset: u64) -> Option<&[u8]> {
+    pub(super) fn bytes_at(&self, offset: u64) -> Option<&[u8]> {
         let at = usize::try_from(offset.checked_sub(self.start)?).ok()?;
         self.bytes.get(at..).filter(|rest| !rest.is_empty())
     }
@@ -33,6 +36,9 @@ impl Block {
     /// is then read, and any problem reported, alone).
     pub(super) fn fill<S: RecordSource>(&mut self, source: &S, pending: &BTreeMap<u64, Mark>, offset: u64) {
         self.bytes.clear();
+        if self.failed_down_to.is_some_and(|low| offset >= low) {
+            return;
+        }
         let below = pending.range(offset.saturating_sub(BLOCK_SPAN)..offset).rev().take(BLOCK_MAX_RECORDS);
         let (count, lowest) = below.fold((0, offset), |(count, _), (at, _)| (count + 1, *at));
         if count < BLOCK_MIN_RECORDS {
@@ -43,6 +49,7 @@ impl Block {
         self.bytes.resize(len, 0);
         if source.read_raw(lowest, &mut self.bytes).is_err() {
             self.bytes.clear();
+            self.failed_down_to = Some(lowest);
             return;
         }
         self.start = lowest;
@@ -97,16 +104,25 @@ mod tests {
         let lowest = 100_000 - 200 * BLOCK_MAX_RECORDS as u64;
         assert_eq!(block.start, lowest);
         assert_eq!(block.bytes.len() as u64, 100_000 + BLOCK_TAIL - lowest);
-        let at = block.from(100_000 - 200).expect("a pending record in the block");
+        let at = block.bytes_at(100_000 - 200).expect("a pending record in the block");
         assert_eq!(at.first(), Some(&((100_000u64 - 200) as u8)), "the pack's bytes at that offset");
-        assert!(block.from(lowest - 1).is_none() && block.from(100_000 + BLOCK_TAIL).is_none());
-        // Three records below within the span: each is read alone.
-        block.fill(&source, &pending([99_000, 98_000, 97_000, 10_000]), 100_000);
-        assert!(block.from(99_000).is_none());
-        // A read that fails leaves the block empty (the records are then read alone).
+        assert!(block.bytes_at(lowest - 1).is_none() && block.bytes_at(100_000 + BLOCK_TAIL).is_none());
+        // Three records below within the span: each is read alone; four (the lowest exactly
+        // BLOCK_SPAN below): one block.
+        let span_low = 100_000 - BLOCK_SPAN;
+        block.fill(&source, &pending([99_000, 98_000, 97_000, span_low - 1]), 100_000);
+        assert!(block.bytes_at(99_000).is_none());
+        block.fill(&source, &pending([99_000, 98_000, 97_000, span_low]), 100_000);
+        assert_eq!(block.start, span_low);
+        assert!(block.bytes_at(99_000).is_some());
+        // A read that fails leaves the block empty (the records are then read alone), and is not
+        // tried again above where it reached down to.
         let failing = Bytes { len: 1 << 20, fail_from: 100_000 };
         block.fill(&failing, &dense, 100_000);
-        assert!(block.from(100_000 - 200).is_none());
+        assert!(block.bytes_at(100_000 - 200).is_none());
+        block.fill(&source, &dense, 100_000 - 200);
+        assert!(block.bytes_at(100_000 - 400).is_none(), "tried again inside the failed block");
+        let mut block = Block::default();
         // Near the published end, the block stops there.
         let short = Bytes { len: 100_100, fail_from: u64::MAX };
         block.fill(&short, &dense, 100_000);
