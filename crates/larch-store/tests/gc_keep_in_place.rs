@@ -60,6 +60,31 @@ impl Store {
         self.commit();
     }
 
+    /// `parts` first blocks of `values` values each, under a directory of their own (`cold<p>/`):
+    /// one chunk each, mostly live until something rewrites them.
+    fn setup_parts(&mut self, parts: usize, values: usize) {
+        for part in 0..parts {
+            for i in 0..values {
+                let path = cold_path(part, i);
+                let value = format!("cold {part} {i} {}", "c".repeat(60 + i % 50)).into_bytes();
+                self.tree.add(&path, value.clone()).unwrap();
+                self.model.add(&path, value);
+            }
+            self.commit();
+        }
+    }
+
+    /// A block rewriting every value of part `part` of [`Store::setup_parts`].
+    fn rewrite_part(&mut self, part: usize, values: usize) {
+        for i in 0..values {
+            let path = cold_path(part, i);
+            let value = format!("rewritten {part} {i}").into_bytes();
+            self.tree.add(&path, value.clone()).unwrap();
+            self.model.add(&path, value);
+        }
+        self.commit();
+    }
+
     /// Blocks of a few random operations and a churned value (garbage once overwritten);
     /// `rewrite_cold` also overwrites that many of the setup's values per block.
     fn grow(&mut self, blocks: usize, rewrite_cold: usize) {
@@ -86,6 +111,14 @@ impl Store {
             self.commit();
         }
     }
+}
+
+fn cold_path(part: usize, i: usize) -> Vec<Vec<u8>> {
+    vec![
+        format!("cold{part}").into_bytes(),
+        format!("k{:02}", i % 37).into_bytes(),
+        format!("v{i}").into_bytes(),
+    ]
 }
 
 /// Every commit from `keep` on reads back as its model, every older one is `Collected`; fsck is
@@ -234,4 +267,101 @@ fn a_store_with_a_kept_chunk_is_recovered_without_its_control_file() {
     let report = repo.gc(&commits[commits.len() - 2].0).unwrap();
     assert_eq!(report.generation, 3);
     check(&repo, &commits, commits.len() - 2, "recovered, collected again");
+}
+
+/// The chunk files' bytes of records, for chunks `seqs`.
+fn records_of(dir: &Path, seqs: std::ops::Range<u32>) -> u64 {
+    seqs.map(|seq| std::fs::metadata(dir.join(format!("chunk.{seq:06}"))).unwrap().len() - 32).sum()
+}
+
+fn chunks_present(dir: &Path, seqs: std::ops::Range<u32>) -> Vec<bool> {
+    seqs.map(|seq| dir.join(format!("chunk.{seq:06}")).exists()).collect()
+}
+
+/// The first GC keeps a run of mostly live first chunks in place under one entry of the control
+/// slot, read through the bounded pool of open files; readers, a reopened writer and recovery
+/// without the control file see them; a compaction merges them all, and they go.
+#[test]
+fn mostly_live_first_chunks_stay_in_place_under_one_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::new(dir.path(), "mostly_live_first_chunks_stay_in_place", 0x6b65_0005);
+    store.setup_parts(4, 300);
+    let setup_bytes = records_of(dir.path(), 0..4);
+    store.grow(14, 0);
+    let keep = 4 + 10;
+    let report = store.repo.gc(&store.commits[keep].0).unwrap();
+    let expected = ("chunk.000000 to chunk.000003 (4 chunks)".to_string(), setup_bytes);
+    assert_eq!(report.kept_in_place, Some(expected), "{report:?}");
+    assert!(report.copied_bytes < setup_bytes / 4, "{report:?}");
+    assert_eq!(chunks_present(dir.path(), 0..5), [true, true, true, true, false], "{report:?}");
+    let segments = store.repo.segment_files();
+    let names: Vec<&str> = segments.iter().map(|segment| segment.0.as_str()).collect();
+    assert_eq!(names[..4], ["chunk.000000", "chunk.000001", "chunk.000002", "chunk.000003"]);
+    assert_eq!(segments[0].1, 16);
+    for pair in segments.windows(2) {
+        assert_eq!(pair[0].2, pair[1].1, "the ranges join: {segments:?}");
+    }
+    check(&store.repo, &store.commits, keep, "after the first GC");
+    // A reader with a pool of 2 open files reads through all of them, never holding more.
+    let small = RepoOptions { open_files: 2, ..options() };
+    let reader = Repo::open_read_only_options(dir.path(), small.clone()).unwrap();
+    check(&reader, &store.commits, keep, "read-only handle, 2 open files");
+    let stats = reader.stats();
+    assert!(stats.chunk_files_open <= 2, "{stats:?}");
+    drop(reader);
+    let Store { repo, tree, model, commits, rng } = store;
+    repo.close().unwrap();
+    let repo = Repo::open_with(dir.path(), small).unwrap();
+    assert_eq!(chunks_present(dir.path(), 0..4), [true; 4], "the writer's open keeps them");
+    let mut store = Store { repo, tree, model, commits, rng };
+    check(&store.repo, &store.commits, keep, "reopened");
+    store.repo.close().unwrap();
+
+    // Without its control file, the store is rebuilt with the four under one entry.
+    let copy = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() != "control" {
+            std::fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
+        }
+    }
+    let plan = plan_recovery(copy.path()).unwrap();
+    let layout = plan.rebuilt_layout.clone().unwrap();
+    assert!(layout.contains("chunk.000000 to chunk.000003 (4 chunks) (kept in place)"), "{layout}");
+    plan.apply().unwrap();
+    let recovered = Repo::open_with(copy.path(), options()).unwrap();
+    check(&recovered, &store.commits, keep, "recovered");
+    drop(recovered);
+
+    // A compacting GC merges them with the segments: then they go.
+    store.repo = Repo::open_with(dir.path(), options()).unwrap();
+    store.repo.set_gc_policy(GcPolicy { compact_budget_percent: 10_000, ..GcPolicy::default() });
+    store.grow(6, 0);
+    let keep = store.commits.len() - 4;
+    let report = store.repo.gc_with(&store.commits[keep].0, GcOptions { compact: true }).unwrap();
+    for seq in 0..4 {
+        assert!(report.merged_segments.contains(&format!("chunk.{seq:06}")), "{report:?}");
+    }
+    check(&store.repo, &store.commits, keep, "compacted");
+    store.repo.close().unwrap();
+    assert_eq!(chunks_present(dir.path(), 0..4), [false; 4], "merged chunks are deleted");
+    check(&Repo::open_read_only(dir.path()).unwrap(), &store.commits, keep, "compacted, reopened");
+}
+
+/// The run of chunks kept in place stops at the first one mostly dead: it and those after it are
+/// copied.
+#[test]
+fn the_chunks_kept_in_place_stop_at_the_first_mostly_dead_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::new(dir.path(), "the_chunks_kept_in_place_stop", 0x6b65_0006);
+    store.setup_parts(4, 300);
+    let kept_bytes = records_of(dir.path(), 0..2);
+    store.rewrite_part(2, 300);
+    store.grow(14, 0);
+    let keep = store.commits.len() - 2;
+    let report = store.repo.gc(&store.commits[keep].0).unwrap();
+    let expected = ("chunk.000000 to chunk.000001 (2 chunks)".to_string(), kept_bytes);
+    assert_eq!(report.kept_in_place, Some(expected), "{report:?}");
+    assert_eq!(chunks_present(dir.path(), 0..4), [true, true, false, false], "{report:?}");
+    check(&store.repo, &store.commits, keep, "after the GC");
 }

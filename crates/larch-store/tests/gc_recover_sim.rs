@@ -35,9 +35,11 @@ fn options() -> RepoOptions {
 }
 
 /// The script's acknowledged commits with their models; its first block makes `first_ops`
-/// random operations (the others 15): with many, the first chunk stays mostly live and the GC
-/// keeps it in place.
-fn run_script(files: StoreFiles, first_ops: usize) -> Vec<(Hash, Model)> {
+/// random operations (the others 15, and a large value overwritten at every block: their chunks
+/// are mostly garbage by the GC commit): with many, the first chunk stays mostly live and the GC
+/// keeps it in place. Then `cold_blocks` blocks add 40 values each that nothing changes again:
+/// their chunks are mostly live, and the GC keeps them in place with the first one.
+fn run_script(files: StoreFiles, first_ops: usize, cold_blocks: usize) -> Vec<(Hash, Model)> {
     let (mut rng, _) = seeded_rng("gc_recover_sim_script", 11);
     let mut acked = Vec::new();
     let Ok(mut repo) = Repo::open_files(files, true, options(), None) else { return acked };
@@ -53,8 +55,23 @@ fn run_script(files: StoreFiles, first_ops: usize) -> Vec<(Hash, Model)> {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
-        for _ in 0..if block == 0 { first_ops } else { 15 } {
-            random_op(&mut rng, &mut tree, &mut model);
+        if (1..=cold_blocks).contains(&block) {
+            for i in 0..40 {
+                let path = [b"cold".to_vec(), format!("b{block}").into_bytes(), format!("v{i}").into_bytes()];
+                let value = format!("cold {block} {i} {}", "c".repeat(40)).into_bytes();
+                tree.add(&path, value.clone()).unwrap();
+                model.add(&path, value);
+            }
+        } else {
+            for _ in 0..if block == 0 { first_ops } else { 15 } {
+                random_op(&mut rng, &mut tree, &mut model);
+            }
+        }
+        if block > cold_blocks {
+            let path = [b"churn".to_vec(), b"c".to_vec()];
+            let value = format!("block {block} {}", "q".repeat(30_000)).into_bytes();
+            tree.add(&path, value.clone()).unwrap();
+            model.add(&path, value);
         }
         let parents: Vec<Hash> = acked.last().map(|(hash, _)| *hash).into_iter().collect();
         match repo.commit(&tree, &parents, info(block as u64)) {
@@ -143,27 +160,39 @@ fn recover_and_check(
 
 #[test]
 fn every_cut_of_a_gc_recovers_without_a_control_file() {
-    every_cut_recovers(15, false);
+    every_cut_recovers(15, 0, 0);
 }
 
 #[test]
 fn every_cut_of_a_gc_keeping_the_first_chunk_in_place_recovers_without_a_control_file() {
-    every_cut_recovers(400, true);
+    every_cut_recovers(400, 0, 1);
 }
 
-fn every_cut_recovers(first_ops: usize, kept_in_place: bool) {
+#[test]
+fn every_cut_of_a_gc_keeping_the_first_chunks_in_place_recovers_without_a_control_file() {
+    every_cut_recovers(400, 1, 2);
+}
+
+/// `kept`: how many chunks the clean run's GC keeps in place (the first ones).
+fn every_cut_recovers(first_ops: usize, cold_blocks: usize, kept: u32) {
     let clean = FaultController::new();
-    let all = run_script(clean.files(), first_ops);
+    let all = run_script(clean.files(), first_ops, cold_blocks);
     assert_eq!(all.len(), BEFORE + AFTER);
-    assert!(clean.names().iter().any(|name| name.starts_with("seg.")), "the clean run collected nothing");
-    let chunk_0 = clean.names().iter().any(|name| name == "chunk.000000");
-    assert_eq!(chunk_0, kept_in_place, "the first chunk kept in place: {:?}", clean.names());
+    assert!(
+        clean.names().iter().any(|name| name.starts_with("seg.")),
+        "the clean run collected nothing: {:?}",
+        clean.names()
+    );
+    for seq in 0..GC_AT as u32 {
+        let present = clean.names().iter().any(|name| *name == format!("chunk.{seq:06}"));
+        assert_eq!(present, seq < kept, "chunk {seq} kept in place: {:?}", clean.names());
+    }
     let total_ops = clean.ops();
     let (mut pre_gc, mut collected, mut nothing) = (0, 0, 0);
     for cut in 0..total_ops {
         let controller = FaultController::new();
         controller.crash_at(Some(cut));
-        let acked = run_script(controller.files(), first_ops).len();
+        let acked = run_script(controller.files(), first_ops, cold_blocks).len();
         assert!(controller.has_crashed(), "cut {cut} never happened");
         for survival in [Survival::Written, Survival::Durable] {
             let what = format!("cut {cut} of {total_ops}, {survival:?}");

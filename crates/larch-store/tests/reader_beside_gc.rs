@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::{CommitInfo, Hash, TreeError};
-use larch_store::{Repo, RepoOptions, StoreError};
+use larch_store::{GcPolicy, Repo, RepoOptions, StoreError};
 use std::path::Path;
 
 const COMMITS: u64 = 24;
@@ -31,10 +31,15 @@ fn chunk_files(path: &Path) -> usize {
         .count()
 }
 
-/// A writer with one chunk per commit, holding `COMMITS` commits that each add one value.
-fn writer(path: &Path) -> (Repo, Vec<Hash>) {
+/// A writer with one chunk per commit, holding `COMMITS` commits that each add one value. Its GCs
+/// copy what they keep (`keep_in_place_percent` 0) unless `keep_in_place`: every chunk is mostly
+/// live, and would otherwise stay in place.
+fn writer(path: &Path, keep_in_place: bool) -> (Repo, Vec<Hash>) {
     let options = RepoOptions { chunk_bytes: 1, ..RepoOptions::default() };
     let mut repo = Repo::open_with(path, options).unwrap();
+    if !keep_in_place {
+        repo.set_gc_policy(GcPolicy { keep_in_place_percent: 0, ..GcPolicy::default() });
+    }
     let mut tree = repo.empty_tree();
     let mut hashes: Vec<Hash> = Vec::new();
     for i in 0..COMMITS {
@@ -54,7 +59,7 @@ fn reader(path: &Path) -> Repo {
 fn a_reader_reads_a_live_commit_after_a_gc_retired_its_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
-    let (mut repo, hashes) = writer(&path);
+    let (mut repo, hashes) = writer(&path, false);
     let head = *hashes.last().unwrap();
     let reader = reader(&path);
     // A tree checked out before the GC, and an older commit's tree, both read lazily later.
@@ -124,7 +129,7 @@ fn a_reader_reads_a_live_commit_after_a_gc_retired_its_chunks() {
 fn fsck_of_a_handle_opened_before_a_gc_is_clean() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
-    let (mut repo, hashes) = writer(&path);
+    let (mut repo, hashes) = writer(&path, false);
     let head = *hashes.last().unwrap();
     let reader = reader(&path);
     // Every chunk is read once, so that the pool closes all but one of them.
@@ -135,4 +140,34 @@ fn fsck_of_a_handle_opened_before_a_gc_is_clean() {
     assert!(report.is_clean(), "{report}");
     assert!(reader.stats().layout_refreshes >= 1, "the check never found a retired chunk");
     repo.close().unwrap();
+}
+
+/// The same reader beside a GC that keeps the first chunks in place (each mostly live): their files
+/// stay, the reader's chunks become segments of its layout at its next reload, and every read is
+/// answered through a pool of one open file.
+#[test]
+fn a_reader_reads_on_after_a_gc_kept_its_chunks_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let (mut repo, hashes) = writer(&path, true);
+    let head = *hashes.last().unwrap();
+    let mut reader = reader(&path);
+    let head_tree = reader.checkout(&head).unwrap();
+    let report = repo.gc(&head).unwrap();
+    // The first chunks stay (those after them, mostly the directory rewritten at every commit,
+    // are copied).
+    let kept = report.kept_in_place.clone().unwrap_or_default().0;
+    assert!(kept.starts_with("chunk.000000 to "), "{report:?}");
+    assert!(path.join("chunk.000000").exists() && path.join("chunk.000001").exists());
+    for i in 0..COMMITS {
+        assert_eq!(head_tree.find(&["k", &key(i)]).unwrap().unwrap().as_bytes(), value(i), "key {i}");
+    }
+    assert!(reader.reload().unwrap());
+    let again = reader.checkout(&head).unwrap();
+    for i in 0..COMMITS {
+        assert_eq!(again.find(&["k", &key(i)]).unwrap().unwrap().as_bytes(), value(i), "key {i}");
+    }
+    assert!(matches!(reader.checkout(&hashes[0]), Err(StoreError::Collected { .. })));
+    assert!(reader.stats().chunk_files_open <= 1, "{:?}", reader.stats());
+    assert!(reader.fsck().is_clean());
 }

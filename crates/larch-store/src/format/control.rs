@@ -30,10 +30,13 @@ pub const FLAG_ARCHIVE: u32 = 1;
 /// branches: [`ControlState::lineage`]). Set by the encoder exactly when the lineage is not 0, so a
 /// store never rewound keeps the bytes of earlier builds (`docs/format.md` §2).
 pub const FLAG_LINEAGE: u32 = 2;
-/// Bit 63 of a segment entry's generation: the entry names a chunk kept in place by a GC
-/// (`chunk.<seq>`, `seq` in the low 32 bits) instead of a segment file `seg.<generation>`
-/// (docs/gc-design.md §13, *Chunks kept in place*). Its footer CRC is 0.
+/// Bit 63 of a segment entry's generation: the entry names chunks kept in place by a GC
+/// (`chunk.<seq>`, `seq` in the low 32 bits, and the `count − 1` chunks after it, the count less
+/// one in bits 32–62) instead of a segment file `seg.<generation>` (docs/gc-design.md §13, *Chunks
+/// kept in place*). Its footer CRC is 0.
 pub const KEPT_CHUNK_BIT: u64 = 1 << 63;
+/// Where a kept-chunks entry's count less one starts in its generation (bits 32–62).
+const KEPT_COUNT_SHIFT: u32 = 32;
 /// Bytes before the branch count in a layout-2 slot.
 const FIXED_LEN_2: usize = 48;
 /// Bytes before the segment list in a layout-3 slot.
@@ -76,20 +79,68 @@ impl SegmentRef {
         }
     }
 
-    /// The chunk this entry keeps in place, if it names one rather than a segment file.
+    /// The entry of the `count` chunks from `first_seq` on kept in place over `[range_start,
+    /// range_end)`, the last one's file `last_file_len` bytes long; `None` when `count` is 0, above
+    /// 2^31, or the last sequence number would overflow.
+    pub fn kept_chunks_entry(
+        first_seq: u32,
+        count: u32,
+        range_start: u64,
+        range_end: u64,
+        last_file_len: u64,
+    ) -> Option<SegmentRef> {
+        let less_one = count.checked_sub(1).filter(|less_one| *less_one < 1 << 31)?;
+        first_seq.checked_add(less_one)?;
+        let mut entry = SegmentRef::kept_chunk_entry(first_seq, range_start, range_end, last_file_len);
+        entry.generation |= u64::from(less_one) << KEPT_COUNT_SHIFT;
+        Some(entry)
+    }
+
+    /// The first chunk this entry keeps in place, if it names chunks rather than a segment file.
     pub fn kept_chunk(&self) -> Option<u32> {
+        self.kept_chunks().map(|seqs| seqs.start)
+    }
+
+    /// The chunks this entry keeps in place (increasing sequence numbers), if it names chunks
+    /// rather than a segment file.
+    pub fn kept_chunks(&self) -> Option<std::ops::Range<u32>> {
         if self.generation & KEPT_CHUNK_BIT == 0 {
             return None;
         }
-        u32::try_from(self.generation & !KEPT_CHUNK_BIT).ok()
+        let first = (self.generation & u64::from(u32::MAX)) as u32;
+        let less_one = ((self.generation & !KEPT_CHUNK_BIT) >> KEPT_COUNT_SHIFT) as u32;
+        let last = first.checked_add(less_one)?;
+        Some(first..last.checked_add(1)?)
     }
 
-    /// The name of the file the entry names: `seg.<generation>` or, for a chunk kept in place,
-    /// `chunk.<seq>`.
+    /// The name of the file the entry names: `seg.<generation>` or, for chunks kept in place,
+    /// the first one's `chunk.<seq>` ([`SegmentRef::file_names`] names them all).
     pub fn file_name(&self) -> String {
         match self.kept_chunk() {
             Some(seq) => crate::format::names::chunk_name(seq),
             None => crate::format::names::segment_name(self.generation),
+        }
+    }
+
+    /// The entry's files in words: the file's name, or for several chunks kept in place the first
+    /// and last ones' names and their count (`chunk.000000 to chunk.000344 (345 chunks)`).
+    pub fn describe(&self) -> String {
+        match self.kept_chunks() {
+            Some(seqs) if seqs.len() > 1 => format!(
+                "{} to {} ({} chunks)",
+                crate::format::names::chunk_name(seqs.start),
+                crate::format::names::chunk_name(seqs.end - 1),
+                seqs.len()
+            ),
+            _ => self.file_name(),
+        }
+    }
+
+    /// The names of every file the entry names: its segment file, or each chunk it keeps in place.
+    pub fn file_names(&self) -> Vec<String> {
+        match self.kept_chunks() {
+            Some(seqs) => seqs.map(crate::format::names::chunk_name).collect(),
+            None => vec![self.file_name()],
         }
     }
 }
@@ -517,7 +568,7 @@ impl ControlState {
             {
                 return Err(corrupt(at, "segment ranges not increasing and disjoint below the head chunk"));
             }
-            let kept_chunk_ok = segment.kept_chunk().is_some_and(|seq| seq < self.first_chunk);
+            let kept_chunk_ok = segment.kept_chunks().is_some_and(|seqs| seqs.end <= self.first_chunk);
             if segment.generation & KEPT_CHUNK_BIT != 0 && (!kept_chunk_ok || segment.footer_crc != 0) {
                 return Err(corrupt(at, "a chunk kept in place with a bad number or footer CRC"));
             }
@@ -528,302 +579,4 @@ impl ControlState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn state() -> ControlState {
-        let mut state = ControlState {
-            generation: 7,
-            pack_end: 1234,
-            index_end: 60,
-            index_synced: 16,
-            ..Default::default()
-        };
-        state.branches.insert("main".into(), (Hash([3; 32]), 99));
-        state
-    }
-
-    #[test]
-    fn branch_names_outside_1_to_255_bytes_are_refused() {
-        for len in [0usize, 256, 300] {
-            let mut state = state();
-            state.branches.insert("x".repeat(len), (Hash([5; 32]), 100));
-            let bytes = state.encode().unwrap();
-            let error = ControlState::decode(&bytes, 0).unwrap_err();
-            assert!(error.to_string().contains(&format!("a branch name of {len} bytes")), "{error}");
-        }
-        let mut state = state();
-        state.branches.insert("x".repeat(255), (Hash([5; 32]), 100));
-        assert_eq!(ControlState::decode(&state.encode().unwrap(), 0).unwrap(), state);
-    }
-
-    #[test]
-    fn round_trip_and_every_bit_flip_is_detected() {
-        let state = state();
-        let bytes = state.encode().unwrap();
-        assert_eq!(ControlState::decode(&bytes, 0).unwrap(), state);
-        for bit in 0..bytes.len() * 8 {
-            let mut flipped = bytes.clone();
-            flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(ControlState::decode(&flipped, 0).is_err(), "bit {bit} undetected");
-        }
-        assert!(ControlState::decode(&bytes[..bytes.len() - 1], 0).is_err());
-    }
-
-    #[test]
-    fn the_newest_valid_slot_wins_and_readers_wait_for_the_confirmation() {
-        let mut older = state();
-        older.generation = 6;
-        let newer = state();
-        let mut file = vec![0u8; CONTROL_LEN as usize];
-        file[..older.encode().unwrap().len()].copy_from_slice(&older.encode().unwrap());
-        let at = PAGE as usize;
-        file[at..at + newer.encode().unwrap().len()].copy_from_slice(&newer.encode().unwrap());
-        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(6));
-        let decoded = ControlFileState::decode(&file).unwrap();
-        assert_eq!(decoded.newest(), Some(1));
-        assert_eq!(decoded.visible(), Some(0), "not yet confirmed");
-        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(7));
-        assert_eq!(ControlFileState::decode(&file).unwrap().visible(), Some(1));
-        // A torn newer slot: the older one is used.
-        file[at + 20] ^= 0xff;
-        let decoded = ControlFileState::decode(&file).unwrap();
-        assert!(matches!(decoded.slots[1], Slot::Damaged(_)));
-        assert_eq!((decoded.newest(), decoded.visible()), (Some(0), Some(0)));
-        // Another version is refused when the slot's checksum holds (a store of another format);
-        // a flipped version bit fails the checksum: the slot is damaged, not of another version.
-        let mut flipped = file.clone();
-        flipped[8] ^= 1 << 3;
-        let decoded = ControlFileState::decode(&flipped).unwrap();
-        assert!(matches!(decoded.slots[0], Slot::Damaged(_)));
-        let mut other = newer.clone().encode().unwrap();
-        other[8] = 9;
-        let len = other.len();
-        let crc = crc32fast::hash(&other[..len - 4]);
-        other[len - 4..].copy_from_slice(&crc.to_le_bytes());
-        file[at..at + len].copy_from_slice(&other);
-        assert!(matches!(
-            ControlFileState::decode(&file),
-            Err(StoreError::UnknownVersion { file: FileKind::Control, found: 9, .. })
-        ));
-    }
-
-    /// Golden bytes of a layout-3 slot and of a confirmation (docs/format.md §2; checksums
-    /// computed independently with Python's `zlib.crc32`). A change here is a format change.
-    #[test]
-    fn golden_bytes_of_a_slot_and_a_confirmation() {
-        let mut state = ControlState {
-            generation: 5,
-            pack_end: 0x1234,
-            index_end: 104,
-            index_synced: 60,
-            head_chunk: 2,
-            head_start: 0x1000,
-            ..Default::default()
-        };
-        state.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
-        let expected = concat!(
-            "4c4152434843544c", // magic LARCHCTL
-            "03000000",         // version 3
-            "96000000",         // length 150
-            "0500000000000000", // generation 5
-            "3412000000000000", // pack_end 0x1234
-            "6800000000000000", // index_end 104
-            "3c00000000000000", // index_synced 60
-            "0000000000000000", // gc_generation 0
-            "0000000000000000", // keep_from 0
-            "1000000000000000", // index_keep_from 16
-            "00000000",         // first_chunk 0
-            "02000000",         // head_chunk 2
-            "0010000000000000", // head_start 0x1000
-            "00000000",         // flags
-            "00000000",         // no segments
-            "01000000",         // one branch
-            "0400",             // name length 4
-            "6d61696e",         // "main"
-            "abababababababababababababababababababababababababababababababab",
-            "0010000000000000", // commit record at 0x1000
-            "243d0858",         // crc32 of the 146 bytes before
-        );
-        let encoded = state.encode().unwrap();
-        assert_eq!(hex_of(&encoded), expected);
-        assert_eq!(hex_of(&encode_confirm(5)), "4c41524348434e460500000000000000bdc11bcc");
-        // In a file: slot 1 holds it; slot 0 is empty; the confirmation is at 8192.
-        let mut file = vec![0u8; CONTROL_LEN as usize];
-        file[PAGE as usize..PAGE as usize + encoded.len()].copy_from_slice(&encoded);
-        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(5));
-        let decoded = ControlFileState::decode(&file).unwrap();
-        assert_eq!(decoded.slots, [Slot::Empty, Slot::Valid(state)]);
-        assert_eq!((decoded.newest(), decoded.visible(), decoded.confirmed), (Some(1), Some(1), Some(5)));
-    }
-
-    /// A format-2 slot (the golden bytes of format 2) still decodes: one chunk (the `pack`), chunk
-    /// 0 starting at 16, nothing collected.
-    #[test]
-    fn a_format_2_slot_decodes_with_the_layout_of_a_single_pack() {
-        let bytes = concat!(
-            "4c4152434843544c02000000660000000500000000000000341200000000000068000000000000003c00000000000000",
-            "0100000004006d61696eabababababababababababababababababababababababababababababababab",
-            "0010000000000000562b73fa",
-        );
-        let bytes: Vec<u8> =
-            (0..bytes.len() / 2).map(|i| u8::from_str_radix(&bytes[2 * i..2 * i + 2], 16).unwrap()).collect();
-        let state = ControlState::decode(&bytes, 0).unwrap();
-        let mut expected = ControlState {
-            generation: 5,
-            pack_end: 0x1234,
-            index_end: 104,
-            index_synced: 60,
-            ..Default::default()
-        };
-        expected.branches.insert("main".into(), (Hash([0xab; 32]), 0x1000));
-        assert_eq!(state, expected);
-        assert_eq!(
-            (state.first_chunk, state.head_chunk, state.head_start, state.index_keep_from),
-            (0, 0, 16, 16)
-        );
-    }
-
-    /// The archive flag (bit 0 at offset 88) is accepted and round-trips; other bits are refused
-    /// (`layout_fields_out_of_range_are_refused`).
-    #[test]
-    fn the_archive_flag_round_trips_at_offset_88() {
-        let archived = ControlState { flags: FLAG_ARCHIVE, ..state() };
-        let bytes = archived.encode().unwrap();
-        assert_eq!(hex_of(&bytes[88..92]), "01000000");
-        assert_eq!(ControlState::decode(&bytes, 0).unwrap(), archived);
-        let plain = state().encode().unwrap();
-        assert_eq!(hex_of(&plain[88..92]), "00000000");
-    }
-
-    /// A lineage (issue 39 item 5): flag bit 1 at offset 88 and a `u64` after the branches, before
-    /// the checksum; lineage 0 writes neither (the bytes of earlier builds). A flag without a
-    /// lineage, or a lineage of 0 under the flag, is damage.
-    #[test]
-    fn the_lineage_follows_the_branches_under_flag_bit_1() {
-        let rewound = ControlState { lineage: 3, flags: FLAG_ARCHIVE, ..state() };
-        let bytes = rewound.encode().unwrap();
-        let plain = ControlState { flags: FLAG_ARCHIVE, ..state() }.encode().unwrap();
-        assert_eq!(bytes.len(), plain.len() + 8);
-        assert_eq!(hex_of(&bytes[88..92]), "03000000");
-        assert_eq!(hex_of(&bytes[plain.len() - 4..plain.len() + 4]), "0300000000000000");
-        assert_eq!(bytes[..12], plain[..12]);
-        assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize, plain.len() + 8);
-        assert_eq!(bytes[16..88], plain[16..88]);
-        assert_eq!(bytes[92..plain.len() - 4], plain[92..plain.len() - 4]);
-        assert_eq!(ControlState::decode(&bytes, 0).unwrap(), rewound);
-        // The flag passed in `flags` is ignored: the lineage decides.
-        let stray = ControlState { flags: FLAG_LINEAGE, ..state() };
-        assert_eq!(stray.encode().unwrap(), state().encode().unwrap());
-        // The flag without the field, and the field 0 under the flag.
-        let reframe = |mut body: Vec<u8>| {
-            let total = (body.len() + 4) as u32;
-            body[12..16].copy_from_slice(&total.to_le_bytes());
-            let crc = crc32fast::hash(&body);
-            body.extend_from_slice(&crc.to_le_bytes());
-            body
-        };
-        let mut flag_only = plain[..plain.len() - 4].to_vec();
-        flag_only[88] |= FLAG_LINEAGE as u8;
-        assert!(ControlState::decode(&reframe(flag_only.clone()), 0).is_err());
-        flag_only.extend_from_slice(&0u64.to_le_bytes());
-        assert!(ControlState::decode(&reframe(flag_only), 0).is_err());
-    }
-
-    /// The layout-3 fields are validated: values a store without GC cannot have are refused.
-    #[test]
-    fn layout_fields_out_of_range_are_refused() {
-        let good = state();
-        assert!(ControlState::decode(&good.encode().unwrap(), 0).is_ok());
-        let bad = [
-            ControlState { flags: 4, ..good.clone() },
-            ControlState { flags: 0x8000_0001, ..good.clone() },
-            ControlState { first_chunk: 3, head_chunk: 2, ..good.clone() },
-            ControlState { head_start: 8, ..good.clone() },
-            ControlState { head_start: good.pack_end + 1, ..good.clone() },
-            ControlState { keep_from: 100, ..good.clone() },
-            ControlState { index_keep_from: 17, ..good.clone() },
-            ControlState { index_keep_from: good.index_end + 44, ..good.clone() },
-            ControlState {
-                gc_generation: 1,
-                keep_from: 200,
-                index_keep_from: 60,
-                segments: vec![SegmentRef {
-                    generation: 1,
-                    range_start: 16,
-                    range_end: 16,
-                    file_len: 0,
-                    footer_crc: 0,
-                }],
-                ..good.clone()
-            },
-        ];
-        for state in bad {
-            let bytes = state.encode().unwrap();
-            assert!(ControlState::decode(&bytes, 0).is_err(), "{state:?}");
-        }
-        let collected = ControlState {
-            gc_generation: 1,
-            keep_from: 200,
-            index_keep_from: 60,
-            segments: vec![SegmentRef {
-                generation: 1,
-                range_start: 16,
-                range_end: 100,
-                file_len: 500,
-                footer_crc: 9,
-            }],
-            head_start: 200,
-            ..good.clone()
-        };
-        assert_eq!(ControlState::decode(&collected.encode().unwrap(), 0).unwrap(), collected);
-        let too_many = ControlState { segments: vec![collected.segments[0]; MAX_SEGMENTS + 1], ..collected };
-        assert!(too_many.encode().is_err());
-    }
-
-    fn hex_of(bytes: &[u8]) -> String {
-        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-    }
-
-    /// Structured mutations of a valid control file (bit flips, byte runs, truncations, lengths
-    /// and counts set to extremes): decoding never panics, and a slot that still decodes as valid
-    /// is one of the two written states (a mutation never forges a third state with a valid CRC, at
-    /// this number of tries).
-    #[test]
-    fn mutated_control_files_never_panic_nor_forge_a_state() {
-        use rand::Rng;
-        let (mut rng, _) = larch_testkit::seeded_rng("mutated_control_files", 9);
-        let newer = state();
-        let mut older = state();
-        older.generation = 6;
-        older.branches.insert("side".into(), (Hash([4; 32]), 50));
-        let mut file = vec![0u8; CONTROL_LEN as usize];
-        let (a, b) = (older.encode().unwrap(), newer.encode().unwrap());
-        file[..a.len()].copy_from_slice(&a);
-        file[PAGE as usize..PAGE as usize + b.len()].copy_from_slice(&b);
-        file[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(7));
-        for _ in 0..20_000 {
-            let mut bytes = file.clone();
-            for _ in 0..rng.random_range(1..4) {
-                let base = if rng.random_bool(0.5) { 0 } else { PAGE as usize };
-                let at = base + rng.random_range(0..160);
-                match rng.random_range(0..4) {
-                    0 => bytes[at] ^= 1 << rng.random_range(0..8),
-                    1 => bytes[at] = rng.random(),
-                    2 => bytes[base + 12..base + 16].copy_from_slice(&rng.random::<u32>().to_le_bytes()),
-                    _ => bytes[base + 48..base + 52].copy_from_slice(&u32::MAX.to_le_bytes()),
-                }
-            }
-            if rng.random_bool(0.1) {
-                bytes.truncate(rng.random_range(0..bytes.len()));
-            }
-            if let Ok(decoded) = ControlFileState::decode(&bytes) {
-                for slot in &decoded.slots {
-                    if let Slot::Valid(found) = slot {
-                        assert!(found == &older || found == &newer, "forged {found:?}");
-                    }
-                }
-            }
-        }
-    }
-}
+mod tests;

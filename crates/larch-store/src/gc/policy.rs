@@ -49,11 +49,12 @@ pub struct GcPolicy {
     /// latency while it runs (docs/benchmarks.md at c117370, "Fourth round"). Values below the process's
     /// own need privileges (`RLIMIT_NICE`); a refused value leaves the priority as it is.
     pub worker_nice: i32,
-    /// The first GC of a store keeps its first chunk in place (read as a segment from then on)
-    /// instead of copying its live records when at least this percentage of it is live: copying
-    /// it would take more extra disk than it frees (a chain's initial state, the setup block, an
-    /// imported snapshot: one commit, so one chunk however large). A later deep mark merges it
-    /// like any old segment once it holds enough garbage. 0: always copy.
+    /// The first GC of a store keeps its first chunks in place (read as segments from then on,
+    /// named by one entry of the control slot) instead of copying their live records, from the
+    /// first chunk on while at least this percentage of each is live: copying them would take
+    /// more extra disk than it frees (a chain's initial state, the setup blocks, an imported
+    /// snapshot). A later deep mark merges them, together, like any old segment once they hold
+    /// enough garbage. 0: always copy.
     pub keep_in_place_percent: u64,
     /// While a GC runs, the writer's cache gives up this many bytes of its capacity, plus the
     /// root summaries kept from earlier GCs (at most half of it in all), so that the worker's memory (its live set, pending offsets and buffers: 10–25 MiB

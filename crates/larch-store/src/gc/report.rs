@@ -50,8 +50,9 @@ pub struct GcReport {
     pub bytes_waiting: u64,
     /// The segment written (`None` when the region was empty).
     pub segment: Option<String>,
-    /// The region's oldest chunk when it was kept in place instead of copied (mostly live:
-    /// [`crate::GcPolicy::keep_in_place_percent`]), with its bytes.
+    /// The region's oldest chunks when they were kept in place instead of copied (each mostly
+    /// live: [`crate::GcPolicy::keep_in_place_percent`]), in words (`chunk.000000`, or
+    /// `chunk.000000 to chunk.000009 (10 chunks)`), with their bytes.
     pub kept_in_place: Option<(String, u64)>,
     /// Whether the mark went through every old segment (a deep mark, docs/gc-design.md §6).
     pub deep_mark: bool,

@@ -18,7 +18,7 @@ use crate::gc::roots::RootSpans;
 use crate::io::priority::lower_priority;
 use crate::io::storage::Storage;
 use crate::io::storage::dir_bytes;
-use crate::pack::layout::{Layout, SegmentExtent};
+use crate::pack::layout::{Layout, SegmentExtent, entries_of};
 use crate::pack::reader::PackReader;
 use crate::pack::segment::{Segment, SegmentHeader, SegmentWriter};
 use larch_core::Hash;
@@ -47,9 +47,9 @@ pub(crate) struct WorkerOutput {
     /// Start of the region collected: the first merged segment's range start, else the end of
     /// the segments.
     pub(crate) region_start: u64,
-    /// The region's oldest chunk, kept in place (read as a segment) instead of copied; the
-    /// region then starts at its end.
-    pub(crate) kept_chunk: Option<SegmentExtent>,
+    /// The region's oldest chunks, kept in place (each read as a segment, all under one entry of
+    /// the slot) instead of copied; the region then starts at the last one's end.
+    pub(crate) kept_chunks: Vec<SegmentExtent>,
     /// The old segments marked, with their live bytes.
     pub(crate) candidates: Vec<(SegmentStat, u64)>,
     /// Live records of the region, increasing.
@@ -266,14 +266,14 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         .iter()
         .map(|segment| live_bytes(segment.range_start, segment.range_end))
         .collect();
-    // The store's first chunk stays in place when most of it is live (docs/gc-design.md §13,
-    // *Chunks kept in place*): copying it would cost more extra disk than it frees. It is the
-    // region's start only while nothing was collected (no segment to merge).
-    let kept_chunk = match marked {
+    // The store's first chunks stay in place while most of each is live (docs/gc-design.md §13,
+    // *Chunks kept in place*): copying them would cost more extra disk than it frees. They are
+    // the region's start only while nothing was collected (no segment to merge).
+    let kept_chunks = match marked {
         true => keep_in_place(&layout, &compaction, region_start, bounds, &live_bytes)?,
-        false => None,
+        false => Vec::new(),
     };
-    let region_start = kept_chunk.as_ref().map_or(region_start, |kept| kept.reference.range_end);
+    let region_start = kept_chunks.last().map_or(region_start, |kept| kept.reference.range_end);
     let mandatory = live_bytes(region_start, bounds.region_end);
     let mandatory_start = region_start;
     let merged = crate::gc::policy::choose(&compaction, &live, mandatory);
@@ -298,8 +298,9 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
     // The segments after this slice: each later slice adds one, and none may merge (they have no
     // mark of the old segments), so the slices are planned here, at most one per free slot of
     // the segment list, the last free slot taking the rest of the region.
-    let segments_after =
-        layout.segments().len().saturating_sub(merged) + usize::from(kept_chunk.is_some()) + 1;
+    let segments_after = entries_of(&layout.segments()).len().saturating_sub(merged)
+        + usize::from(!kept_chunks.is_empty())
+        + 1;
     let free_slots = MAX_SEGMENTS.saturating_sub(segments_after);
     let (slice_end, later_ends) = match planned_ends {
         Some(ends) => {
@@ -412,22 +413,20 @@ pub(crate) fn work(job: Job) -> Result<WorkerOutput> {
         let opened = dir.open(&name, false).map_err(|e| StoreError::io(FileKind::Segment, 0, "open", e))?;
         let opened = Segment::open(opened)?;
         let summary = opened.summary();
-        segment = Some(SegmentExtent {
-            reference: SegmentRef {
-                generation,
-                range_start: region_start,
-                range_end: slice_end,
-                file_len: summary.file_len,
-                footer_crc: summary.footer_crc,
-            },
-            segment: Arc::new(opened),
-        });
+        let reference = SegmentRef {
+            generation,
+            range_start: region_start,
+            range_end: slice_end,
+            file_len: summary.file_len,
+            footer_crc: summary.footer_crc,
+        };
+        segment = Some(SegmentExtent::whole(reference, opened));
     }
     let copy_time = started.elapsed();
     let disk_after_copy = dir_bytes(&*dir)?;
     let output = WorkerOutput {
         region_start,
-        kept_chunk,
+        kept_chunks,
         candidates,
         live,
         base_only,
@@ -496,34 +495,61 @@ fn plan_slices(
     (first, later)
 }
 
-/// The store's first chunk, as a segment view to keep in place, when the policy's threshold says
-/// so: nothing was collected yet (the region starts at 16, so there is no segment to merge), the
-/// chunk lies wholly in the region, it is a format-3 chunk file, and at least
-/// `keep_in_place_percent` of its bytes are live.
+/// The store's first chunks, as segment views to keep in place under one entry of the slot,
+/// when the policy's threshold says so: nothing was collected yet (the region starts at 16, so
+/// there is no segment to merge), and from the first chunk on, each chunk lies wholly in the
+/// region, is a format-3 chunk file, and has at least `keep_in_place_percent` of its bytes live.
+/// The first chunk that does not stops them (it and those after it are copied).
 fn keep_in_place(
     layout: &Layout,
     compaction: &Compaction,
     region_start: u64,
     bounds: MarkBounds,
     live_bytes: &impl Fn(u64, u64) -> u64,
-) -> Result<Option<SegmentExtent>> {
+) -> Result<Vec<SegmentExtent>> {
     let percent = compaction.keep_in_place_percent;
     if percent == 0 || percent > 100 || region_start != crate::format::codec::PACK_HEADER_LEN {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    let Some((_, start, end)) = layout.chunk_files(bounds.scan_end).first().cloned() else { return Ok(None) };
-    let Some(chunk) = layout.chunk_extent(layout.first_seq()) else { return Ok(None) };
-    if chunk.legacy || chunk.start != start || start != region_start || end > bounds.region_end {
-        return Ok(None);
+    let mut kept = Vec::new();
+    let mut next_start = region_start;
+    for (seq, (_, start, end)) in (layout.first_seq()..).zip(layout.chunk_files(bounds.scan_end)) {
+        let Some(chunk) = layout.chunk_extent(seq) else { break };
+        let mostly_live =
+            u128::from(live_bytes(start, end)) * 100 >= u128::from(end - start) * u128::from(percent);
+        if chunk.legacy
+            || chunk.start != start
+            || start != next_start
+            || end > bounds.region_end
+            || !mostly_live
+        {
+            break;
+        }
+        let file_len = chunk.file.len().map_err(|e| StoreError::io(FileKind::Pack, start, "stat", e))?;
+        let reference = SegmentRef::kept_chunk_entry(seq, start, end, file_len);
+        let segment =
+            Segment::over_chunk(chunk.file.clone(), reference.generation, (start, end), chunk.data_at)?;
+        kept.push(SegmentExtent::whole(reference, segment));
+        next_start = end;
     }
-    if u128::from(live_bytes(start, end)) * 100 < u128::from(end - start) * u128::from(percent) {
-        return Ok(None);
+    // One entry of the slot for them all: the first one's number, their count, their range, the
+    // last one's length.
+    let (Some(first), Some(last)) = (kept.first(), kept.last()) else { return Ok(kept) };
+    let entry = u32::try_from(kept.len()).ok().and_then(|count| {
+        let seq = first.reference.kept_chunk()?;
+        SegmentRef::kept_chunks_entry(
+            seq,
+            count,
+            first.reference.range_start,
+            last.reference.range_end,
+            last.reference.file_len,
+        )
+    });
+    let Some(entry) = entry else { return Ok(Vec::new()) };
+    for segment in &mut kept {
+        segment.entry = entry;
     }
-    let seq = chunk.seq;
-    let file_len = chunk.file.len().map_err(|e| StoreError::io(FileKind::Pack, start, "stat", e))?;
-    let reference = SegmentRef::kept_chunk_entry(seq, start, end, file_len);
-    let segment = Segment::over_chunk(chunk.file.clone(), reference.generation, (start, end), chunk.data_at)?;
-    Ok(Some(SegmentExtent { reference, segment: Arc::new(segment) }))
+    Ok(kept)
 }
 
 /// The first of `roots` (sorted, deduplicated) that the GC would not keep as a full record: below

@@ -31,6 +31,7 @@ pub(crate) use probe::{Probe, open_chunk};
 pub use refresh::RefreshHook;
 
 pub use segments::SegmentExtent;
+pub(crate) use segments::entries_of;
 
 /// A chunk file of the layout.
 #[derive(Clone, Debug)]

@@ -127,13 +127,14 @@ fn joins(below: &ChunkInfo, above: &ChunkInfo) -> bool {
 }
 
 /// The segments that join global offset `end` down to 16: at each step the newest segment
-/// ending where the chain stands; at the bottom, the store's first chunk `first` (a format-3
-/// chunk starting at 16) when its records reach where the chain stands and no segment ends there
-/// (a chunk the first GC kept in place). `None` when no chain reaches 16 (or it is longer than a
-/// control slot holds). The result is by increasing range, with the kept chunk's entry apart.
+/// ending where the chain stands; at the bottom, the store's first chunks `first` (a run of
+/// format-3 chunks, each continuing the one before, the first starting at 16) when one of them
+/// holds records up to where the chain stands and no segment ends there (chunks the first GC kept
+/// in place, up to that one). `None` when no chain reaches 16 (or it is longer than a control slot
+/// holds). The result is by increasing range, with the kept chunks' entry apart.
 fn chain_to(
     segments: &[SegmentInfo],
-    first: Option<(&ChunkInfo, u64)>,
+    first: &[ChunkInfo],
     end: u64,
 ) -> Option<(Option<SegmentRef>, Vec<SegmentInfo>)> {
     let mut chain: Vec<SegmentInfo> = Vec::new();
@@ -155,16 +156,19 @@ fn chain_to(
                 chain.push(next.clone());
             }
             None => {
-                let (chunk, file_len) = first?;
-                // Its records reach `at` (bytes past it, unpublished ones of a crash before it was
-                // sealed, are not part of its range: as in `joins`).
-                if chain.is_empty()
-                    || chunk.start != PACK_HEADER_LEN
-                    || chunk.start.saturating_add(chunk.data) < at
-                {
+                // The chunk whose records reach `at` (bytes past it, unpublished ones of a crash
+                // before it was sealed, are not part of its range: as in `joins`).
+                let bottom = first.first()?;
+                let last = first
+                    .iter()
+                    .position(|chunk| chunk.start < at && at <= chunk.start.saturating_add(chunk.data));
+                if chain.is_empty() || bottom.start != PACK_HEADER_LEN {
                     return None;
                 }
-                kept = Some(SegmentRef::kept_chunk_entry(chunk.seq, chunk.start, at, file_len));
+                let last = first.get(last?)?;
+                let count = last.seq.checked_sub(bottom.seq)?.checked_add(1)?;
+                let file_len = last.data.saturating_add(CHUNK_HEADER_LEN);
+                kept = Some(SegmentRef::kept_chunks_entry(bottom.seq, count, bottom.start, at, file_len)?);
                 at = PACK_HEADER_LEN;
             }
         }
@@ -211,14 +215,25 @@ pub(super) fn candidates(dir: &dyn Directory) -> Result<Vec<Candidate>, String> 
         }
     }
     runs.reverse();
-    // The store's first chunk, which the first GC may have kept in place (not a format-2 `pack`).
-    let first_chunk = chunks
+    // The store's first chunks, which the first GC may have kept in place (format-3 chunk files,
+    // not a format-2 `pack`): the run of chunks from the one starting at 16.
+    let first_chunks: Vec<ChunkInfo> = chunks
         .iter()
-        .find(|chunk| {
+        .position(|chunk| {
             chunk.start == PACK_HEADER_LEN
                 && names.iter().any(|name| parse_chunk_name(name) == Some(chunk.seq))
         })
-        .map(|chunk| (chunk, chunk.data + CHUNK_HEADER_LEN));
+        .map(|at| {
+            let mut run: Vec<ChunkInfo> = Vec::new();
+            for chunk in chunks.iter().skip(at) {
+                if run.last().is_some_and(|below| !joins(below, chunk)) {
+                    break;
+                }
+                run.push(*chunk);
+            }
+            run
+        })
+        .unwrap_or_default();
     let mut out = Vec::new();
     for run in &runs {
         let head = run.last().map_or(0, |chunk| chunk.seq);
@@ -234,7 +249,7 @@ pub(super) fn candidates(dir: &dyn Directory) -> Result<Vec<Candidate>, String> 
                 });
                 continue;
             }
-            let Some((kept, chain)) = chain_to(&segments, first_chunk, chunk.start) else { continue };
+            let Some((kept, chain)) = chain_to(&segments, &first_chunks, chunk.start) else { continue };
             let Some(newest) = chain.iter().max_by_key(|segment| segment.reference.generation) else {
                 continue;
             };
@@ -255,7 +270,7 @@ pub(super) fn candidates(dir: &dyn Directory) -> Result<Vec<Candidate>, String> 
             };
             let generations: Vec<String> = kept
                 .iter()
-                .map(|kept| format!("{} (kept in place)", kept.file_name()))
+                .map(|kept| format!("{} (kept in place)", kept.describe()))
                 .chain(chain.iter().map(|segment| format!("seg.{:06}", segment.reference.generation)))
                 .collect();
             out.push(Candidate {

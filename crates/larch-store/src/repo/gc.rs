@@ -109,14 +109,14 @@ impl Repo {
         let Some((first_chunk, holding_start)) = layout.chunk_holding(keep_from) else {
             return Err(StoreError::GcRefused(format!("commit {commit} lies in no chunk of the store")));
         };
-        let segments: Vec<SegmentStat> = layout
-            .segments()
-            .iter()
-            .map(|segment| SegmentStat {
-                range_start: segment.reference.range_start,
-                range_end: segment.reference.range_end,
-                record_bytes: segment.segment.summary().record_bytes,
-                file_len: segment.reference.file_len,
+        // One per entry of the slot (chunks kept in place under one entry are merged together).
+        let segments: Vec<SegmentStat> = crate::pack::layout::entries_of(&layout.segments())
+            .into_iter()
+            .map(|(entry, record_bytes, file_len)| SegmentStat {
+                range_start: entry.range_start,
+                range_end: entry.range_end,
+                record_bytes,
+                file_len,
             })
             .collect();
         // One new segment per GC for the newly old chunks (the mandatory part of the region,

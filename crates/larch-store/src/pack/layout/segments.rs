@@ -15,25 +15,107 @@ use crate::pack::segment::Segment;
 use std::io::ErrorKind;
 use std::sync::{Arc, Mutex, RwLock};
 
-/// A GC segment of the layout: the live records of a collected range (docs/gc-design.md §3.3).
+/// A GC segment of the layout: the live records of a collected range (docs/gc-design.md §3.3), or
+/// one chunk of an entry keeping chunks in place.
 #[derive(Clone, Debug)]
 pub struct SegmentExtent {
-    /// What the control slot says of it.
+    /// What the layout reads: the slot's entry, or for one chunk of an entry keeping several in
+    /// place, that chunk's own range and length (as an entry of one chunk would say).
     pub reference: SegmentRef,
+    /// The slot's entry this extent belongs to (equal to `reference` but for the chunks of an
+    /// entry keeping several in place).
+    pub entry: SegmentRef,
     /// The opened, validated segment.
     pub segment: Arc<Segment>,
 }
 
 impl SegmentExtent {
+    /// An extent that is a whole entry of the slot.
+    pub fn whole(reference: SegmentRef, segment: Segment) -> SegmentExtent {
+        SegmentExtent { reference, entry: reference, segment: Arc::new(segment) }
+    }
+
     /// The file's name.
     pub fn name(&self) -> String {
         self.reference.file_name()
     }
 }
 
+/// The slot's entries of `segments` (the layout's, by increasing range): each entry once, with the
+/// record bytes and the file bytes of its extents.
+pub(crate) fn entries_of(segments: &[SegmentExtent]) -> Vec<(SegmentRef, u64, u64)> {
+    let mut out: Vec<(SegmentRef, u64, u64)> = Vec::new();
+    for segment in segments {
+        let (records, file) = (segment.segment.summary().record_bytes, segment.reference.file_len);
+        match out.last_mut() {
+            Some((entry, total, files)) if *entry == segment.entry => {
+                *total += records;
+                *files += file;
+            }
+            _ => out.push((segment.entry, records, file)),
+        }
+    }
+    out
+}
+
+/// Opens the chunks a kept-chunks entry names, each read as a segment of one run through `pool`
+/// (so that thousands of them hold no more descriptors than the pool allows): each a format-3
+/// chunk whose header names its number, the first starting at the entry's range start, each
+/// next where the one before ends, each file holding its range, the last one's exactly as long
+/// as the entry says and ending its range at the entry's end.
+fn open_kept_chunks(
+    dir: &Arc<dyn Directory>,
+    pool: &Arc<FilePool>,
+    reference: &SegmentRef,
+    seqs: std::ops::Range<u32>,
+) -> Result<Vec<SegmentExtent>> {
+    let mismatch = |seq: u32, what: String| {
+        StoreError::corrupt(
+            FileKind::Pack,
+            0,
+            format!(
+                "{}: {what}, not what the control file keeps in place",
+                crate::format::names::chunk_name(seq)
+            ),
+        )
+    };
+    let mut chunks = Vec::with_capacity(seqs.len());
+    for seq in seqs {
+        let (probe, file) = open_chunk(&**dir, seq, false)?;
+        let expected = chunks.last().map_or(reference.range_start, |(_, start, _, _)| *start);
+        if probe.legacy || probe.start < expected || (chunks.is_empty() && probe.start != expected) {
+            return Err(mismatch(seq, format!("a chunk starting at {}", probe.start)));
+        }
+        let (start, len) = (probe.start, probe.len);
+        // Entered in the pool as soon as it is opened: the pool closes the least used ones.
+        let chunk = probe.into_extent(dir, pool, file, false);
+        chunks.push((seq, start, len, chunk));
+    }
+    let mut out = Vec::with_capacity(chunks.len());
+    for (i, (seq, start, len, chunk)) in chunks.iter().enumerate() {
+        let last = i + 1 == chunks.len();
+        let end = chunks.get(i + 1).map_or(reference.range_end, |(_, next, _, _)| *next);
+        if end <= *start || (last && *len != reference.file_len) {
+            return Err(mismatch(
+                *seq,
+                format!("a chunk (start {start}, {len} bytes) ending its range at {end}"),
+            ));
+        }
+        let own = SegmentRef::kept_chunk_entry(*seq, *start, end, *len);
+        let segment = Segment::over_chunk(chunk.file.clone(), own.generation, (*start, end), chunk.data_at)?;
+        out.push(SegmentExtent { reference: own, entry: *reference, segment: Arc::new(segment) });
+    }
+    Ok(out)
+}
+
 /// Opens and validates the segments a control slot names: each file's header, mapping and footer
-/// ([`Segment::open`]), and its generation, range, length and footer CRC against the slot's.
-fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<SegmentExtent>> {
+/// ([`Segment::open`]), and its generation, range, length and footer CRC against the slot's;
+/// chunks kept in place through `pool` ([`open_kept_chunks`]).
+fn open_segments(
+    dir: &Arc<dyn Directory>,
+    pool: &Arc<FilePool>,
+    references: &[SegmentRef],
+) -> Result<Vec<SegmentExtent>> {
     let mut out = Vec::with_capacity(references.len());
     let mut previous_end = PACK_HEADER_LEN;
     for reference in references {
@@ -50,24 +132,8 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
             ));
         }
         previous_end = reference.range_end;
-        if let Some(seq) = reference.kept_chunk() {
-            // A chunk kept in place: its header, start and length as the slot names them.
-            let (chunk, file) = open_chunk(dir, seq, false)?;
-            let file_len = chunk.len;
-            if chunk.legacy || chunk.start != reference.range_start || file_len != reference.file_len {
-                return Err(StoreError::corrupt(
-                    FileKind::Pack,
-                    0,
-                    format!(
-                        "{}: the chunk (start {}, {file_len} bytes) is not the one the control file keeps in place",
-                        reference.file_name(),
-                        chunk.start
-                    ),
-                ));
-            }
-            let range = (reference.range_start, reference.range_end);
-            let segment = Segment::over_chunk(file, reference.generation, range, chunk.data_at)?;
-            out.push(SegmentExtent { reference: *reference, segment: Arc::new(segment) });
+        if let Some(seqs) = reference.kept_chunks() {
+            out.extend(open_kept_chunks(dir, pool, reference, seqs)?);
             continue;
         }
         let file = match dir.open(&name, false) {
@@ -97,7 +163,7 @@ fn open_segments(dir: &dyn Directory, references: &[SegmentRef]) -> Result<Vec<S
                 header.generation, header.range_start, header.range_end, summary.file_len, summary.footer_crc
             )));
         }
-        out.push(SegmentExtent { reference: *reference, segment: Arc::new(segment) });
+        out.push(SegmentExtent::whole(*reference, segment));
     }
     Ok(out)
 }
@@ -110,9 +176,9 @@ impl Layout {
         dir: Arc<dyn Directory>,
         state: &crate::format::control::ControlState,
     ) -> Result<Layout> {
-        let segments = open_segments(&*dir, &state.segments)?;
-        let expected = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
         let pool = FilePool::new(crate::options::DEFAULT_OPEN_FILES);
+        let segments = open_segments(&dir, &pool, &state.segments)?;
+        let expected = segments.last().map_or(PACK_HEADER_LEN, |segment| segment.reference.range_end);
         let (first, file) = open_chunk(&*dir, state.first_chunk, false)?;
         if first.start != expected {
             return Err(StoreError::corrupt(
@@ -158,7 +224,7 @@ impl Layout {
         writable: bool,
         pool: Arc<FilePool>,
     ) -> Result<Layout> {
-        let segments = open_segments(&*dir, &state.segments)?;
+        let segments = open_segments(&dir, &pool, &state.segments)?;
         let layout = Layout::open(
             dir,
             (state.first_chunk, state.head_chunk),
@@ -236,17 +302,18 @@ impl Layout {
     /// above its start (merged into it) and every chunk below `first_chunk`. Returns the names of
     /// the files no longer in the layout (to unlink once no published slot names them).
     ///
-    /// `kept_chunk`, a chunk the GC keeps in place (read as a segment), joins the segments
-    /// below `new` instead of being retired.
+    /// `kept_chunks`, the chunks the GC keeps in place (each read as a segment), join the
+    /// segments below `new` instead of being retired.
     pub fn collect(
         &self,
         new: Option<SegmentExtent>,
         first_chunk: u32,
-        kept_chunk: Option<SegmentExtent>,
+        kept_chunks: Vec<SegmentExtent>,
     ) -> Vec<String> {
         let mut extents = self.extents.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         let merged_from = new.as_ref().map_or(u64::MAX, |segment| segment.reference.range_start);
-        let kept_seq = kept_chunk.as_ref().and_then(|segment| segment.reference.kept_chunk());
+        let kept_seqs: Vec<u32> =
+            kept_chunks.iter().filter_map(|segment| segment.reference.kept_chunk()).collect();
         let mut retired = Vec::new();
         let mut kept = Vec::with_capacity(extents.len());
         for extent in extents.drain(..) {
@@ -258,7 +325,7 @@ impl Layout {
                 kept.push(extent);
                 continue;
             }
-            if matches!(&extent, Extent::Chunk(chunk) if Some(chunk.seq) == kept_seq) {
+            if matches!(&extent, Extent::Chunk(chunk) if kept_seqs.contains(&chunk.seq)) {
                 continue; // Replaced by its segment view, below.
             }
             retired.push(match &extent {
@@ -268,7 +335,7 @@ impl Layout {
         }
         let split = kept.iter().position(|extent| extent.as_chunk().is_some()).unwrap_or(kept.len());
         let chunks = kept.split_off(split);
-        kept.extend(kept_chunk.map(Extent::Segment));
+        kept.extend(kept_chunks.into_iter().map(Extent::Segment));
         kept.extend(new.map(Extent::Segment));
         kept.extend(chunks);
         *extents = kept;
@@ -344,8 +411,9 @@ impl Layout {
     pub(super) fn check_segments(&self) -> Vec<(String, String)> {
         let segments = self.segments();
         let mut problems = Vec::new();
-        let references: Vec<SegmentRef> = segments.iter().map(|segment| segment.reference).collect();
-        if let Err(e) = open_segments(&*self.dir, &references) {
+        let references: Vec<SegmentRef> =
+            entries_of(&segments).into_iter().map(|(entry, ..)| entry).collect();
+        if let Err(e) = open_segments(&self.dir, &self.pool, &references) {
             problems.push((segments.first().map(SegmentExtent::name).unwrap_or_default(), e.to_string()));
         }
         for segment in &segments {

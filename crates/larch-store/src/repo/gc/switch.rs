@@ -76,8 +76,8 @@ impl Repo {
         state.index_keep_from = switch.output.index_keep_from;
         state.first_chunk = switch.output.first_chunk.unwrap_or(run.first_chunk);
         state.segments.retain(|segment| segment.range_start < switch.output.region_start);
-        if let Some(kept) = &switch.output.kept_chunk {
-            state.segments.push(kept.reference);
+        if let Some(kept) = switch.output.kept_chunks.first() {
+            state.segments.push(kept.entry);
         }
         if let Some(segment) = &switch.output.segment {
             state.segments.push(segment.reference);
@@ -107,7 +107,7 @@ impl Repo {
             .map(|segment| (segment.name(), segment.reference.file_len))
             .collect();
         let first_chunk = output.first_chunk.unwrap_or(run.first_chunk);
-        let retired = layout.collect(output.segment.clone(), first_chunk, output.kept_chunk.clone());
+        let retired = layout.collect(output.segment.clone(), first_chunk, output.kept_chunks.clone());
         let region_bytes: u64 = retired
             .iter()
             .map(|name| run.dir.open(name, false).and_then(|file| file.len()).unwrap_or(0))
@@ -164,9 +164,9 @@ impl Repo {
             bytes_waiting: 0,
             segment: output.segment.as_ref().map(SegmentExtent::name),
             kept_in_place: output
-                .kept_chunk
-                .as_ref()
-                .map(|kept| (kept.name(), kept.reference.range_end - kept.reference.range_start)),
+                .kept_chunks
+                .first()
+                .map(|kept| (kept.entry.describe(), kept.entry.range_end - kept.entry.range_start)),
             deep_mark: run.deep,
             segments_marked: output.candidates.len(),
             merged_segments: merged.into_iter().map(|(name, _)| name).collect(),
