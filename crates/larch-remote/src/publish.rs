@@ -339,7 +339,7 @@ impl Core {
             .map_err(|e| local(&self.store.join("commits"), "open", e))?;
         files.push(self.extend("commits", &index, state.index_end, &previous, generation)?);
         let head = state.chunk_names().pop();
-        let names = state.segments.iter().map(|(name, len)| (name.clone(), Some(*len)));
+        let names = state.segments.iter().cloned();
         let chunks = state.chunk_names().into_iter().map(|name| {
             let len = (Some(&name) == head.as_ref()).then(|| state.head_chunk_len());
             (name, len)

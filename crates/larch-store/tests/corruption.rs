@@ -287,7 +287,7 @@ fn unknown_versions_and_missing_files_on_disk() {
     for result in [Repo::open_read_only(dir.path()), Repo::open(dir.path())] {
         assert!(matches!(
             result,
-            Err(StoreError::UnknownVersion { file: FileKind::Control, found: 1, supported: 3 })
+            Err(StoreError::UnknownVersion { file: FileKind::Control, found: 1, supported: 4 })
         ));
     }
     assert_eq!(std::fs::read(&control_path).unwrap(), old, "the writer changed a store it cannot read");

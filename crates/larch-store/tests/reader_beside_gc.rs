@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use larch_core::{CommitInfo, Hash, TreeError};
-use larch_store::{GcPolicy, Repo, RepoOptions, StoreError};
+use larch_store::{GcOptions, GcPolicy, Repo, RepoOptions, StoreError};
 use std::path::Path;
 
 const COMMITS: u64 = 24;
@@ -169,5 +169,21 @@ fn a_reader_reads_on_after_a_gc_kept_its_chunks_in_place() {
     }
     assert!(matches!(reader.checkout(&hashes[0]), Err(StoreError::Collected { .. })));
     assert!(reader.stats().chunk_files_open <= 1, "{:?}", reader.stats());
+    assert!(reader.fsck().is_clean());
+
+    // A compaction at the same commit merges the kept chunks into a segment and deletes them. A
+    // tree the reader checked out before it, read only now, finds them gone (its pool of one
+    // had closed them) and follows the GC: every value is answered.
+    let untouched = reader.checkout(&head).unwrap();
+    repo.set_gc_policy(GcPolicy { compact_budget_percent: 10_000, ..GcPolicy::default() });
+    let report = repo.gc_with(&head, GcOptions { compact: true }).unwrap();
+    assert!(report.merged_segments.iter().any(|name| name.starts_with("chunk.000000 to ")), "{report:?}");
+    repo.close().unwrap();
+    assert!(!path.join("chunk.000000").exists() && !path.join("chunk.000001").exists());
+    let refreshes = reader.stats().layout_refreshes;
+    for i in 0..COMMITS {
+        assert_eq!(untouched.find(&["k", &key(i)]).unwrap().unwrap().as_bytes(), value(i), "key {i}");
+    }
+    assert!(reader.stats().layout_refreshes > refreshes, "no read found a merged chunk gone");
     assert!(reader.fsck().is_clean());
 }

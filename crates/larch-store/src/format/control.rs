@@ -23,6 +23,10 @@ pub const CONTROL_LEN: u64 = CONFIRM_AT + CONFIRM_LEN as u64;
 pub const SLOT_VERSION: u32 = 3;
 /// The format-2 slot version, still read (a format-2 store: its `pack` is chunk 0).
 pub const SLOT_VERSION_2: u32 = 2;
+/// The version of a layout-3 slot one of whose entries keeps more than one chunk in place (the
+/// same bytes as version 3 otherwise): builds that cannot read such an entry refuse the store as
+/// of an unknown version instead of falling back to their older slot (`docs/format.md` §2).
+pub const SLOT_VERSION_KEPT_RUN: u32 = 4;
 /// Bit 0 of a layout-3 slot's flags: the store is in archive mode, chunk files may be in the lower
 /// directory (`docs/format.md`).
 pub const FLAG_ARCHIVE: u32 = 1;
@@ -90,7 +94,7 @@ impl SegmentRef {
         last_file_len: u64,
     ) -> Option<SegmentRef> {
         let less_one = count.checked_sub(1).filter(|less_one| *less_one < 1 << 31)?;
-        first_seq.checked_add(less_one)?;
+        first_seq.checked_add(less_one)?.checked_add(1)?;
         let mut entry = SegmentRef::kept_chunk_entry(first_seq, range_start, range_end, last_file_len);
         entry.generation |= u64::from(less_one) << KEPT_COUNT_SHIFT;
         Some(entry)
@@ -344,9 +348,14 @@ fn decode_slot(page: &[u8], base: u64) -> Result<Slot> {
         && page.get(..8) == Some(CONTROL_MAGIC.as_slice())
         && found != SLOT_VERSION
         && found != SLOT_VERSION_2
+        && found != SLOT_VERSION_KEPT_RUN
         && framed(page)
     {
-        return Err(StoreError::UnknownVersion { file: FileKind::Control, found, supported: SLOT_VERSION });
+        return Err(StoreError::UnknownVersion {
+            file: FileKind::Control,
+            found,
+            supported: SLOT_VERSION_KEPT_RUN,
+        });
     }
     match ControlState::decode(page, base) {
         Ok(state) => Ok(Slot::Valid(state)),
@@ -355,6 +364,12 @@ fn decode_slot(page: &[u8], base: u64) -> Result<Slot> {
 }
 
 impl ControlState {
+    /// Whether an entry of the segment list keeps more than one chunk in place (the slot is then
+    /// written as [`SLOT_VERSION_KEPT_RUN`]).
+    pub fn keeps_a_run(&self) -> bool {
+        self.segments.iter().any(|segment| segment.kept_chunks().is_some_and(|seqs| seqs.len() > 1))
+    }
+
     /// The slot bytes of this state (at most [`PAGE`]; the rest of the page stays zero). Fails with
     /// [`StoreError::TooLarge`] when the branches do not fit in a page.
     pub fn encode(&self) -> Result<Vec<u8>> {
@@ -363,7 +378,11 @@ impl ControlState {
         }
         let mut out = Vec::with_capacity(FIXED_LEN_3 + 4 + self.branches.len() * 64);
         out.extend_from_slice(CONTROL_MAGIC);
-        out.extend_from_slice(&SLOT_VERSION.to_le_bytes());
+        let version = match self.keeps_a_run() {
+            true => SLOT_VERSION_KEPT_RUN,
+            false => SLOT_VERSION,
+        };
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&[0; 4]); // length, patched below
         out.extend_from_slice(&self.generation.to_le_bytes());
         out.extend_from_slice(&self.pack_end.to_le_bytes());
@@ -438,11 +457,11 @@ impl ControlState {
             return Err(corrupt(total - 4, "checksum mismatch"));
         }
         let version = u32_at(8)?;
-        if version != SLOT_VERSION && version != SLOT_VERSION_2 {
+        if version != SLOT_VERSION && version != SLOT_VERSION_2 && version != SLOT_VERSION_KEPT_RUN {
             return Err(StoreError::UnknownVersion {
                 file: FileKind::Control,
                 found: version,
-                supported: SLOT_VERSION,
+                supported: SLOT_VERSION_KEPT_RUN,
             });
         }
         if page.get(total..).is_some_and(|rest| rest.iter().any(|byte| *byte != 0)) {
@@ -459,9 +478,15 @@ impl ControlState {
             return Err(corrupt(40, "synced index length past the published one"));
         }
         let mut at = FIXED_LEN_2;
-        if version == SLOT_VERSION {
+        if version == SLOT_VERSION || version == SLOT_VERSION_KEPT_RUN {
             state.decode_layout(body, base)?;
             at = FIXED_LEN_3 + state.segments.len() * SEGMENT_LEN;
+            if state.keeps_a_run() != (version == SLOT_VERSION_KEPT_RUN) {
+                return Err(corrupt(
+                    8,
+                    &format!("slot version {version} with chunks kept in place that it does not fit"),
+                ));
+            }
         }
         let count = u32_at(at)?;
         at += 4;

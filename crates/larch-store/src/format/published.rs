@@ -31,8 +31,11 @@ pub struct PublishedState {
     pub head_chunk: u32,
     /// The head chunk's global start: its file holds `32 + pack_end − head_start` published bytes.
     pub head_start: u64,
-    /// The GC segment files (and chunks kept in place) the state names, with their lengths.
-    pub segments: Vec<(String, u64)>,
+    /// The GC segment files and chunks kept in place the state names, with their lengths as the
+    /// slot gives them: `None` for a chunk kept in place before the last of its entry (the slot
+    /// names only the last one's length; a kept chunk's file never changes, so its length on disk
+    /// is the one).
+    pub segments: Vec<(String, Option<u64>)>,
     /// The commit of branch `main`, if set.
     pub head: Option<Hash>,
     /// A control file (8,212 bytes) whose slot 0 is this state, slot 1 empty, and whose
@@ -75,7 +78,18 @@ pub fn published_state(bytes: &[u8]) -> Result<Option<PublishedState>> {
         first_chunk: state.first_chunk,
         head_chunk: state.head_chunk,
         head_start: state.head_start,
-        segments: state.segments.iter().map(|s| (s.file_name(), s.file_len)).collect(),
+        segments: state
+            .segments
+            .iter()
+            .flat_map(|entry| {
+                let names = entry.file_names();
+                let last = names.len().saturating_sub(1);
+                names
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(i, name)| (name, (i == last).then_some(entry.file_len)))
+            })
+            .collect(),
         head: state.branches.get(MAIN_BRANCH).map(|(hash, _)| *hash),
         image,
     }))
@@ -127,6 +141,25 @@ mod tests {
         // Once confirmed, the newer slot is the one published.
         bytes[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(6));
         assert_eq!(published_state(&bytes)?.map(|p| p.generation), Some(6));
+        // Chunks kept in place under one entry: each named, the last with the slot's length.
+        let mut collected = state(7, 0x2000);
+        collected.gc_generation = 1;
+        collected.keep_from = 0x1100;
+        collected.index_keep_from = 60;
+        collected.first_chunk = 3;
+        collected.head_chunk = 4;
+        collected.segments = vec![
+            crate::format::control::SegmentRef::kept_chunks_entry(0, 3, 16, 0x1000, 99)
+                .ok_or(crate::StoreError::TooLarge("no entry".into()))?,
+        ];
+        let mut bytes = vec![0u8; CONTROL_LEN as usize];
+        let encoded = collected.encode()?;
+        bytes[..encoded.len()].copy_from_slice(&encoded);
+        bytes[CONFIRM_AT as usize..].copy_from_slice(&encode_confirm(7));
+        let published = published_state(&bytes)?.map(|p| p.segments);
+        let expected = [("chunk.000000", None), ("chunk.000001", None), ("chunk.000002", Some(99))]
+            .map(|(name, len)| (name.to_string(), len));
+        assert_eq!(published, Some(expected.to_vec()));
         // A control file with no valid slot publishes nothing.
         assert_eq!(published_state(&[0u8; CONTROL_LEN as usize])?, None);
         Ok(())

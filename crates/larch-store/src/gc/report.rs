@@ -58,7 +58,9 @@ pub struct GcReport {
     pub deep_mark: bool,
     /// Old segments marked (their live bytes measured).
     pub segments_marked: usize,
-    /// Old segments merged into the new one (retired by the switch).
+    /// Old segments merged into the new one (retired by the switch), one per entry of the segment
+    /// list as `segments_marked` counts them (chunks kept in place under one entry: as in
+    /// [`GcReport::kept_in_place`]).
     pub merged_segments: Vec<String>,
     /// Garbage found in the marked old segments (their record bytes minus their live bytes).
     pub segments_garbage: u64,

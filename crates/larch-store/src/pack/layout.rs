@@ -383,6 +383,22 @@ impl Layout {
                     name: chunk.name(),
                     detail: format!("{e}; reading it"),
                 },
+                // A chunk kept in place is reopened like any chunk when its pool closed it: gone
+                // once a GC merged it (the layout then follows that GC).
+                (ErrorKind::NotFound, Extent::Segment(segment)) => StoreError::MissingFile {
+                    file: if segment.reference.kept_chunk().is_some() {
+                        FileKind::Pack
+                    } else {
+                        FileKind::Segment
+                    },
+                    what: if segment.reference.kept_chunk().is_some() {
+                        "chunk kept in place"
+                    } else {
+                        "segment"
+                    },
+                    name: segment.name(),
+                    detail: format!("{e}; reading it"),
+                },
                 (ErrorKind::UnexpectedEof, _) => StoreError::Truncated {
                     file: FileKind::Pack,
                     offset: at,

@@ -159,9 +159,11 @@ fn chain_to(
                 // The chunk whose records reach `at` (bytes past it, unpublished ones of a crash
                 // before it was sealed, are not part of its range: as in `joins`).
                 let bottom = first.first()?;
-                let last = first
-                    .iter()
-                    .position(|chunk| chunk.start < at && at <= chunk.start.saturating_add(chunk.data));
+                // The newest chunk starting below `at`: an older one's unpublished bytes may reach
+                // past where the next one starts.
+                let last = first.iter().rposition(|chunk| chunk.start < at).filter(|&i| {
+                    first.get(i).is_some_and(|chunk| at <= chunk.start.saturating_add(chunk.data))
+                });
                 if chain.is_empty() || bottom.start != PACK_HEADER_LEN {
                     return None;
                 }

@@ -328,7 +328,32 @@ fn an_entry_keeps_a_run_of_chunks_in_place_and_decodes_only_below_the_first_live
     };
     // Its chunks lie below the first live chunk: 6 is the first number it does not keep.
     let state = collected(6, four);
-    assert_eq!(ControlState::decode(&state.encode().unwrap(), 0).unwrap(), state);
+    let bytes = state.encode().unwrap();
+    assert_eq!(ControlState::decode(&bytes, 0).unwrap(), state);
+    // A slot keeping a run is version 4 (refused by builds that cannot read the run), one keeping
+    // a single chunk version 3, as before; either version with the other kind is damaged.
+    assert_eq!(bytes[8..12], SLOT_VERSION_KEPT_RUN.to_le_bytes());
+    let single = collected(6, one);
+    let single_bytes = single.encode().unwrap();
+    assert_eq!(single_bytes[8..12], SLOT_VERSION.to_le_bytes());
+    assert_eq!(ControlState::decode(&single_bytes, 0).unwrap(), single);
+    for (mut forged, version) in [(bytes.clone(), SLOT_VERSION), (single_bytes, SLOT_VERSION_KEPT_RUN)] {
+        forged[8..12].copy_from_slice(&version.to_le_bytes());
+        let total = forged.len();
+        let crc = crc32fast::hash(&forged[..total - 4]);
+        forged[total - 4..].copy_from_slice(&crc.to_le_bytes());
+        let error = ControlState::decode(&forged, 0).unwrap_err();
+        assert!(error.to_string().contains("does not fit"), "version {version}: {error}");
+    }
+    // A version above 4 in a well-framed slot: an unknown version, not damage.
+    let mut newer = bytes.clone();
+    newer[8..12].copy_from_slice(&5u32.to_le_bytes());
+    let total = newer.len();
+    let crc = crc32fast::hash(&newer[..total - 4]);
+    newer[total - 4..].copy_from_slice(&crc.to_le_bytes());
+    let mut page = newer;
+    page.resize(PAGE as usize, 0);
+    assert!(matches!(decode_slot(&page, 0), Err(StoreError::UnknownVersion { found: 5, .. })));
     for first_chunk in [2, 5] {
         let bytes = collected(first_chunk, four).encode().unwrap();
         let error = ControlState::decode(&bytes, 0).unwrap_err();

@@ -79,7 +79,8 @@ fn open_kept_chunks(
             ),
         )
     };
-    let mut chunks = Vec::with_capacity(seqs.len());
+    // Grown as they open (the count is the slot's: a missing chunk stops the loop).
+    let mut chunks = Vec::new();
     for seq in seqs {
         let (probe, file) = open_chunk(&**dir, seq, false)?;
         let expected = chunks.last().map_or(reference.range_start, |(_, start, _, _)| *start);

@@ -100,11 +100,11 @@ impl Repo {
         let started = Instant::now();
         let Switch { run, output, checked, pause, branches_removed } = switch;
         let layout = self.source.reader.layout().clone();
-        let merged: Vec<(String, u64)> = layout
-            .segments()
+        // One name per entry of the segment list (as `segments_marked` counts them).
+        let merged: Vec<String> = crate::pack::layout::entries_of(&layout.segments())
             .iter()
-            .filter(|segment| segment.reference.range_start >= output.region_start)
-            .map(|segment| (segment.name(), segment.reference.file_len))
+            .filter(|(entry, ..)| entry.range_start >= output.region_start)
+            .map(|(entry, ..)| entry.describe())
             .collect();
         let first_chunk = output.first_chunk.unwrap_or(run.first_chunk);
         let retired = layout.collect(output.segment.clone(), first_chunk, output.kept_chunks.clone());
@@ -169,7 +169,7 @@ impl Repo {
                 .map(|kept| (kept.entry.describe(), kept.entry.range_end - kept.entry.range_start)),
             deep_mark: run.deep,
             segments_marked: output.candidates.len(),
-            merged_segments: merged.into_iter().map(|(name, _)| name).collect(),
+            merged_segments: merged,
             segments_garbage,
             complete,
             slice: run.slice,
