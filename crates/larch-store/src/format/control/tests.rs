@@ -337,21 +337,21 @@ fn an_entry_keeps_a_run_of_chunks_in_place_and_decodes_only_below_the_first_live
     let single_bytes = single.encode().unwrap();
     assert_eq!(single_bytes[8..12], SLOT_VERSION.to_le_bytes());
     assert_eq!(ControlState::decode(&single_bytes, 0).unwrap(), single);
-    for (mut forged, version) in [(bytes.clone(), SLOT_VERSION), (single_bytes, SLOT_VERSION_KEPT_RUN)] {
+    // The slot `bytes` with its version field set to `version`, its checksum made good again.
+    let with_version = |bytes: &[u8], version: u32| {
+        let mut forged = bytes.to_vec();
         forged[8..12].copy_from_slice(&version.to_le_bytes());
         let total = forged.len();
         let crc = crc32fast::hash(&forged[..total - 4]);
         forged[total - 4..].copy_from_slice(&crc.to_le_bytes());
-        let error = ControlState::decode(&forged, 0).unwrap_err();
+        forged
+    };
+    for (slot, version) in [(&bytes, SLOT_VERSION), (&single_bytes, SLOT_VERSION_KEPT_RUN)] {
+        let error = ControlState::decode(&with_version(slot, version), 0).unwrap_err();
         assert!(error.to_string().contains("does not fit"), "version {version}: {error}");
     }
     // A version above 4 in a well-framed slot: an unknown version, not damage.
-    let mut newer = bytes.clone();
-    newer[8..12].copy_from_slice(&5u32.to_le_bytes());
-    let total = newer.len();
-    let crc = crc32fast::hash(&newer[..total - 4]);
-    newer[total - 4..].copy_from_slice(&crc.to_le_bytes());
-    let mut page = newer;
+    let mut page = with_version(&bytes, 5);
     page.resize(PAGE as usize, 0);
     assert!(matches!(decode_slot(&page, 0), Err(StoreError::UnknownVersion { found: 5, .. })));
     for first_chunk in [2, 5] {
