@@ -385,20 +385,18 @@ impl Layout {
                 },
                 // A chunk kept in place is reopened like any chunk when its pool closed it: gone
                 // once a GC merged it (the layout then follows that GC).
-                (ErrorKind::NotFound, Extent::Segment(segment)) => StoreError::MissingFile {
-                    file: if segment.reference.kept_chunk().is_some() {
-                        FileKind::Pack
-                    } else {
-                        FileKind::Segment
-                    },
-                    what: if segment.reference.kept_chunk().is_some() {
-                        "chunk kept in place"
-                    } else {
-                        "segment"
-                    },
-                    name: segment.name(),
-                    detail: format!("{e}; reading it"),
-                },
+                (ErrorKind::NotFound, Extent::Segment(segment)) => {
+                    let (file, what) = match segment.reference.kept_chunk() {
+                        Some(_) => (FileKind::Pack, "chunk kept in place"),
+                        None => (FileKind::Segment, "segment"),
+                    };
+                    StoreError::MissingFile {
+                        file,
+                        what,
+                        name: segment.name(),
+                        detail: format!("{e}; reading it"),
+                    }
+                }
                 (ErrorKind::UnexpectedEof, _) => StoreError::Truncated {
                     file: FileKind::Pack,
                     offset: at,
