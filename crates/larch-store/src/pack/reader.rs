@@ -11,16 +11,18 @@ use crate::pack::reader::prefetch::Prefetcher;
 use larch_core::{
     Contents, Entry, Hash, HeldKeys, LoadError, Name, Node, NodeBody, ObjectKey, ObjectSource, StoreId,
 };
-use quick_cache::Weighter;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod cache;
 pub(crate) mod prefetch;
 mod wide;
 
+pub(crate) use cache::node_weight;
+use cache::{CacheItem, CachedObject, ObjectCache, hash_prefix, new_cache};
 pub(crate) use wide::ReadKind;
 use wide::{PAGE, ReadWidths, WideReads};
 
@@ -33,89 +35,6 @@ const FIRST_READ: u64 = 256;
 /// The span of a run of records read ahead ([`PackReader::read_ahead`]): the records whose
 /// offsets lie within this many bytes of the run's first one are read with one call.
 pub(crate) const READ_AHEAD_SPAN: u64 = 64 << 10;
-
-#[derive(Clone)]
-enum CachedObject {
-    Node(Arc<Node>),
-    Contents(Arc<Contents>),
-}
-
-#[derive(Clone)]
-struct CacheItem {
-    object: CachedObject,
-    weight: u32,
-    /// For nodes: the patch chain length of the record (0 for a full record).
-    chain: u8,
-    /// For nodes: the first 8 bytes of the node's hash, checked against the reference on a hit.
-    /// Kept here, next to the cache's own entry, so that a hit does not read the node's hash (a
-    /// cache line of its own, one more memory access per hit, which the lookups rarely need).
-    hash_prefix: u64,
-}
-
-/// The first 8 bytes of `hash`, as an integer.
-fn hash_prefix(hash: &Hash) -> u64 {
-    let bytes = hash.as_bytes();
-    let mut prefix = [0u8; 8];
-    prefix.copy_from_slice(bytes.get(..8).unwrap_or(&[0; 8]));
-    u64::from_le_bytes(prefix)
-}
-
-#[derive(Clone)]
-struct ItemWeight;
-
-/// The cache's evictions, collected during an insert (instead of dropped under the shard's lock)
-/// and handed to the reader's [`Graveyard`] after it.
-#[derive(Clone, Default)]
-struct Evictions;
-
-impl quick_cache::Lifecycle<u64, CacheItem> for Evictions {
-    type RequestState = Vec<CacheItem>;
-
-    fn begin_request(&self) -> Vec<CacheItem> {
-        Vec::new()
-    }
-
-    fn on_evict(&self, evicted: &mut Vec<CacheItem>, _offset: u64, item: CacheItem) {
-        evicted.push(item);
-    }
-}
-
-type ObjectCache =
-    quick_cache::sync::Cache<u64, CacheItem, ItemWeight, quick_cache::DefaultHashBuilder, Evictions>;
-
-impl Weighter<u64, CacheItem> for ItemWeight {
-    fn weight(&self, _key: &u64, item: &CacheItem) -> u64 {
-        u64::from(item.weight)
-    }
-}
-
-/// An estimate of the heap bytes a decoded node holds.
-pub(crate) fn node_weight(node: &Node) -> u32 {
-    body_weight(node.body())
-}
-
-/// The bytes of one entry of a decoded directory (its name's handle and its target).
-const ENTRY_BYTES: usize = std::mem::size_of::<(larch_core::Name, larch_core::Entry)>();
-
-/// An estimate of the heap bytes a decoded node body holds.
-pub(crate) fn body_weight(body: &NodeBody) -> u32 {
-    let bytes = match body {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => entries
-            .iter()
-            .map(|(name, entry)| {
-                let inline = match entry {
-                    larch_core::Entry::Contents(larch_core::ContentsRef::Mem(c)) => 56 + c.len(),
-                    // A piece of the buffer the node's names are in.
-                    larch_core::Entry::Contents(larch_core::ContentsRef::Inline(v)) => v.as_bytes().len(),
-                    _ => 0,
-                };
-                ENTRY_BYTES + name.len() + inline
-            })
-            .sum::<usize>(),
-        NodeBody::Tree(tree) => tree.children.len() * 56,
-    };
-    u32::try_from(bytes + 120).unwrap_or(u32::MAX)
-}
 
 /// Counters of the read path.
 #[derive(Debug, Default)]
@@ -195,26 +114,6 @@ fn parse_head(head: &[u8], offset: u64) -> Result<(RecordKind, u64, usize)> {
         rest >>= 7;
     }
     Ok((kind, len, head_len))
-}
-
-/// The share of the cache's budget for the items read more than once (quick_cache's "hot" part;
-/// the rest holds the items new to the cache, a node just read or written). quick_cache's default
-/// (0.97) leaves 3% to the new ones: a node the flat-key benchmark reads then rewrites 32 commits
-/// later was evicted before its second read. At one half, the flat-key benchmark misses 12% less
-/// (1.87M → 1.63M at 1M keys) and the default replay is unchanged (1.40M misses either way;
-/// docs/benchmarks.md at c117370, "Issue 11, tenth round").
-const CACHE_HOT_SHARE: f64 = 0.5;
-
-/// A cache of `cache_bytes` expected to hold about `items` items, with [`CACHE_HOT_SHARE`].
-fn new_cache(items: usize, cache_bytes: u64) -> ObjectCache {
-    let cache_bytes = cache_bytes.max(1);
-    let mut options = quick_cache::OptionsBuilder::new();
-    options.estimated_items_capacity(items).weight_capacity(cache_bytes).hot_allocation(CACHE_HOT_SHARE);
-    match options.build() {
-        Ok(options) => ObjectCache::with_options(options, ItemWeight, Default::default(), Evictions),
-        // Fails only when a setting is missing (both are set): quick_cache's defaults then.
-        Err(_) => ObjectCache::with(items, cache_bytes, ItemWeight, Default::default(), Evictions),
-    }
 }
 
 impl PackReader {
@@ -496,7 +395,6 @@ impl PackReader {
             self.graveyard.bury(evicted);
         }
     }
-
     /// The node at `offset` whose hash is `hash`, from the cache or decoded.
     pub fn node(&self, offset: u64, hash: &Hash) -> Result<Arc<Node>> {
         Ok(self.node_chained(offset, hash, patch::MAX_CHAIN)?.0)
