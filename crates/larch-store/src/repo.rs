@@ -325,9 +325,9 @@ impl Repo {
         }
         let index_len = written?;
         if let Some(run) = self.gc.as_mut() {
-            run.add_late_roots(&late_roots);
+            run.add_late_roots(late_roots);
         } else if let Some(next) = self.gc_after.next_slice.as_mut() {
-            next.late_roots.extend(late_roots.iter().copied());
+            next.late_roots.extend(late_roots);
         }
         let mut state = self.state.clone();
         if let Some(name) = branch {

@@ -18,6 +18,10 @@ use std::sync::Arc;
 /// Encoded bytes a commit holds in memory before writing them past the published end.
 pub(crate) const FLUSH_BYTES: usize = 8 << 20;
 
+/// The late roots a commit notes ([`Encoder::late_roots`]) grow by a quarter instead of doubling
+/// once they hold this many: a large commit's vector then overshoots its roots by a quarter at most.
+const LATE_ROOTS_DOUBLING_LIMIT: usize = 1 << 16;
+
 pub(crate) mod tables;
 pub(crate) use tables::EncoderTables;
 
@@ -122,9 +126,10 @@ pub(crate) struct Encoder<'a> {
 
 impl<'a> Encoder<'a> {
     /// An encoder appending to `buf` (cleared) and filling `tables` (empty), to be written at pack
-    /// offset `base` of the store `store`; with a `sink`, a buffer that reaches [`FLUSH_BYTES`] is written there early. At
-    /// most `prime_budget` bytes of decoded records are kept to prime the cache. Lazy parts of
-    /// the tree that are not this store's load from `source`, the tree's source.
+    /// offset `base` of the store `store`; with a `sink`, a buffer that reaches [`FLUSH_BYTES`] is
+    /// written there early. At most `prime_budget` bytes of decoded records are kept to prime the
+    /// cache. Lazy parts of the tree that are not this store's load from `source`, the tree's
+    /// source.
     pub fn new(
         buf: &'a mut Vec<u8>,
         (base, store): (u64, StoreId),
@@ -305,6 +310,13 @@ impl<'a> Encoder<'a> {
             layout.resolve(key)?;
         }
         if key < self.late_below {
+            // A large commit during a GC (a burst rewriting a 10 M-entry directory) notes hundreds of
+            // thousands: past `LATE_ROOTS_DOUBLING_LIMIT` the vector grows by a quarter, not twice.
+            if self.late_roots.len() == self.late_roots.capacity()
+                && self.late_roots.capacity() >= LATE_ROOTS_DOUBLING_LIMIT
+            {
+                self.late_roots.reserve_exact(self.late_roots.capacity() / 4);
+            }
             self.late_roots.push(key);
         }
         Ok(())

@@ -28,9 +28,16 @@ pub(crate) struct LateRoots {
 
 impl LateRoots {
     /// Adds `roots` (any order, repetitions allowed: a commit's are best sorted and deduplicated
-    /// by the caller, outside the lock this set is shared under).
-    pub(crate) fn extend(&mut self, roots: impl IntoIterator<Item = u64>) {
-        self.batch.extend(roots);
+    /// by the caller, outside the lock this set is shared under). The vector is taken, not copied,
+    /// when it is larger than the batch: a commit that rewrites a large directory while a GC runs
+    /// (a burst of 16,000 accounts in a 10 M-entry directory) hands over hundreds of thousands of
+    /// roots, which would otherwise be held twice.
+    pub(crate) fn extend(&mut self, mut roots: Vec<u64>) {
+        if roots.len() > self.batch.len() {
+            std::mem::swap(&mut self.batch, &mut roots);
+        }
+        self.batch.append(&mut roots);
+        drop(roots);
         if self.batch.len() * std::mem::size_of::<u64>() >= MIN_BATCH_BYTES.max(self.packed.len_bytes()) {
             self.merge();
         }
@@ -44,13 +51,11 @@ impl LateRoots {
         }
         self.batch.sort_unstable();
         self.batch.dedup();
-        let mut count = 0;
-        let merged = PackedOffsets::from_sorted(
-            MergeSorted { a: self.packed.iter().peekable(), b: self.batch.iter().copied().peekable() }
-                .inspect(|_| count += 1),
-        );
+        let (merged, count) = PackedOffsets::from_sorted_exact(|| MergeSorted {
+            a: self.packed.iter().peekable(),
+            b: self.batch.iter().copied().peekable(),
+        });
         self.packed = merged;
-        // `MergeSorted` yields a root present in both once; `from_sorted` drops nothing more.
         self.packed_count = count;
         self.batch = Vec::new();
     }
@@ -144,7 +149,28 @@ mod tests {
         assert!(LateRoots::default().is_empty());
         assert_eq!(LateRoots::default().sorted_from(0).count(), 0);
         let mut roots = LateRoots::default();
-        roots.extend([9, 3, 9, u64::MAX, 0]);
+        roots.extend(vec![9, 3, 9, u64::MAX, 0]);
         assert_eq!(roots.sorted_from(1).collect::<Vec<_>>(), vec![3, 9, u64::MAX]);
+    }
+
+    #[test]
+    fn a_vector_larger_than_the_batch_becomes_the_batch_without_a_copy() {
+        let mut roots = LateRoots::default();
+        roots.extend(vec![5, 1]);
+        // Below the merge threshold, with room for the batch it takes in.
+        let count = MIN_BATCH_BYTES / std::mem::size_of::<u64>() / 2;
+        let mut large = Vec::with_capacity(count * 2);
+        large.extend((0..count as u64).map(|i| i * 3));
+        let buffer = large.as_ptr();
+        roots.extend(large);
+        assert_eq!(roots.batch.as_ptr(), buffer, "the larger vector was copied");
+        assert_eq!(roots.batch.len(), count + 2);
+        // A smaller one is appended to it.
+        roots.extend(vec![4]);
+        assert_eq!(roots.batch.as_ptr(), buffer);
+        let mut want: Vec<u64> = (0..count as u64).map(|i| i * 3).chain([5, 1, 4]).collect();
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(roots.sorted_from(0).collect::<Vec<_>>(), want);
     }
 }

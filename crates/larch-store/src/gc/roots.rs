@@ -59,6 +59,20 @@ fn get_leb(bytes: &[u8], at: &mut usize) -> Option<u64> {
     Some(value)
 }
 
+/// Calls `f` with the delta of each offset from the one before (the first from 0), `offsets` given
+/// in non-decreasing order, repetitions skipped.
+fn for_each_delta(offsets: impl Iterator<Item = u64>, mut f: impl FnMut(u64)) {
+    let mut previous = None;
+    for offset in offsets {
+        if previous == Some(offset) {
+            continue;
+        }
+        debug_assert!(previous.is_none_or(|previous| offset > previous), "offsets out of order");
+        f(offset.wrapping_sub(previous.unwrap_or(0)));
+        previous = Some(offset);
+    }
+}
+
 /// Distinct offsets, increasing, stored as LEB128 deltas (about 2 bytes each in a window's
 /// spans, against 8).
 #[derive(Debug, Default)]
@@ -76,17 +90,27 @@ impl PackedOffsets {
     /// Packs `offsets`, given in non-decreasing order (repetitions are dropped).
     pub(crate) fn from_sorted(offsets: impl Iterator<Item = u64>) -> PackedOffsets {
         let mut bytes = Vec::new();
-        let mut previous = None;
-        for offset in offsets {
-            if previous == Some(offset) {
-                continue;
-            }
-            debug_assert!(previous.is_none_or(|previous| offset > previous), "offsets out of order");
-            put_leb(&mut bytes, offset.wrapping_sub(previous.unwrap_or(0)));
-            previous = Some(offset);
-        }
+        for_each_delta(offsets, |delta| put_leb(&mut bytes, delta));
         bytes.shrink_to_fit();
         PackedOffsets { bytes }
+    }
+
+    /// Packs the offsets `offsets()` yields (non-decreasing, repetitions dropped) into one
+    /// allocation of the exact size, counted by a first pass: a growing vector would hold up to
+    /// three times the set while it doubles, then copy it again to shrink (a GC's late roots,
+    /// merged while the writer runs, reach tens of megabytes). Returns the set and its count.
+    pub(crate) fn from_sorted_exact<I: Iterator<Item = u64>>(
+        offsets: impl Fn() -> I,
+    ) -> (PackedOffsets, usize) {
+        let (mut len, mut count) = (0, 0);
+        for_each_delta(offsets(), |delta| {
+            len += larch_varint::encoded_len(delta);
+            count += 1;
+        });
+        let mut bytes = Vec::with_capacity(len);
+        for_each_delta(offsets(), |delta| put_leb(&mut bytes, delta));
+        debug_assert_eq!(bytes.len(), len, "offsets() yielded another sequence the second time");
+        (PackedOffsets { bytes }, count)
     }
 
     /// The delta stored at byte `at` and the byte after it; `None` at the end.
@@ -266,6 +290,22 @@ mod tests {
         let packed = PackedOffsets::new(&mut offsets);
         assert_eq!(packed.iter().collect::<Vec<_>>(), vec![0, 1, 3, 5, 1 << 40, u64::MAX]);
         assert_eq!(PackedOffsets::new(&mut []).iter().count(), 0);
+    }
+
+    #[test]
+    fn an_exact_packing_takes_one_allocation_of_its_size() {
+        let mut offsets: Vec<u64> = (0..10_000u64).map(|i| i * i % 7_919 * 1_000 + i).collect();
+        offsets.extend([0, u64::MAX, 1 << 40]);
+        offsets.sort_unstable();
+        let grown = PackedOffsets::from_sorted(offsets.iter().copied());
+        let (exact, count) = PackedOffsets::from_sorted_exact(|| offsets.iter().copied());
+        assert_eq!(exact.bytes, grown.bytes);
+        assert_eq!(exact.bytes.capacity(), exact.bytes.len());
+        offsets.dedup();
+        assert_eq!(count, offsets.len());
+        assert_eq!(exact.iter().collect::<Vec<_>>(), offsets);
+        let (empty, none) = PackedOffsets::from_sorted_exact(std::iter::empty);
+        assert_eq!((empty.len_bytes(), none), (0, 0));
     }
 
     #[test]

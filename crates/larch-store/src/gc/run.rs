@@ -76,12 +76,18 @@ impl GcRun {
     }
 
     /// Adds the late roots of a commit written while the GC runs.
-    pub(crate) fn add_late_roots(&mut self, roots: &[u64]) {
-        // Sorted and deduplicated here, outside the lock: the shared set's batch stays small.
-        let mut batch: Vec<u64> = roots.iter().copied().filter(|root| *root >= self.floor).collect();
-        batch.sort_unstable();
-        batch.dedup();
-        lock_roots(&self.late_roots).extend(batch);
+    pub(crate) fn add_late_roots(&mut self, mut roots: Vec<u64>) {
+        // Sorted and deduplicated here, in place and outside the lock: the shared set's batch
+        // stays small, and a large commit's roots are not copied.
+        roots.retain(|root| *root >= self.floor);
+        roots.sort_unstable();
+        roots.dedup();
+        // The set may keep this vector as its batch until its next merge: not with the room the
+        // roots filtered or repeated here left.
+        if roots.capacity() > 2 * roots.len() {
+            roots.shrink_to_fit();
+        }
+        lock_roots(&self.late_roots).extend(roots);
     }
 
     pub(crate) fn is_finished(&self) -> bool {
