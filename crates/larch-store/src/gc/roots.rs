@@ -84,15 +84,7 @@ impl PackedOffsets {
     /// Packs `offsets` (sorted and deduplicated here).
     pub(crate) fn new(offsets: &mut [u64]) -> PackedOffsets {
         offsets.sort_unstable();
-        PackedOffsets::from_sorted(offsets.iter().copied())
-    }
-
-    /// Packs `offsets`, given in non-decreasing order (repetitions are dropped).
-    pub(crate) fn from_sorted(offsets: impl Iterator<Item = u64>) -> PackedOffsets {
-        let mut bytes = Vec::new();
-        for_each_delta(offsets, |delta| put_leb(&mut bytes, delta));
-        bytes.shrink_to_fit();
-        PackedOffsets { bytes }
+        PackedOffsets::from_sorted_exact(|| offsets.iter().copied()).0
     }
 
     /// Packs the offsets `offsets()` yields (non-decreasing, repetitions dropped) into one
@@ -297,9 +289,17 @@ mod tests {
         let mut offsets: Vec<u64> = (0..10_000u64).map(|i| i * i % 7_919 * 1_000 + i).collect();
         offsets.extend([0, u64::MAX, 1 << 40]);
         offsets.sort_unstable();
-        let grown = PackedOffsets::from_sorted(offsets.iter().copied());
+        // The same bytes as packing each delta into a growing vector.
+        let mut grown = Vec::new();
+        let mut previous = None;
+        for &offset in &offsets {
+            if previous != Some(offset) {
+                put_leb(&mut grown, offset - previous.unwrap_or(0));
+                previous = Some(offset);
+            }
+        }
         let (exact, count) = PackedOffsets::from_sorted_exact(|| offsets.iter().copied());
-        assert_eq!(exact.bytes, grown.bytes);
+        assert_eq!(exact.bytes, grown);
         assert_eq!(exact.bytes.capacity(), exact.bytes.len());
         offsets.dedup();
         assert_eq!(count, offsets.len());
