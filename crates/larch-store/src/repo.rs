@@ -305,7 +305,7 @@ impl Repo {
                 commit_offset,
                 encoder.flushed,
                 encoder.tables,
-                encoder.records,
+                encoder.records.finish(store),
                 encoder.counts,
                 encoder.late_roots,
             ))

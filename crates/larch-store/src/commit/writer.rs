@@ -7,12 +7,12 @@ use crate::error::{Result, StoreError};
 use crate::format::codec::{self, INLINE_MAX, RecordKind};
 use crate::format::patch::{self, EntryChange};
 use crate::io::storage::Storage;
-use crate::pack::reader::{PackReader, node_weight};
+use crate::pack::reader::PackReader;
 use larch_core::{
-    Contents, ContentsRef, Entry, Hash, InodeTree, Name, Node, NodeBody, NodeRef, ObjectKey, ObjectSource,
-    StoreId, TreeError,
+    Contents, ContentsRef, Entry, Hash, Name, Node, NodeBody, NodeRef, ObjectKey, ObjectSource, StoreId,
+    TreeError,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Encoded bytes a commit holds in memory before writing them past the published end.
@@ -22,7 +22,10 @@ pub(crate) const FLUSH_BYTES: usize = 8 << 20;
 /// once they hold this many: a large commit's vector then overshoots its roots by a quarter at most.
 const LATE_ROOTS_DOUBLING_LIMIT: usize = 1 << 16;
 
+pub(crate) mod prime;
 pub(crate) mod tables;
+use prime::Decoded;
+pub(crate) use prime::PrimeQueue;
 pub(crate) use tables::EncoderTables;
 
 /// Where an entry's target went.
@@ -67,18 +70,6 @@ impl WriteCounts {
     }
 }
 
-/// A record just written, decoded, to prime the cache with.
-pub(crate) struct PrimedRecord {
-    /// Where it was written.
-    pub offset: u64,
-    /// The node, its children as stored references.
-    pub node: Arc<Node>,
-    /// Its patch chain length (0 for a full record).
-    pub chain: u8,
-    /// Its cache weight ([`node_weight`]), computed once.
-    pub weight: u32,
-}
-
 /// Appends the records of the dirty part of a tree to `buf`, which will be written at `base`.
 pub(crate) struct Encoder<'a> {
     buf: &'a mut Vec<u8>,
@@ -90,13 +81,11 @@ pub(crate) struct Encoder<'a> {
     pub flushed: u64,
     /// Nodes and contents written by address, and the nodes to mark stored.
     pub tables: EncoderTables,
-    /// The records written, decoded (children as stored references): the cache is primed with
-    /// them once the commit is published, so the next checkout finds them. Only the last ones
-    /// (the upper levels of the tree, written last) within `prime_budget` bytes are kept: more
-    /// would be evicted from the cache at once, after costing memory until the commit's end.
-    pub records: VecDeque<PrimedRecord>,
-    records_weight: u64,
-    prime_budget: u64,
+    /// The records written to prime the cache with once the commit is published, so that the next
+    /// checkout finds them: only the last ones (the upper levels of the tree, written last) within
+    /// the priming budget are kept (more would be evicted from the cache at once, after costing
+    /// memory until the commit's end), decoded at the end ([`PrimeQueue::finish`]).
+    pub records: PrimeQueue,
     /// This store's reader, to load the earlier versions (bases) of rewritten nodes; `None` when
     /// no patch records are written.
     reader: Option<&'a PackReader>,
@@ -147,9 +136,7 @@ impl<'a> Encoder<'a> {
             sink,
             flushed: 0,
             tables,
-            records: VecDeque::new(),
-            records_weight: 0,
-            prime_budget,
+            records: PrimeQueue::new(prime_budget),
             reader,
             source,
             store,
@@ -385,14 +372,6 @@ impl<'a> Encoder<'a> {
         })
     }
 
-    /// Keeps a decoded copy of a record just written (`body`, its children as stored references),
-    /// to prime the cache with.
-    fn remember(&mut self, offset: u64, body: NodeBody, hash: Hash, chain: u8) {
-        let node = Node::with_hash(body, hash);
-        node.set_stored_key(ObjectKey::new(self.store, offset));
-        self.remember_node(offset, Arc::new(node), chain);
-    }
-
     /// Whether `node`, about to be written as a new record of this store, can prime the cache as it
     /// is, instead of a decoded copy: it is what decoding its record would give. It must not have
     /// a stored key yet (it gets this store's key once the commit is published), and each of its
@@ -420,18 +399,6 @@ impl<'a> Encoder<'a> {
                     NodeRef::Mem(_) => false,
                 }),
             }
-    }
-
-    /// Keeps `node`, written at `offset` as a record of patch chain length `chain`, to prime the
-    /// cache with; only the last ones within the priming budget are kept.
-    fn remember_node(&mut self, offset: u64, node: Arc<Node>, chain: u8) {
-        let weight = node_weight(&node);
-        self.records_weight += u64::from(weight);
-        self.records.push_back(PrimedRecord { offset, node, chain, weight });
-        while self.records_weight > self.prime_budget {
-            let Some(dropped) = self.records.pop_front() else { break };
-            self.records_weight = self.records_weight.saturating_sub(u64::from(dropped.weight));
-        }
     }
 
     fn encode_node(
@@ -573,32 +540,12 @@ impl<'a> Encoder<'a> {
                         (offset, 0)
                     }
                 };
-                if self.primes_as_is(node) {
-                    self.remember_node(written.0, node.clone(), written.1);
-                    return self.written(node, id, hash, written);
-                }
-                let stored: Vec<(Name, Entry)> = entries
-                    .iter()
-                    .zip(locs)
-                    .map(|((name, _), loc)| {
-                        let target = match loc {
-                            Loc::Node(hash, offset) => {
-                                Entry::Node(NodeRef::Stored { hash, key: ObjectKey::new(store, offset) })
-                            }
-                            Loc::Contents(hash, offset) => Entry::Contents(ContentsRef::Stored {
-                                hash,
-                                key: ObjectKey::new(store, offset),
-                            }),
-                            Loc::Inline(contents) => Entry::Contents(contents),
-                        };
-                        (name.clone(), target)
-                    })
-                    .collect();
-                let body = match node.body() {
-                    NodeBody::Flat(_) => NodeBody::Flat(stored),
-                    _ => NodeBody::Values(stored),
+                let decoded = if self.primes_as_is(node) {
+                    Decoded::AsIs(node.clone())
+                } else {
+                    Decoded::Entries(node.clone(), locs)
                 };
-                self.remember(written.0, body, hash, written.1);
+                self.records.push(written, node, hash, decoded);
                 written
             }
             NodeBody::Tree(tree) => {
@@ -658,21 +605,12 @@ impl<'a> Encoder<'a> {
                         (offset, 0)
                     }
                 };
-                if self.primes_as_is(node) {
-                    self.remember_node(written.0, node.clone(), written.1);
-                    return self.written(node, id, hash, written);
-                }
-                let stored = InodeTree {
-                    depth: tree.depth,
-                    length: tree.length,
-                    children: children
-                        .iter()
-                        .map(|(bucket, (hash, offset))| {
-                            (*bucket, NodeRef::Stored { hash: *hash, key: ObjectKey::new(store, *offset) })
-                        })
-                        .collect(),
+                let decoded = if self.primes_as_is(node) {
+                    Decoded::AsIs(node.clone())
+                } else {
+                    Decoded::Tree { depth: tree.depth, length: tree.length, children }
                 };
-                self.remember(written.0, NodeBody::Tree(stored), hash, written.1);
+                self.records.push(written, node, hash, decoded);
                 written
             }
         };

@@ -21,8 +21,8 @@ mod cache;
 pub(crate) mod prefetch;
 mod wide;
 
-pub(crate) use cache::node_weight;
 use cache::{CacheItem, CachedObject, ObjectCache, hash_prefix, new_cache};
+pub(crate) use cache::{entries_weight, node_weight};
 pub(crate) use wide::ReadKind;
 use wide::{PAGE, ReadWidths, WideReads};
 

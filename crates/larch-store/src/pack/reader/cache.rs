@@ -70,21 +70,43 @@ const ENTRY_BYTES: usize = std::mem::size_of::<(larch_core::Name, larch_core::En
 
 /// An estimate of the heap bytes a decoded node body holds.
 fn body_weight(body: &NodeBody) -> u32 {
-    let bytes = match body {
-        NodeBody::Flat(entries) | NodeBody::Values(entries) => entries
-            .iter()
-            .map(|(name, entry)| {
-                let inline = match entry {
-                    larch_core::Entry::Contents(larch_core::ContentsRef::Mem(c)) => 56 + c.len(),
+    match body {
+        NodeBody::Flat(entries) | NodeBody::Values(entries) => {
+            entries_weight(entries.iter().map(|(name, entry)| {
+                let value = match entry {
+                    larch_core::Entry::Contents(contents) => Some(contents),
+                    larch_core::Entry::Node(_) => None,
+                };
+                (name.len(), value)
+            }))
+        }
+        NodeBody::Tree(tree) => weight_of(tree.children.len() * 56),
+    }
+}
+
+/// The weight of a decoded directory or `Values` inode whose entries have names of these lengths
+/// and these targets (`None`, or a value known by a stored reference, weighs nothing more than the
+/// entry: its bytes are not in the node).
+pub(crate) fn entries_weight<'a>(
+    entries: impl Iterator<Item = (usize, Option<&'a larch_core::ContentsRef>)>,
+) -> u32 {
+    weight_of(
+        entries
+            .map(|(name_len, value)| {
+                let inline = match value {
+                    Some(larch_core::ContentsRef::Mem(c)) => 56 + c.len(),
                     // A piece of the buffer the node's names are in.
-                    larch_core::Entry::Contents(larch_core::ContentsRef::Inline(v)) => v.as_bytes().len(),
+                    Some(larch_core::ContentsRef::Inline(v)) => v.as_bytes().len(),
                     _ => 0,
                 };
-                ENTRY_BYTES + name.len() + inline
+                ENTRY_BYTES + name_len + inline
             })
-            .sum::<usize>(),
-        NodeBody::Tree(tree) => tree.children.len() * 56,
-    };
+            .sum(),
+    )
+}
+
+/// The weight of a node whose body holds `bytes` on the heap.
+fn weight_of(bytes: usize) -> u32 {
     u32::try_from(bytes + 120).unwrap_or(u32::MAX)
 }
 
