@@ -39,6 +39,20 @@ impl Path {
         Path::default()
     }
 
+    /// The empty path, with room for `bytes` bytes of steps ([`byte_len`](Path::byte_len)) before
+    /// it grows: a path built step by step then takes one allocation.
+    pub fn with_capacity(bytes: usize) -> Path {
+        Path { encoded: Vec::with_capacity(bytes) }
+    }
+
+    /// This path extended with `step`, in one allocation.
+    pub fn child(&self, step: &[u8]) -> Path {
+        let mut out = Path::with_capacity(self.byte_len_after_push(step.len()));
+        out.encoded.extend_from_slice(&self.encoded);
+        out.push(step);
+        out
+    }
+
     /// The path of `steps`, in order.
     pub fn from_steps<S: AsRef<[u8]>>(steps: impl IntoIterator<Item = S>) -> Path {
         let mut path = Path::new();
@@ -220,6 +234,22 @@ mod tests {
             path.push(&vec![7; len]);
             assert_eq!(path.byte_len(), expected, "a step of {len} bytes");
         }
+    }
+
+    #[test]
+    fn a_child_is_its_parent_and_the_step_in_one_allocation_of_its_size() {
+        for len in [0, 5, 127, 128, 300] {
+            let parent = Path::from_steps(["data", "contracts"]);
+            let step = vec![b'z'; len];
+            let child = parent.child(&step);
+            assert_eq!(child, Path::from_steps([&b"data"[..], b"contracts", &step]), "a step of {len} bytes");
+            assert_eq!(child.encoded.capacity(), child.byte_len(), "a step of {len} bytes");
+        }
+        let mut built = Path::with_capacity(12);
+        built.push(b"data");
+        built.push(b"index");
+        assert_eq!(built.encoded.capacity(), 12);
+        assert_eq!(built, Path::from_steps(["data", "index"]));
     }
 
     #[test]

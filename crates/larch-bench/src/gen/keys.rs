@@ -62,7 +62,10 @@ pub(crate) struct MapInfo {
 
 /// `data` followed by `steps`.
 pub(crate) fn data(steps: &[&[u8]]) -> Path {
-    let mut path = Path::from_steps([b"data"]);
+    // Each step's length takes a byte below 128 bytes; a longer one grows the path once.
+    let bytes = 5 + steps.iter().map(|step| step.len() + 1).sum::<usize>();
+    let mut path = Path::with_capacity(bytes);
+    path.push(b"data");
     for step in steps {
         path.push(step);
     }
@@ -71,9 +74,7 @@ pub(crate) fn data(steps: &[&[u8]]) -> Path {
 
 /// `path` extended with `step`.
 pub(crate) fn child(path: &Path, step: &[u8]) -> Path {
-    let mut out = path.clone();
-    out.push(step);
-    out
+    path.child(step)
 }
 
 /// Decimal bytes of `n`.
