@@ -305,7 +305,7 @@ impl Repo {
                 commit_offset,
                 encoder.flushed,
                 encoder.tables,
-                encoder.records.finish(store),
+                encoder.records,
                 encoder.counts,
                 encoder.late_roots,
             ))
@@ -344,7 +344,7 @@ impl Repo {
             }
         }
         self.encoder_tables = tables.recycled();
-        for record in records {
+        for record in records.finish(store) {
             self.source.reader.prime(record.offset, record.node, record.chain, record.weight);
         }
         self.stats.bytes_written += pack_len + index_len;

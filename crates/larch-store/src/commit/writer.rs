@@ -545,7 +545,7 @@ impl<'a> Encoder<'a> {
                 } else {
                     Decoded::Entries(node.clone(), locs)
                 };
-                self.records.push(written, node, hash, decoded);
+                self.records.push(written, hash, decoded);
                 written
             }
             NodeBody::Tree(tree) => {
@@ -610,7 +610,7 @@ impl<'a> Encoder<'a> {
                 } else {
                     Decoded::Tree { depth: tree.depth, length: tree.length, children }
                 };
-                self.records.push(written, node, hash, decoded);
+                self.records.push(written, hash, decoded);
                 written
             }
         };

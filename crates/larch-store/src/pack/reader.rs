@@ -22,7 +22,7 @@ pub(crate) mod prefetch;
 mod wide;
 
 use cache::{CacheItem, CachedObject, ObjectCache, hash_prefix, new_cache};
-pub(crate) use cache::{entries_weight, node_weight};
+pub(crate) use cache::{entries_weight, node_weight, tree_weight};
 pub(crate) use wide::ReadKind;
 use wide::{PAGE, ReadWidths, WideReads};
 

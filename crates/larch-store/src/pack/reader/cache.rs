@@ -80,8 +80,13 @@ fn body_weight(body: &NodeBody) -> u32 {
                 (name.len(), value)
             }))
         }
-        NodeBody::Tree(tree) => weight_of(tree.children.len() * 56),
+        NodeBody::Tree(tree) => tree_weight(tree.children.len()),
     }
+}
+
+/// The weight of a decoded inner inode of `children` children.
+pub(crate) fn tree_weight(children: usize) -> u32 {
+    weight_of(children * 56)
 }
 
 /// The weight of a decoded directory or `Values` inode whose entries have names of these lengths
