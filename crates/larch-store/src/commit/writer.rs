@@ -84,7 +84,7 @@ pub(crate) struct Encoder<'a> {
     /// The records written to prime the cache with once the commit is published, so that the next
     /// checkout finds them: only the last ones (the upper levels of the tree, written last) within
     /// the priming budget are kept (more would be evicted from the cache at once, after costing
-    /// memory until the commit's end), decoded at the end ([`PrimeQueue::finish`]).
+    /// memory until the commit's end), decoded once it is published ([`PrimeQueue::finish`]).
     pub records: PrimeQueue,
     /// This store's reader, to load the earlier versions (bases) of rewritten nodes; `None` when
     /// no patch records are written.
