@@ -12,7 +12,7 @@ pub mod stats;
 
 pub use r#gen::{BlockKind, GenError, GenParams, GenReport, Generator, ParamError, Rung};
 pub use replay::{
-    GcSchedule, GcWhenBusy, GeneratedRun, ReplayError, ReplayOptions, Replayer, RunMeta, replay,
-    replay_generated,
+    GcSchedule, GcWhenBusy, GeneratedRun, ReadAhead, ReadAheadCounts, ReplayError, ReplayOptions, Replayer,
+    RunMeta, replay, replay_generated,
 };
 pub use stats::{Comparison, RunSummary, compare};

@@ -310,7 +310,7 @@ fn no_check_replays_through_wrong_results_and_hashes() {
     }
     ops[8] = Op::Mem { path: path("a/b"), found: false, input: keep(11) };
     assert!(matches!(run(ops.clone(), ReplayOptions::default()), Err(ReplayError::ReadMismatch { .. })));
-    let summary = run(ops, ReplayOptions { check_hashes: false, max_blocks: None, gc: None }).unwrap();
+    let summary = run(ops, ReplayOptions { check_hashes: false, ..ReplayOptions::default() }).unwrap();
     assert_eq!(summary.blocks, 5);
     assert_eq!((summary.reads_checked, summary.commits_checked), (0, 0));
     assert!(!summary.check_hashes);
@@ -325,7 +325,7 @@ fn max_blocks_stops_reading_the_trace() {
         Ok::<_, Infallible>(op)
     });
     let mut repo = MemoryRepo::new();
-    let options = ReplayOptions { check_hashes: true, max_blocks: Some(2), gc: None };
+    let options = ReplayOptions { max_blocks: Some(2), ..ReplayOptions::default() };
     let mut seen = Vec::new();
     let summary =
         replay(&mut repo, ops, &options, &RunMeta::default(), None, &mut |block| seen.push(block.block))

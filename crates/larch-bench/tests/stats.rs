@@ -77,7 +77,8 @@ fn run_file(store: &str, n: u64, scale: f64) -> StatFile {
         b.elapsed_cpu_s = Some(elapsed / 2.0);
         blocks.push(b);
     }
-    let end = StatEnd { blocks: n, ops: n * 17, trailing_ops: 0, wall_s: elapsed, gc: None };
+    let end =
+        StatEnd { blocks: n, ops: n * 17, trailing_ops: 0, wall_s: elapsed, gc: None, read_ahead: None };
     StatFile { header: header(store), blocks, end: Some(end) }
 }
 
@@ -365,7 +366,7 @@ fn backend_stats_flow_from_the_repo_into_the_summary() {
         });
         parent = Some(fake);
     }
-    let options = ReplayOptions { check_hashes: false, max_blocks: None, gc: None };
+    let options = ReplayOptions { check_hashes: false, ..ReplayOptions::default() };
     let mut out = Vec::new();
     let meta = RunMeta { trace: "synthetic".to_string(), store: "counting".to_string() };
     let summary = replay(

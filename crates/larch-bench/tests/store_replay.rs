@@ -2,9 +2,10 @@
 //! store's counters reach the summary, and the store is fsck-clean afterwards.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use larch_bench::replay::{ReplayOptions, RunMeta, replay};
+use larch_bench::replay::{ReadAhead, ReplayOptions, RunMeta, replay};
 use larch_bench::{GenParams, Generator};
 use larch_store::Repo;
+use larch_trace::op::Op;
 
 #[test]
 fn a_generated_trace_replays_into_the_pack_store_with_hashes_checked() {
@@ -26,6 +27,35 @@ fn a_generated_trace_replays_into_the_pack_store_with_hashes_checked() {
     assert!(summary.store_size_bytes.unwrap() > 0);
     assert!(summary.objects_written.unwrap() > 0);
     assert_eq!(repo.head(), Some(report.final_commit));
+    repo.close().unwrap();
+    assert!(larch_store::fsck(dir.path()).unwrap().is_clean());
+}
+
+#[test]
+fn a_replay_reading_ahead_makes_the_same_commits_and_walks_the_operations_paths() {
+    let params = GenParams { blocks: 30, accounts: 2_000, ops_per_block: 150, ..GenParams::default() };
+    let (ops, report) = Generator::new(params).unwrap().collect().unwrap();
+    let paths = ops.iter().filter(|op| !matches!(op, Op::Checkout { .. } | Op::Commit { .. })).count() as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let mut repo = Repo::open(dir.path()).unwrap();
+    let options =
+        ReplayOptions { read_ahead: Some(ReadAhead { ops: 256, threads: 4 }), ..ReplayOptions::default() };
+    let summary = replay(
+        &mut repo,
+        ops.into_iter().map(Ok::<_, std::convert::Infallible>),
+        &options,
+        &RunMeta::default(),
+        None,
+        &mut |_| {},
+    )
+    .unwrap();
+    // Every commit hash and read result checked against the trace.
+    assert_eq!(summary.commits_checked, report.blocks);
+    assert_eq!(repo.head(), Some(report.final_commit));
+    let counts = summary.read_ahead.expect("the summary reports the walkers");
+    assert!(counts.walked > 0, "{counts:?}");
+    // At most one walk a path (a copy has two), repeated paths walked once.
+    assert!(counts.walked + counts.skipped <= 2 * paths, "{counts:?} for {paths} operations");
     repo.close().unwrap();
     assert!(larch_store::fsck(dir.path()).unwrap().is_clean());
 }

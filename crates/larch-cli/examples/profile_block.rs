@@ -30,7 +30,7 @@ fn control(command: &str) {
 
 fn run<R: ContextRepo>(repo: &mut R, trace: &str, block: u64) -> anyhow::Result<()> {
     let mut source = open_trace(std::path::Path::new(trace))?;
-    let options = ReplayOptions { check_hashes: true, max_blocks: Some(block + 1), gc: None };
+    let options = ReplayOptions { max_blocks: Some(block + 1), ..ReplayOptions::default() };
     let meta = RunMeta::default();
     let mut report = |stats: &BlockStats| {
         if stats.block + 1 == block {

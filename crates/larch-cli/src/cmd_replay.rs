@@ -10,8 +10,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use larch_bench::stats::plot_stat_files;
 use larch_bench::{
-    BlockKind, GcSchedule, GcWhenBusy, GenParams, GenReport, Generator, ReplayOptions, RunMeta, RunSummary,
-    Rung,
+    BlockKind, GcSchedule, GcWhenBusy, GenParams, GenReport, Generator, ReadAhead, ReplayOptions, RunMeta,
+    RunSummary, Rung,
 };
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
 use larch_store::{CacheBudget, PipelinedRepo, Repo, RepoOptions, SyncPolicy};
@@ -137,6 +137,16 @@ pub struct ReplayArgs {
     /// (irmin-bench's behaviour).
     #[arg(long, value_name = "POLICY", requires = "gc_every", default_value = "defer")]
     gc_when_busy: WhenBusyArg,
+    /// Walk the paths of the next N operations on other threads, ahead of the replay, so that the
+    /// nodes they reach are in the cache when it applies them and several disk reads are in
+    /// flight at once (a context larger than the memory; docs/store.md, *Reading a trace
+    /// ahead*). Trace files only, not a streamed trace (`--generate`). Default: off.
+    #[arg(long, value_name = "N", conflicts_with = "generate", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    read_ahead_ops: Option<u64>,
+    /// With `--read-ahead-ops`: the threads walking the paths (each has at most one disk read in
+    /// flight).
+    #[arg(long, value_name = "K", requires = "read_ahead_ops", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
+    read_ahead_threads: u64,
     /// Archive mode, with the global `--lower DIR|s3://BUCKET/PREFIX`: every N commits, move the
     /// sealed chunks below the commit `--archive-keep` blocks behind the newest to the lower
     /// layer (as `larch archive` does); the summary reports the moves and, with object storage,
@@ -264,7 +274,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         keep,
         when_busy: args.gc_when_busy.into(),
     });
-    let options = ReplayOptions { check_hashes: !args.no_check, max_blocks: blocks_limit, gc };
+    let read_ahead = args.read_ahead_ops.map(|ops| ReadAhead {
+        ops: usize::try_from(ops).unwrap_or(usize::MAX),
+        threads: usize::try_from(args.read_ahead_threads).unwrap_or(1),
+    });
+    let options = ReplayOptions { check_hashes: !args.no_check, max_blocks: blocks_limit, gc, read_ahead };
     let stats_path = args.stats.clone().or_else(|| args.report.as_ref().map(|dir| dir.join("stats.jsonl")));
     if let Some(dir) = &args.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -174,6 +174,7 @@ fn pipelined_replays_write_the_same_commits_as_committing_on_the_replay_thread()
         ("both", &["--sync", "pipelined"][..]),
         ("depth1", &["--pipeline-depth", "1"][..]),
         ("depth16", &["--pipeline-depth", "16"][..]),
+        ("read_ahead", &["--read-ahead-ops", "64", "--read-ahead-threads", "3"][..]),
     ] {
         let store = dir.path().join(name);
         let mut args = vec!["replay", path_str(&trace), "--store", path_str(&store), "--json"];
@@ -185,6 +186,9 @@ fn pipelined_replays_write_the_same_commits_as_committing_on_the_replay_thread()
         assert_eq!(summary["last_commit"], summary["store_head"], "{name}: every commit published");
         let pipelined = summary["store"].as_str().unwrap().contains(", pipeline depth ");
         assert_eq!(pipelined, !extra.contains(&"--no-pipeline"), "{name}: {summary}");
+        let walked = summary["read_ahead"]["walked"].as_u64();
+        assert_eq!(walked.is_some(), name == "read_ahead", "{name}: {summary}");
+        assert!(walked.is_none_or(|walked| walked > 0), "{name}: {summary}");
         let fsck = larch(&["fsck", path_str(&store)]);
         assert!(fsck.status.success(), "{name}: {}{}", stdout(&fsck), stderr(&fsck));
         runs.push((summary["store_head"].clone(), std::fs::read(store.join("chunk.000000")).unwrap()));
@@ -239,6 +243,12 @@ fn malformed_traces_and_bad_arguments_are_clear_errors() {
     let size = larch(&["replay", "--cache-size", "lots"]);
     assert!(!size.status.success());
     assert!(stderr(&size).contains("invalid size"), "{}", stderr(&size));
+    let zero = larch(&["replay", "--read-ahead-ops", "0"]);
+    assert!(!zero.status.success());
+    assert!(stderr(&zero).contains("--read-ahead-ops"), "{}", stderr(&zero));
+    let streamed = larch(&["replay", "--generate", "--read-ahead-ops", "64"]);
+    assert!(!streamed.status.success());
+    assert!(stderr(&streamed).contains("cannot be used with"), "{}", stderr(&streamed));
 }
 
 #[test]

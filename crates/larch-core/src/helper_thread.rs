@@ -25,6 +25,25 @@ pub fn mark_helper_thread() -> bool {
     }
 }
 
+/// Lowers the calling thread's priority to `nice` (on Linux; elsewhere it does nothing): the
+/// thread yields the CPU to ordinary threads when they compete for it. A failure leaves the
+/// priority as it was, which is only slower for the others.
+pub fn lower_thread_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` has no preconditions; `setpriority` on this thread's id only changes
+        // its scheduling weight and touches no memory of ours. There is no safe wrapper in `std`.
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = nice;
+    }
+}
+
 /// Whether the calling thread runs as a helper ([`mark_helper_thread`]); `false` off Linux.
 pub fn is_helper_thread() -> bool {
     #[cfg(target_os = "linux")]

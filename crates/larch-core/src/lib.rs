@@ -30,7 +30,7 @@ pub mod tree;
 
 pub use context_repo::{BackendStats, ContextRepo, GcSummary};
 pub use hash::{Hash, HashParseError};
-pub use helper_thread::{is_helper_thread, mark_helper_thread};
+pub use helper_thread::{is_helper_thread, lower_thread_priority, mark_helper_thread};
 pub use repo::{CommitRecord, MemoryRepo, RepoError};
 pub use schema::{CommitInfo, Kind};
 pub use tree::fold::{Depth, Order, Walker};

@@ -12,9 +12,11 @@
 mod error;
 mod exec;
 mod generated;
+mod read_ahead;
 
 pub use error::{OpLocation, ReplayError, display_path};
 pub use generated::{GeneratedRun, replay_generated};
+pub use read_ahead::{ReadAhead, ReadAheadCounts};
 
 use crate::stats::probe::{IoCounters, ProcessSample, format_utc, hostname};
 use crate::stats::record::BlockGc;
@@ -26,6 +28,7 @@ use crate::stats::summary::{RunSummary, Summariser};
 use larch_core::ContextRepo;
 use larch_core::{Hash, Tree};
 use larch_trace::op::{ContextId, Op, OpKind};
+use read_ahead::Ahead;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -40,11 +43,14 @@ pub struct ReplayOptions {
     pub max_blocks: Option<u64>,
     /// Garbage collections during the replay (`--gc-every`, `--gc-keep`), if any.
     pub gc: Option<GcSchedule>,
+    /// Walk the paths of the operations ahead of the one applied on other threads
+    /// (`--read-ahead-ops`; [`replay`] only, not a streamed replay), if set.
+    pub read_ahead: Option<ReadAhead>,
 }
 
 impl Default for ReplayOptions {
     fn default() -> ReplayOptions {
-        ReplayOptions { check_hashes: true, max_blocks: None, gc: None }
+        ReplayOptions { check_hashes: true, max_blocks: None, gc: None, read_ahead: None }
     }
 }
 
@@ -458,6 +464,7 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
             trailing_ops: self.meter.ops,
             wall_s: self.meter.start_wall.elapsed().as_secs_f64(),
             gc: None,
+            read_ahead: None,
         }
     }
 
@@ -571,14 +578,22 @@ where
             let bytes = write_line(out, &StatLine::Header(header)).map_err(ReplayError::StatsOutput)?;
             replayer.exclude_output_bytes(bytes);
         }
-        let mut ops = ops.into_iter();
+        let mut ops = Ahead::new(ops.into_iter(), options.read_ahead);
         while !replayer.is_done() {
             let Some(item) = ops.next() else { break };
             let op = item.map_err(|source| ReplayError::Trace {
                 op_index: replayer.op_index(),
                 source: Box::new(source),
             })?;
-            if let Some(block) = replayer.apply(op)? {
+            let checkout = match &op {
+                Op::Checkout { out, .. } => Some(out.value()),
+                _ => None,
+            };
+            let applied = replayer.apply(op);
+            if let Some(tree) = checkout.and_then(|id| replayer.context_tree(id)) {
+                ops.set_tree(tree);
+            }
+            if let Some(block) = applied? {
                 if let Some(out) = stats_out.as_deref_mut() {
                     let bytes =
                         write_line(out, &StatLine::Block(block.clone())).map_err(ReplayError::StatsOutput)?;
@@ -588,9 +603,11 @@ where
                 progress(&block);
             }
         }
+        let read_ahead = ops.finish();
         replayer.wait_durable()?;
         let mut end = replayer.end();
         end.gc = replayer.finish_gc()?;
+        end.read_ahead = read_ahead;
         if let Some(out) = stats_out.as_deref_mut() {
             write_line(out, &StatLine::End(end.clone())).map_err(ReplayError::StatsOutput)?;
         }

@@ -1,6 +1,7 @@
 //! The stat file: JSON lines — one header, one line per block, and an end line when the replay
 //! finished. Field meanings are documented in `docs/stats-format.md`.
 
+use crate::replay::ReadAheadCounts;
 use crate::stats::probe::IoCounters;
 use larch_core::BackendStats;
 use larch_core::GcSummary;
@@ -223,6 +224,9 @@ pub struct StatEnd {
     /// `wall_s`); a deferred GC that never started counts in `skipped`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc: Option<BlockGc>,
+    /// What the threads reading the trace's operations ahead did (`--read-ahead-ops` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead: Option<ReadAheadCounts>,
 }
 
 /// One line of a stat file.

@@ -3,6 +3,7 @@
 //! memory, store size, I/O, cache and hash-check results. Definitions are in
 //! `docs/stats-format.md` ("Summary").
 
+use crate::replay::ReadAheadCounts;
 pub use crate::stats::distribution::{Distribution, FIRST_REGULAR_BLOCK};
 use crate::stats::fmt;
 use crate::stats::gc::{GcAccumulator, GcRunSummary};
@@ -123,6 +124,9 @@ pub struct RunSummary {
     /// Garbage collection (replays with `--gc-every` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc: Option<GcRunSummary>,
+    /// What the threads reading the trace's operations ahead did (`--read-ahead-ops` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead: Option<ReadAheadCounts>,
 }
 
 impl RunSummary {
@@ -318,6 +322,7 @@ impl Summariser {
                     _ => self.gc.finish(),
                 }
             },
+            read_ahead: end.and_then(|end| end.read_ahead),
         }
     }
 }
