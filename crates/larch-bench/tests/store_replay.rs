@@ -35,7 +35,15 @@ fn a_generated_trace_replays_into_the_pack_store_with_hashes_checked() {
 fn a_replay_reading_ahead_makes_the_same_commits_and_walks_the_operations_paths() {
     let params = GenParams { blocks: 30, accounts: 2_000, ops_per_block: 150, ..GenParams::default() };
     let (ops, report) = Generator::new(params).unwrap().collect().unwrap();
-    let paths = ops.iter().filter(|op| !matches!(op, Op::Checkout { .. } | Op::Commit { .. })).count() as u64;
+    // Paths of the operations: one each, two for a copy.
+    let paths: u64 = ops
+        .iter()
+        .map(|op| match op {
+            Op::Checkout { .. } | Op::Commit { .. } => 0,
+            Op::Copy { .. } => 2,
+            _ => 1,
+        })
+        .sum();
     let dir = tempfile::tempdir().unwrap();
     let mut repo = Repo::open(dir.path()).unwrap();
     let options =
@@ -52,10 +60,12 @@ fn a_replay_reading_ahead_makes_the_same_commits_and_walks_the_operations_paths(
     // Every commit hash and read result checked against the trace.
     assert_eq!(summary.commits_checked, report.blocks);
     assert_eq!(repo.head(), Some(report.final_commit));
+    // Every path queued is walked or skipped (how many are walked depends on the threads' timing:
+    // the unit tests of `read_ahead` check the walks); a path repeated within 4,096 (a `find`
+    // then an `add` of the same key) is queued once.
     let counts = summary.read_ahead.expect("the summary reports the walkers");
-    assert!(counts.walked > 0, "{counts:?}");
-    // At most one walk a path (a copy has two), repeated paths walked once.
-    assert!(counts.walked + counts.skipped <= 2 * paths, "{counts:?} for {paths} operations");
+    assert!(counts.walked + counts.skipped > 0, "{counts:?}");
+    assert!(counts.walked + counts.skipped < paths, "{counts:?} for {paths} paths");
     repo.close().unwrap();
     assert!(larch_store::fsck(dir.path()).unwrap().is_clean());
 }

@@ -140,8 +140,10 @@ pub struct ReplayArgs {
     /// Walk the paths of the next N operations on other threads, ahead of the replay, so that the
     /// nodes they reach are in the cache when it applies them and several disk reads are in
     /// flight at once (a context larger than the memory; docs/store.md, *Reading a trace
-    /// ahead*). Trace files only, not a streamed trace (`--generate`). Default: off.
-    #[arg(long, value_name = "N", conflicts_with = "generate", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// ahead*). Trace files (or the default 1x trace) only, not a streamed trace (`--generate`,
+    /// `--scale 10x|mainnet`), and not `--in-memory`. Useful from about 32 times the threads.
+    /// Default: off.
+    #[arg(long, value_name = "N", conflicts_with_all = ["generate", "in_memory"], value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     read_ahead_ops: Option<u64>,
     /// With `--read-ahead-ops`: the threads walking the paths (each has at most one disk read in
     /// flight).
@@ -209,6 +211,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         Ok(Job::Trace(Box::new(larch_trace::format::prefetch(open_trace(path)?)?)))
     };
     let streamed = args.trace.is_none() && (args.generate || rung != Rung::X1);
+    if args.read_ahead_ops.is_some() && streamed {
+        bail!(
+            "--read-ahead-ops needs a trace file: a streamed replay's generator draws each operation after the last one's reads"
+        );
+    }
     if args.setup_cache_size.is_some() && !streamed {
         bail!(
             "--setup-cache-size applies to a streamed setup (--generate, or --scale 10x|mainnet); this replay reads a trace"

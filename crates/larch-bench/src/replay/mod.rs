@@ -418,8 +418,9 @@ impl<'r, R: ContextRepo> Replayer<'r, R> {
         self.commits_checked
     }
 
-    /// The tree of context `id` if it is held (a clone sharing its nodes: drop it before the next
-    /// operation, which may change the tree in place).
+    /// The tree of context `id` if it is held: a clone sharing its nodes, so that while it is
+    /// held the replay's edits copy the nodes they change instead of changing them in place, and
+    /// their old versions stay alive (the read-ahead walkers hold one until the next checkout).
     pub fn context_tree(&self, id: ContextId) -> Option<Tree> {
         self.contexts.get(&id).cloned()
     }

@@ -35,12 +35,13 @@ pub struct ReadAhead {
 pub struct ReadAheadCounts {
     /// Paths walked on a checkout's tree.
     pub walked: u64,
-    /// Paths skipped: their operation was applied before a walker reached them, or no checkout
-    /// had happened yet.
+    /// Paths skipped: their operation was taken by the replay before a walker reached them, no
+    /// checkout had happened yet (the first block is built on the empty tree), no walker thread
+    /// could be started, or they were still queued at the end.
     pub skipped: u64,
 }
 
-/// Jobs handed to a walker at once (one channel message, one look at the tree).
+/// Jobs handed to a walker at once at most (one channel message, one look at the tree).
 const JOBS_AT_ONCE: usize = 32;
 
 /// The walkers' priority (nice, on Linux).
@@ -93,14 +94,18 @@ impl Shared {
 }
 
 /// The walking threads and the operations read ahead of the replay. The replay's thread hands
-/// the walkers batches of paths over channels of their own, in turn (it never waits for a lock a
-/// walker holds: a walker runs at the lowest priority and may be preempted at any point).
+/// the walkers batches of paths over channels of their own, in turn, so that it does not contend
+/// with them for a queue's lock (a walker runs at the lowest priority and may be preempted at any
+/// point); the only lock they share is the latest tree's, taken once a batch and at checkouts.
 pub(super) struct Walkers {
     shared: Arc<Shared>,
     senders: Vec<Sender<Vec<Job>>>,
     threads: Vec<JoinHandle<()>>,
     /// Jobs not yet handed over.
     pending: Vec<Job>,
+    /// Jobs handed over at once: [`JOBS_AT_ONCE`], fewer where the window would not give each
+    /// walker two batches.
+    batch: usize,
     /// The walker the next batch goes to.
     turn: usize,
     /// The paths queued lately (forgotten by [`RECENT_PATHS`] at a time): a path queued again
@@ -129,7 +134,8 @@ impl Walkers {
                 threads.push(thread);
             }
         }
-        Walkers { shared, senders, threads, pending: Vec::new(), turn: 0, recent: HashSet::new() }
+        let batch = JOBS_AT_ONCE.min((config.ops / (2 * config.threads.max(1))).max(1));
+        Walkers { shared, senders, threads, pending: Vec::new(), batch, turn: 0, recent: HashSet::new() }
     }
 
     /// Queues the paths `op` reads or writes, as the operation at `op_index`.
@@ -151,7 +157,7 @@ impl Walkers {
                 self.pending.push(Job { op_index, path: path.clone() });
             }
         }
-        if self.pending.len() >= JOBS_AT_ONCE {
+        if self.pending.len() >= self.batch {
             self.hand_over();
         }
     }
@@ -161,7 +167,7 @@ impl Walkers {
         if self.pending.is_empty() {
             return;
         }
-        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(JOBS_AT_ONCE));
+        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(self.batch));
         let count = batch.len() as u64;
         let sent = match self.senders.get(self.turn % self.senders.len().max(1)) {
             Some(sender) => sender.send(batch).is_ok(),
@@ -221,6 +227,7 @@ pub(super) struct Ahead<I: Iterator> {
     done: bool,
     buffer: VecDeque<I::Item>,
     walkers: Option<Walkers>,
+    /// [`ReadAhead::ops`].
     window: usize,
     /// The index of the next operation read from the source.
     read: u64,
@@ -413,7 +420,7 @@ mod tests {
             assert_eq!(got, expected, "window {window}");
             let counts = ahead.finish().expect("walkers were started");
             // No checkout's tree was given: every queued path is skipped, none walked.
-            assert_eq!(counts.walked, 0);
+            assert_eq!(counts, ReadAheadCounts { walked: 0, skipped: 50 }, "window {window}");
         }
     }
 }
