@@ -141,8 +141,8 @@ pub struct ReplayArgs {
     /// nodes they reach are in the cache when it applies them and several disk reads are in
     /// flight at once (a context larger than the memory; docs/store.md, *Reading a trace
     /// ahead*). Trace files (or the default 1x trace) only, not a streamed trace (`--generate`,
-    /// `--scale 10x|mainnet`), and not `--in-memory`. Useful from about 32 times the threads.
-    /// Default: off.
+    /// `--scale 10x|mainnet`), and not `--in-memory`. 1,024 to 16,384 with 4 to 16 threads ran
+    /// alike (docs/benchmarks.md). Default: off.
     #[arg(long, value_name = "N", conflicts_with_all = ["generate", "in_memory"], value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     read_ahead_ops: Option<u64>,
     /// With `--read-ahead-ops`: the threads walking the paths (each has at most one disk read in
