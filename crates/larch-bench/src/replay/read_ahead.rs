@@ -16,6 +16,7 @@
 use larch_core::Tree;
 use larch_trace::op::{Op, Path};
 use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -108,9 +109,12 @@ pub(super) struct Walkers {
     batch: usize,
     /// The walker the next batch goes to.
     turn: usize,
-    /// The paths queued lately (forgotten by [`RECENT_PATHS`] at a time): a path queued again
-    /// (a `find` then an `add` of the same key, a hot account) is walked once.
-    recent: HashSet<Path>,
+    /// The hashes of the paths queued lately (forgotten by [`RECENT_PATHS`] at a time): a path
+    /// queued again (a `find` then an `add` of the same key, a hot account) is walked once (a
+    /// path whose hash collides with a recent one is not walked, which only costs its read).
+    recent: HashSet<u64>,
+    /// The hasher of [`Walkers::recent`].
+    hasher: RandomState,
 }
 
 /// The paths [`Walkers::recent`] holds before it starts again.
@@ -135,7 +139,16 @@ impl Walkers {
             }
         }
         let batch = JOBS_AT_ONCE.min((config.ops / (2 * config.threads.max(1))).max(1));
-        Walkers { shared, senders, threads, pending: Vec::new(), batch, turn: 0, recent: HashSet::new() }
+        Walkers {
+            shared,
+            senders,
+            threads,
+            pending: Vec::new(),
+            batch,
+            turn: 0,
+            recent: HashSet::new(),
+            hasher: RandomState::new(),
+        }
     }
 
     /// Queues the paths `op` reads or writes, as the operation at `op_index`.
@@ -153,7 +166,7 @@ impl Walkers {
             if self.recent.len() >= RECENT_PATHS {
                 self.recent.clear();
             }
-            if self.recent.insert(path.clone()) {
+            if self.recent.insert(self.hasher.hash_one(path)) {
                 self.pending.push(Job { op_index, path: path.clone() });
             }
         }
@@ -331,6 +344,17 @@ mod tests {
         (larch_store::Repo::open(dir).expect("reopen"), head)
     }
 
+    /// `threads` walkers on the head of a cold store (kept in the returned directory).
+    fn walkers_on_a_cold_store(
+        threads: usize,
+    ) -> (tempfile::TempDir, larch_store::Repo, larch_core::Hash, Walkers) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (repo, head) = cold_store(dir.path());
+        let mut walkers = Walkers::start(ReadAhead { ops: 1_000, threads });
+        walkers.set_tree(repo.checkout(&head).expect("checkout"));
+        (dir, repo, head, walkers)
+    }
+
     fn wait_for(walkers: &Walkers, done: u64) -> ReadAheadCounts {
         let start = Instant::now();
         loop {
@@ -344,10 +368,7 @@ mod tests {
 
     #[test]
     fn the_walked_paths_are_read_without_a_miss_afterwards() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (repo, head) = cold_store(dir.path());
-        let mut walkers = Walkers::start(ReadAhead { ops: 1_000, threads: 4 });
-        walkers.set_tree(repo.checkout(&head).expect("checkout"));
+        let (_dir, repo, head, mut walkers) = walkers_on_a_cold_store(4);
         for i in 0..500 {
             walkers.queue(i, &find(account(i), i));
         }
@@ -370,10 +391,7 @@ mod tests {
 
     #[test]
     fn paths_of_operations_already_taken_and_repeated_paths_are_not_walked() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (repo, head) = cold_store(dir.path());
-        let mut walkers = Walkers::start(ReadAhead { ops: 1_000, threads: 2 });
-        walkers.set_tree(repo.checkout(&head).expect("checkout"));
+        let (_dir, repo, head, mut walkers) = walkers_on_a_cold_store(2);
         walkers.applying(100);
         for i in 0..100 {
             walkers.queue(i, &find(account(i), i));
