@@ -587,7 +587,7 @@ where
                 source: Box::new(source),
             })?;
             let checkout = match &op {
-                Op::Checkout { out, .. } => Some(out.value()),
+                Op::Checkout { out, .. } if ops.reads_ahead() => Some(out.value()),
                 _ => None,
             };
             let applied = replayer.apply(op);

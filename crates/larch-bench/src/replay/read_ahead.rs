@@ -265,6 +265,11 @@ where
         }
     }
 
+    /// Whether walkers read ahead (a [`ReadAhead`] was given).
+    pub(super) fn reads_ahead(&self) -> bool {
+        self.walkers.is_some()
+    }
+
     /// The tree of the latest checkout: the walks of the paths queued from now on are on it.
     pub(super) fn set_tree(&mut self, tree: Tree) {
         if let Some(walkers) = &mut self.walkers {
