@@ -65,6 +65,7 @@ fn streamed_matches_in_memory<R: ContextRepo>(repo: &mut R, params: GenParams) -
         &ReplayOptions::default(),
         &RunMeta::default(),
         None,
+        None,
         &mut |kind, block| {
             kinds.push(kind);
             made.push(Hash::from_base58(&block.commit).unwrap());
@@ -126,6 +127,70 @@ fn a_large_burst_streamed_through_the_commit_pipeline_makes_the_same_commits() {
     assert!(repo.releases() >= 1, "the burst's carried tree was never given back");
     repo.into_inner().unwrap().close().unwrap();
     assert!(larch_store::fsck(dir.path()).unwrap().is_clean());
+}
+
+/// Streams `params` into a new store at `dir`, recording its regular blocks into `record`.
+fn stream_into(dir: &std::path::Path, params: GenParams, record: Option<&mut dyn larch_trace::OpSink>) {
+    let mut repo = Repo::open(dir).unwrap();
+    let generator = Generator::new(params).unwrap();
+    let (options, meta) = (ReplayOptions::default(), RunMeta::default());
+    let mut progress = |_: BlockKind, _: &larch_bench::stats::BlockStats| {};
+    // (A trait object's lifetime shortens behind `&mut`, but not inside an `Option`.)
+    let record = record.map(|sink| -> &mut dyn larch_trace::OpSink { sink });
+    replay_generated(&mut repo, generator, &options, &meta, None, record, &mut progress).unwrap();
+    repo.close().unwrap();
+}
+
+/// The regular blocks of a streamed replay, recorded as a trace and replayed onto a store that
+/// holds only the setup (a streamed replay with no regular block): the same commits, reading
+/// ahead or not; without `store_commits` the trace's first checkout is unknown to the replay.
+#[test]
+fn recorded_regular_blocks_replay_onto_the_setups_store() {
+    let params = small_rung(11);
+    let (ops, report) = Generator::new(params.clone()).unwrap().collect().unwrap();
+    let regular_commits = &commits(&ops)[report.setup_blocks as usize + 1..];
+    let stream = |dir: &std::path::Path, blocks: u64, record: Option<&mut dyn larch_trace::OpSink>| {
+        stream_into(dir, GenParams { blocks, ..params.clone() }, record)
+    };
+    let recorded = tempfile::tempdir().unwrap();
+    let mut trace: Vec<Op> = Vec::new();
+    stream(recorded.path(), params.blocks, Some(&mut trace));
+    assert_eq!(commits(&trace), regular_commits);
+    // The recorded operations are the in-memory generator's (bar the scope tags of the setup's
+    // last commit, which only a regular block checks out).
+    let regular_ops = &ops[ops.len() - trace.len()..];
+    assert_eq!(
+        trace.iter().map(Op::kind).collect::<Vec<_>>(),
+        regular_ops.iter().map(Op::kind).collect::<Vec<_>>()
+    );
+
+    // Onto a repository without the setup's commits: the store's error, not a dangling commit.
+    let mut empty = MemoryRepo::new();
+    let options = ReplayOptions { store_commits: true, ..ReplayOptions::default() };
+    let ops = trace.iter().cloned().map(Ok::<Op, std::io::Error>);
+    let err = replay(&mut empty, ops, &options, &RunMeta::default(), None, &mut |_| {}).unwrap_err();
+    assert!(matches!(err, larch_bench::replay::ReplayError::Store { .. }), "{err}");
+    assert_eq!(empty.commit_count(), 0);
+
+    for read_ahead in [None, Some(larch_bench::ReadAhead { ops: 64, threads: 2 })] {
+        let setup = tempfile::tempdir().unwrap();
+        stream(setup.path(), 0, None);
+        let mut repo = Repo::open(setup.path()).unwrap();
+        let commits_before = repo.commit_count();
+        let ops = || trace.iter().cloned().map(Ok::<Op, std::io::Error>);
+        let refused =
+            replay(&mut repo, ops(), &ReplayOptions::default(), &RunMeta::default(), None, &mut |_| {});
+        let err = refused.expect_err("a checkout of a commit the trace did not make");
+        assert!(matches!(err, larch_bench::replay::ReplayError::UnknownCommit { .. }), "{err}");
+        assert_eq!(repo.commit_count(), commits_before, "a refused replay committed nothing");
+
+        let options = ReplayOptions { store_commits: true, read_ahead, ..ReplayOptions::default() };
+        let summary = replay(&mut repo, ops(), &options, &RunMeta::default(), None, &mut |_| {}).unwrap();
+        assert_eq!(summary.commits_checked, regular_commits.len() as u64);
+        assert_eq!(repo.head(), Some(report.final_commit));
+        repo.close().unwrap();
+        assert!(larch_store::fsck(setup.path()).unwrap().is_clean());
+    }
 }
 
 /// Values and directories of `tree`, itself included.

@@ -1,185 +1,26 @@
 //! `larch replay`: the main job. Replays a trace (or, with none, a freshly generated Tezos-like
-//! trace) into a fresh store, checks every recorded read and commit hash (a streamed replay's are
-//! read and hashed on its own tree), records per-block statistics, and prints the summary.
+//! trace) into a fresh store (or, `--onto-store`, a store holding the commits it goes on from),
+//! checks every recorded read and commit hash (a streamed replay's are read and hashed on its own
+//! tree), records per-block statistics, and prints the summary.
 
 use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
 use crate::replay_archive::{Archive, ArchiveSchedule, ArchiveSummary, Archiving};
-use crate::size::parse_size;
+use crate::replay_args::ReplayArgs;
 use anyhow::{Context, bail};
-use clap::Args;
 use larch_bench::stats::plot_stat_files;
 use larch_bench::{
-    BlockKind, GcSchedule, GcWhenBusy, GenParams, GenReport, Generator, ReadAhead, ReplayOptions, RunMeta,
-    RunSummary, Rung,
+    BlockKind, GcSchedule, GenParams, GenReport, Generator, ReadAhead, ReplayOptions, RunMeta, RunSummary,
+    Rung,
 };
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
-use larch_store::{CacheBudget, PipelinedRepo, Repo, RepoOptions, SyncPolicy};
-use larch_trace::format::BoxedSource;
-use larch_trace::open_trace;
+use larch_store::{CacheBudget, PipelinedRepo, Repo, RepoOptions};
+use larch_trace::format::{BoxedSource, create_trace};
+use larch_trace::{OpSink, TraceFormat, open_trace};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Arguments of `larch replay`.
-#[derive(Args, Debug)]
-pub struct ReplayArgs {
-    /// The trace to replay (larch or Irmin `IrmRepBT` format). Without it, the default Tezos-like
-    /// trace is generated into a temporary directory first.
-    trace: Option<PathBuf>,
-    /// Store directory to create and replay into (it must not hold commits yet). Without it, a
-    /// temporary store is used and deleted at the end.
-    #[arg(long, conflicts_with = "in_memory")]
-    store: Option<PathBuf>,
-    /// Replay into the in-memory repository instead of a store on disk.
-    #[arg(long)]
-    in_memory: bool,
-    /// With a trace: stop after N blocks. Without: generate N regular blocks (default 3000).
-    #[arg(long, value_name = "N")]
-    blocks: Option<u64>,
-    /// Seed of the generated trace (without a trace only).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Without a trace: the rung of the scale ladder to generate, `1x` (the default context),
-    /// `10x` or `mainnet` (docs/workload.md). The rungs above 1x are streamed (`--generate`).
-    #[arg(long, conflicts_with = "trace")]
-    scale: Option<Rung>,
-    /// Without a trace: stream the generator's operations into the store as they are drawn,
-    /// with no trace file, the generator going on from the store's (lazily loaded) trees; the
-    /// setup and the regular blocks are measured apart (`--stats` gets the regular blocks).
-    #[arg(long, conflicts_with = "trace")]
-    generate: bool,
-    /// With a generated trace: commit the setup in parts of about N operations (0: in one
-    /// block; default: the rung's, 0 at 1x and 262,144 above).
-    #[arg(long, value_name = "N", conflicts_with = "trace")]
-    setup_part_ops: Option<u64>,
-    /// With a generated trace in setup parts: commit a part also once it holds N items (accounts,
-    /// contracts, big map entries: each a directory; 0: no bound; default: the rung's, 81,920
-    /// above 1x). What a part holds in memory until its commit grows with them.
-    #[arg(long, value_name = "N", conflicts_with = "trace")]
-    setup_part_items: Option<u64>,
-    /// Byte budget of the store's cache of decoded objects (e.g. `256M`). Default: 152M, or 96M
-    /// with the pipeline (its commit thread's heap and the trees carried in memory take the
-    /// rest of the memory budget). Sizes: `256M` and `256MiB` are binary
-    /// (K = 1024), `256MB` is decimal (K = 1000).
-    #[arg(long, value_parser = parse_size)]
-    cache_size: Option<u64>,
-    /// With a streamed trace (`--generate`, the rungs above 1x) into a store: the cache's budget
-    /// during the setup, at most `--cache-size` (default 32M). A setup part reads little of
-    /// what the cache holds (it adds fresh keys); the regular blocks get the whole `--cache-size`.
-    #[arg(long, value_parser = parse_size, conflicts_with = "trace")]
-    setup_cache_size: Option<u64>,
-    /// When commits are made durable and visible to readers: `commit` (two fsyncs per commit), `pipelined` (the same syncs on a publisher thread while the next block runs: a commit is durable when the next one returns), `every N`, or `never` (only at the end).
-    #[arg(long, default_value = "commit")]
-    sync: SyncPolicy,
-    /// Commit on the calling thread only. By default a store replay pipelines its commits: each
-    /// block's tree is hashed on the replay's thread, then encoded, written, synced and published
-    /// by a commit thread while the next blocks run (from the committed tree, in memory); a
-    /// commit is written and durable (under `--sync commit`) once `--pipeline-depth` commits
-    /// (itself included) have returned after it, and the replay ends once the last one is
-    /// (docs/store.md, *Pipelined commits*).
-    #[arg(long)]
-    no_pipeline: bool,
-    /// With the pipeline: the most commits in flight on the commit thread (1 to 16). Deeper lets
-    /// the replay run ahead of a commit thread that is slower for a few blocks, each commit in
-    /// flight holding its tree in memory; 1 waits for each commit before handing over the next.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=16))]
-    pipeline_depth: u8,
-    /// The pack rolls to a new chunk file once its head chunk holds this many bytes (e.g. `16M`,
-    /// that is 16 MiB; `16MB` is 16,000,000 bytes).
-    #[arg(long, value_parser = parse_size, default_value = "16M")]
-    chunk_size: u64,
-    /// The most sealed chunk files the store keeps open at once (docs/store.md *Descriptors*);
-    /// others are opened again when a read needs them.
-    #[arg(long, value_name = "N", default_value_t = larch_store::DEFAULT_OPEN_FILES, value_parser = crate::cmd_serve::parse_open_files)]
-    open_files: usize,
-    /// Read the pack through memory maps instead of positioned reads (docs/store.md, *Reads and
-    /// the cache*).
-    #[arg(long)]
-    mmap: bool,
-    /// With `--mmap`: the bytes of mapped pages that reads may keep resident in the process
-    /// (charged by the 2 MiB block); past it, the least recently read maps release their pages.
-    #[arg(long, value_parser = parse_size, default_value = "64M", requires = "mmap")]
-    mmap_budget: u64,
-    /// Verify the full hash of every object read back from the store (a BLAKE2b per record
-    /// read): tampering with the pack is then reported on read, not only by fsck.
-    #[arg(long)]
-    verify_reads: bool,
-    /// Write per-block statistics to this file (JSON lines, docs/stats-format.md).
-    #[arg(long, value_name = "FILE")]
-    stats: Option<PathBuf>,
-    /// Write a report into this directory: the summary (text and JSON), the stat file if `--stats`
-    /// is not given, and SVG charts.
-    #[arg(long, value_name = "DIR")]
-    report: Option<PathBuf>,
-    /// Do not compare read results and commit hashes with the trace.
-    #[arg(long)]
-    no_check: bool,
-    /// Print the summary as JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-    /// Check the store's integrity after the replay (`larch fsck`).
-    #[arg(long)]
-    fsck: bool,
-    /// Collect garbage every N blocks during the replay (irmin-bench's `--gc-every`), keeping the
-    /// last `--gc-keep` blocks; the GC runs on its own thread beside the replay.
-    #[arg(long, value_name = "N", requires = "gc_keep", conflicts_with = "in_memory", value_parser = clap::value_parser!(u64).range(1..))]
-    gc_every: Option<u64>,
-    /// With `--gc-every`: each GC keeps the commit of the block M behind the newest one and every
-    /// later commit (irmin-bench's `--gc-distance-in-the-past`).
-    #[arg(long, value_name = "M", requires = "gc_every", value_parser = clap::value_parser!(u64).range(1..))]
-    gc_keep: Option<u64>,
-    /// With `--gc-every`: what a due GC does while the previous one still runs. `defer` (the
-    /// default) starts it on the same commit once the previous has finished (the replay never
-    /// waits, the store grows meanwhile); `wait` waits for the previous one, then starts it (the
-    /// block pays the wait; the store stops growing once GCs begin); `skip` does not start it
-    /// (irmin-bench's behaviour).
-    #[arg(long, value_name = "POLICY", requires = "gc_every", default_value = "defer")]
-    gc_when_busy: WhenBusyArg,
-    /// Walk the paths of the next N operations on other threads, ahead of the replay, so that the
-    /// nodes they reach are in the cache when it applies them and several disk reads are in
-    /// flight at once (a context larger than the memory; docs/store.md, *Reading a trace
-    /// ahead*). Trace files (or the default 1x trace) only, not a streamed trace (`--generate`,
-    /// `--scale 10x|mainnet`), and not `--in-memory`. 1,024 to 16,384 with 4 to 16 threads ran
-    /// alike (docs/benchmarks.md). Default: off.
-    #[arg(long, value_name = "N", conflicts_with_all = ["generate", "in_memory"], value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    read_ahead_ops: Option<u64>,
-    /// With `--read-ahead-ops`: the threads walking the paths (each has at most one disk read in
-    /// flight).
-    #[arg(long, value_name = "K", requires = "read_ahead_ops", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
-    read_ahead_threads: u64,
-    /// Archive mode, with the global `--lower DIR|s3://BUCKET/PREFIX`: every N commits, move the
-    /// sealed chunks below the commit `--archive-keep` blocks behind the newest to the lower
-    /// layer (as `larch archive` does); the summary reports the moves and, with object storage,
-    /// the uploads (the replay waits for them at its end, at most `--upload-wait`).
-    #[arg(long, value_name = "N", requires = "archive_keep", conflicts_with = "in_memory", value_parser = clap::value_parser!(u64).range(1..))]
-    archive_every: Option<u64>,
-    /// With `--archive-every`: keep in the store directory the chunks of the last M blocks.
-    #[arg(long, value_name = "M", requires = "archive_every")]
-    archive_keep: Option<u64>,
-}
-
-/// `--gc-when-busy`.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-enum WhenBusyArg {
-    /// Start it once the running GC has finished.
-    Defer,
-    /// Wait for the running GC, then start it.
-    Wait,
-    /// Do not start it.
-    Skip,
-}
-
-impl From<WhenBusyArg> for GcWhenBusy {
-    fn from(arg: WhenBusyArg) -> GcWhenBusy {
-        match arg {
-            WhenBusyArg::Defer => GcWhenBusy::Defer,
-            WhenBusyArg::Wait => GcWhenBusy::Wait,
-            WhenBusyArg::Skip => GcWhenBusy::Skip,
-        }
-    }
-}
 
 /// The default cache budget of a pipelined replay: the commit thread's heap (its own pages for
 /// the records it decodes and primes) and the trees carried from block to block in memory add
@@ -216,6 +57,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             "--read-ahead-ops needs a trace file: a streamed replay's generator draws each operation after the last one's reads"
         );
     }
+    if args.record_regular.is_some() && !streamed {
+        bail!(
+            "--record-regular records a streamed replay (--generate, or --scale 10x|mainnet); this replay reads a trace"
+        );
+    }
+    if let (true, Some(path)) = (args.onto_store, &args.store)
+        && !path.is_dir()
+    {
+        bail!("--onto-store: {} is not a store directory", path.display());
+    }
     if args.setup_cache_size.is_some() && !streamed {
         bail!(
             "--setup-cache-size applies to a streamed setup (--generate, or --scale 10x|mainnet); this replay reads a trace"
@@ -236,7 +87,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             );
             let expected = params.blocks + 1 + params.setup_parts_estimate();
             let name = format!("{} {rung}, seed {}", larch_bench::stats::STREAMED_TRACE, params.seed);
-            (Job::Generate(params, None), name, None, Some(expected))
+            (
+                Job::Generate { params, setup_cache: None, record: args.record_regular.clone() },
+                name,
+                None,
+                Some(expected),
+            )
         }
         None => {
             let dir = tempfile::Builder::new().prefix("larch-trace-").tempdir().context("temporary dir")?;
@@ -285,7 +141,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         ops: usize::try_from(ops).unwrap_or(usize::MAX),
         threads: usize::try_from(args.read_ahead_threads).unwrap_or(1),
     });
-    let options = ReplayOptions { check_hashes: !args.no_check, max_blocks: blocks_limit, gc, read_ahead };
+    let options = ReplayOptions {
+        check_hashes: !args.no_check,
+        max_blocks: blocks_limit,
+        gc,
+        read_ahead,
+        store_commits: args.onto_store,
+    };
     let stats_path = args.stats.clone().or_else(|| args.report.as_ref().map(|dir| dir.join("stats.jsonl")));
     if let Some(dir) = &args.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -329,13 +191,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 None => Repo::open_with(path, store_options),
             }
             .with_context(|| format!("opening store {}", path.display()))?;
-            if repo.commit_count() > 0 {
-                bail!("store {} already holds commits: replay needs a fresh store", path.display());
+            match (repo.commit_count() > 0, args.onto_store) {
+                (true, false) => bail!(
+                    "store {} already holds commits: replay needs a fresh store (or --onto-store, to go on from them)",
+                    path.display()
+                ),
+                (false, true) => {
+                    bail!("--onto-store: store {} holds no commits to go on from", path.display())
+                }
+                _ => {}
             }
             let job = match job {
-                Job::Generate(params, _) => {
+                Job::Generate { params, record, .. } => {
                     let bytes = args.setup_cache_size.unwrap_or(SETUP_CACHE_BYTES);
-                    Job::Generate(params, Some((repo.cache_budget(), bytes)))
+                    Job::Generate { params, setup_cache: Some((repo.cache_budget(), bytes)), record }
                 }
                 job => job,
             };
@@ -639,9 +508,15 @@ impl<R: ContextRepo> ContextRepo for LastCommit<'_, R> {
 enum Job {
     /// A trace file, read on a thread of its own.
     Trace(BoxedSource),
-    /// A trace generated and streamed into the store as it is drawn, with the store's cache
-    /// limited during the setup (`--setup-cache-size`) when given.
-    Generate(GenParams, Option<(CacheBudget, u64)>),
+    /// A trace generated and streamed into the store as it is drawn.
+    Generate {
+        /// The generator's parameters.
+        params: GenParams,
+        /// The store's cache and its limit during the setup (`--setup-cache-size`), if any.
+        setup_cache: Option<(CacheBudget, u64)>,
+        /// Where to record the regular blocks' operations (`--record-regular`), if anywhere.
+        record: Option<PathBuf>,
+    },
 }
 
 /// What a replay produced.
@@ -709,7 +584,20 @@ fn run_replay<R: ContextRepo>(
             }
             Ok(Replayed { summary, setup: None, last: repo.last })
         }
-        Job::Generate(params, setup_cache) => {
+        Job::Generate { params, setup_cache, record } => {
+            let mut record = match &record {
+                Some(path) => {
+                    let mut metadata = crate::cmd_trace::trace_metadata(&params);
+                    metadata.push((
+                        "part".into(),
+                        "regular blocks, onto the setup's store (--onto-store)".into(),
+                    ));
+                    let sink = create_trace(path, TraceFormat::Larch, &metadata)
+                        .with_context(|| format!("creating {}", path.display()))?;
+                    Some((path, sink))
+                }
+                None => None,
+            };
             let generator = Generator::new(params)?;
             if let Some((budget, bytes)) = &setup_cache {
                 budget.limit(Some(*bytes));
@@ -749,10 +637,18 @@ fn run_replay<R: ContextRepo>(
                 options,
                 meta,
                 stats_file.as_mut().map(|file| file as &mut dyn Write),
+                record.as_mut().map(|(_, sink)| sink.as_mut() as &mut dyn OpSink),
                 &mut progress,
             );
             bar.finish_and_clear();
-            let run = run.with_context(|| format!("replaying {}", meta.trace))?;
+            if let (Err(_), Some((path, _))) = (&run, &record) {
+                // An unfinished trace would be reported as truncated; none is better.
+                let _ = std::fs::remove_file(path);
+            }
+            let run = run.with_context(|| match &record {
+                Some((path, _)) => format!("replaying {} (recording into {})", meta.trace, path.display()),
+                None => format!("replaying {}", meta.trace),
+            })?;
             Ok(Replayed { summary: run.regular, setup: Some((run.setup, run.report)), last: repo.last })
         }
     }

@@ -92,8 +92,8 @@ impl GenArgs {
     }
 }
 
-/// Generates the trace of `params` into `path`, with a progress bar; returns the report.
-pub fn generate(params: GenParams, path: &Path, format: TraceFormat) -> anyhow::Result<GenReport> {
+/// The header metadata of a generated trace: the generator and its parameters.
+pub fn trace_metadata(params: &GenParams) -> Vec<(String, String)> {
     let mut metadata = vec![
         ("generator".to_string(), "larch tezos-like".to_string()),
         ("seed".to_string(), params.seed.to_string()),
@@ -113,6 +113,12 @@ pub fn generate(params: GenParams, path: &Path, format: TraceFormat) -> anyhow::
             metadata.push((key.to_string(), value.to_string()));
         }
     }
+    metadata
+}
+
+/// Generates the trace of `params` into `path`, with a progress bar; returns the report.
+pub fn generate(params: GenParams, path: &Path, format: TraceFormat) -> anyhow::Result<GenReport> {
+    let metadata = trace_metadata(&params);
     let mut sink =
         create_trace(path, format, &metadata).with_context(|| format!("creating {}", path.display()))?;
     let generator = Generator::new(params)?;

@@ -27,6 +27,7 @@ mod lower;
 mod output;
 mod progress;
 mod replay_archive;
+mod replay_args;
 mod size;
 
 use clap::{Parser, Subcommand};
@@ -65,7 +66,7 @@ struct Cli {
 enum Command {
     /// Replay a trace into a fresh store, checking every recorded hash, and print a summary. With
     /// no trace, generate the default Tezos-like trace into a temporary directory and replay it.
-    Replay(cmd_replay::ReplayArgs),
+    Replay(replay_args::ReplayArgs),
     /// Generate, convert and describe traces.
     #[command(subcommand)]
     Trace(cmd_trace::TraceCommand),

@@ -103,3 +103,55 @@ fn a_streamed_setups_cache_limit_is_lifted_for_the_regular_blocks() {
         .unwrap();
     assert!(most > 1 << 20, "the regular blocks' cache held {most} bytes at most");
 }
+
+#[test]
+fn recorded_regular_blocks_replay_onto_the_setups_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = |name: &str| dir.path().join(name);
+    let trace = dir.path().join("regular.trace");
+    let params = ["--generate", "--json", "--seed", "3", "--setup-part-ops", "60000"];
+    let stream = |blocks: &str, name: &str, extra: &[&str]| {
+        let path = store(name);
+        let args = [&["replay", "--blocks", blocks, "--store", path_str(&path)][..], &params[..], extra];
+        let out = larch(&args.concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let setup = stream("0", "setup", &[]);
+    let full = stream("6", "full", &["--record-regular", path_str(&trace)]);
+    assert_ne!(setup["last_commit"], full["last_commit"]);
+
+    let fresh_only = larch(&["replay", path_str(&trace), "--store", path_str(&store("setup"))]);
+    assert!(!fresh_only.status.success());
+    assert!(text(&fresh_only.stderr).contains("already holds commits"), "{}", text(&fresh_only.stderr));
+    let onto = larch(&[
+        "replay",
+        path_str(&trace),
+        "--store",
+        path_str(&store("setup")),
+        "--onto-store",
+        "--read-ahead-ops",
+        "64",
+        "--json",
+    ]);
+    assert!(onto.status.success(), "{}", text(&onto.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&onto.stdout).unwrap();
+    assert_eq!(summary["last_commit"], full["last_commit"]);
+    assert_eq!(summary["store_head"], full["last_commit"]);
+    assert_eq!(summary["commits_checked"].as_u64(), Some(6));
+    let fsck = larch(&["fsck", path_str(&store("setup"))]);
+    assert!(fsck.status.success(), "{}", text(&fsck.stdout));
+
+    // A store with nothing to go on from, a missing one, and a recording of a trace file.
+    std::fs::create_dir(store("empty")).unwrap();
+    let empty = larch(&["replay", path_str(&trace), "--store", path_str(&store("empty")), "--onto-store"]);
+    assert!(text(&empty.stderr).contains("holds no commits to go on from"), "{}", text(&empty.stderr));
+    let missing =
+        larch(&["replay", path_str(&trace), "--store", path_str(&store("missing")), "--onto-store"]);
+    assert!(text(&missing.stderr).contains("is not a store directory"), "{}", text(&missing.stderr));
+    assert!(!store("missing").exists());
+    let other = dir.path().join("other.trace");
+    let refused = larch(&["replay", path_str(&trace), "--in-memory", "--record-regular", path_str(&other)]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(!other.exists());
+}

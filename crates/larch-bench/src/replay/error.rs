@@ -154,6 +154,10 @@ pub enum ReplayError {
     /// Writing the stat file failed.
     #[error("writing the stat file: {0}")]
     StatsOutput(#[source] std::io::Error),
+    /// Writing the trace of a streamed replay's regular blocks failed
+    /// ([`crate::replay::replay_generated`]'s `record`).
+    #[error("writing the recorded trace: {0}")]
+    Record(#[source] larch_trace::TraceError),
     /// The generator of a streamed replay failed ([`crate::replay::replay_generated`]).
     #[error("generating the trace: {0}")]
     Generator(#[source] Box<crate::GenError>),
@@ -174,6 +178,7 @@ impl ReplayError {
             | ReplayError::Gc { .. }
             | ReplayError::Durability { .. }
             | ReplayError::StatsOutput(_)
+            | ReplayError::Record(_)
             | ReplayError::Generator(_) => None,
         }
     }

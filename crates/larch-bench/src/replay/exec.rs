@@ -29,7 +29,10 @@ impl<R: ContextRepo> Replayer<'_, R> {
         }
     }
 
-    /// The real hash of recorded commit `hash`, dropped from the table when tagged `Forget`.
+    /// The real hash of recorded commit `hash`, dropped from the table when tagged `Forget`. With
+    /// [`super::ReplayOptions::store_commits`], a hash the trace has not committed is the
+    /// repository's commit of that hash: checked out once to prove the repository holds it (so
+    /// that no commit gets a missing parent), then kept in the table like the trace's own.
     fn map_commit(
         &mut self,
         hash: Scoped<Hash>,
@@ -37,7 +40,23 @@ impl<R: ContextRepo> Replayer<'_, R> {
     ) -> Result<Hash, ReplayError> {
         let key = hash.value();
         let real = if hash.is_forget() { self.commits.remove(&key) } else { self.commits.get(&key).copied() };
-        real.ok_or_else(|| ReplayError::UnknownCommit { at: at(), hash: key })
+        match real {
+            Some(real) => Ok(real),
+            None if self.options.store_commits => {
+                let commit_at = self.last_expected_commit;
+                self.repo.checkout(&key).map_err(|source| {
+                    super::store_error::<R>(commit_at, source, |source| ReplayError::Store {
+                        at: at(),
+                        source,
+                    })
+                })?;
+                if !hash.is_forget() {
+                    self.commits.insert(key, key);
+                }
+                Ok(key)
+            }
+            None => Err(ReplayError::UnknownCommit { at: at(), hash: key }),
+        }
     }
 
     fn check_read(

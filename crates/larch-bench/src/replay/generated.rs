@@ -9,6 +9,7 @@ use crate::r#gen::{BlockKind, GenError, GenReport, Generator};
 use crate::stats::record::{BlockStats, StatEnd, StatLine, write_line};
 use crate::stats::summary::{RunSummary, Summariser};
 use larch_core::{ContextRepo, Hash, Tree};
+use larch_trace::format::OpSink;
 use larch_trace::op::Op;
 use std::cell::RefCell;
 use std::io::Write;
@@ -33,6 +34,10 @@ struct Stream<'s, 'r, R: ContextRepo> {
     summariser: Summariser,
     setup: Option<RunSummary>,
     stats_out: Option<&'s mut dyn Write>,
+    /// Where the regular blocks' operations are recorded, if anywhere.
+    record: Option<&'s mut dyn OpSink>,
+    /// Whether the setup has ended (the operations from then on are recorded).
+    regular: bool,
     /// The last block's statistics, until the generator tells what kind of block it was.
     block: Option<BlockStats>,
     progress: &'s mut dyn FnMut(BlockKind, &BlockStats),
@@ -40,6 +45,9 @@ struct Stream<'s, 'r, R: ContextRepo> {
 
 impl<R: ContextRepo> Stream<'_, '_, R> {
     fn op(&mut self, op: Op) -> Result<(), ReplayError> {
+        if let (true, Some(record)) = (self.regular, self.record.as_deref_mut()) {
+            record.write_op(&op).map_err(ReplayError::Record)?;
+        }
         if let Some(block) = self.replayer.apply(op)? {
             self.block = Some(block);
         }
@@ -72,6 +80,7 @@ impl<R: ContextRepo> Stream<'_, '_, R> {
             let header = self.replayer.restart_measurements(self.meta);
             self.summariser = Summariser::new(&header);
             self.write(&StatLine::Header(header))?;
+            self.regular = true;
         }
         match self.replayer.last_commit() {
             Some(real) => self.replayer.checkout_tree(&real).map(Some),
@@ -85,8 +94,11 @@ impl<R: ContextRepo> Stream<'_, '_, R> {
 /// own tree but in abandoned contexts (so those checks hold by construction: the tests compare
 /// the commits with [`crate::Generator::run`]'s) (`options.max_blocks` is ignored: the generator's
 /// parameters decide). Writes the regular blocks' stat file (header, block lines, end line) to
-/// `stats_out` if given, calls `progress` after every block with its kind, and returns both
-/// phases' summaries and the generator's report.
+/// `stats_out` if given, the regular blocks' operations to `record` if given (and finishes it: a
+/// trace that [`super::replay`] with [`ReplayOptions::store_commits`] replays onto a store
+/// holding the setup's commits, that is a streamed replay's store made with no regular block),
+/// calls `progress` after every block with its kind, and returns both phases' summaries and the
+/// generator's report.
 ///
 /// Memory: during the setup, the replay holds the current part's modified nodes
 /// ([`crate::GenParams::setup_part_ops`], [`crate::GenParams::setup_part_items`]) and the generator
@@ -102,12 +114,22 @@ pub fn replay_generated<'s, R: ContextRepo>(
     options: &ReplayOptions,
     meta: &'s RunMeta,
     stats_out: Option<&'s mut dyn Write>,
+    record: Option<&'s mut dyn OpSink>,
     progress: &'s mut dyn FnMut(BlockKind, &BlockStats),
 ) -> Result<GeneratedRun, ReplayError> {
     let replayer = Replayer::new(repo, ReplayOptions { max_blocks: None, ..options.clone() });
     let summariser = Summariser::new(&replayer.header(meta));
-    let stream =
-        RefCell::new(Stream { replayer, meta, summariser, setup: None, stats_out, block: None, progress });
+    let stream = RefCell::new(Stream {
+        replayer,
+        meta,
+        summariser,
+        setup: None,
+        stats_out,
+        record,
+        regular: false,
+        block: None,
+        progress,
+    });
     let report = generator.run_streamed(
         &mut |op| stream.borrow_mut().op(op),
         &mut |_hash: &Hash, kind| stream.borrow_mut().committed(kind),
@@ -129,6 +151,9 @@ pub fn replay_generated<'s, R: ContextRepo>(
     stream.write(&StatLine::End(end.clone()))?;
     if let Some(out) = stream.stats_out.as_deref_mut() {
         out.flush().map_err(ReplayError::StatsOutput)?;
+    }
+    if let Some(record) = stream.record.as_deref_mut() {
+        record.finish().map_err(ReplayError::Record)?;
     }
     let regular = stream.summariser.finish(Some(&end));
     let setup = stream.setup.take().unwrap_or_else(|| regular.clone());

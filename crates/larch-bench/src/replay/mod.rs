@@ -46,11 +46,23 @@ pub struct ReplayOptions {
     /// Walk the paths of the operations ahead of the one applied on other threads
     /// (`--read-ahead-ops`; [`replay`] only, not a streamed replay), if set.
     pub read_ahead: Option<ReadAhead>,
+    /// The trace goes on from commits the repository already holds (`--onto-store`): a checkout
+    /// or a parent whose recorded hash the trace has not committed is the repository's commit of
+    /// that hash (a Tezos trace's recorded hashes are the real ones), as in a trace of a streamed
+    /// replay's regular blocks ([`replay_generated`]'s `record`) replayed onto its setup's store.
+    /// Off by default: such a hash is then an [`ReplayError::UnknownCommit`].
+    pub store_commits: bool,
 }
 
 impl Default for ReplayOptions {
     fn default() -> ReplayOptions {
-        ReplayOptions { check_hashes: true, max_blocks: None, gc: None, read_ahead: None }
+        ReplayOptions {
+            check_hashes: true,
+            max_blocks: None,
+            gc: None,
+            read_ahead: None,
+            store_commits: false,
+        }
     }
 }
 
