@@ -2,22 +2,42 @@
 # memory group for a replay, and the monitor that samples it. Needs root and cgroup v1 at
 # /sys/fs/cgroup/memory.
 
-# cgroup_start LIMIT CMD...: creates a memory group limited to LIMIT (no swap on the machine, so the
-# limit holds the page cache too) and starts CMD in it in the background; sets $group and $pid.
+# cgroup_start LIMIT STDOUT STDERR CMD...: creates a memory group limited to LIMIT (no swap on the
+# machine, so the limit holds the page cache too) and starts CMD in it in the background, its
+# output into the files STDOUT and STDERR; sets $group and $pid. A failure to set the group up
+# stops the script (set -e); the group is removed on exit (cgroup_cleanup).
 cgroup_start() {
     group=/sys/fs/cgroup/memory/larch_cg_$$
     mkdir "$group"
     echo "$1" >"$group/memory.limit_in_bytes"
-    shift
-    # A shell joins the group, then becomes the replay.
-    sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$group" "$@" &
+    stdout=$2 stderr=$3
+    shift 3
+    # A shell joins the group, then becomes the replay (never outside the group).
+    sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$group" "$@" >"$stdout" 2>"$stderr" &
     pid=$!
+}
+
+# On exit: removes the memory group, and the store $out/store unless KEEP_STORE=1.
+cgroup_cleanup() {
+    [ -n "${group:-}" ] && rmdir "$group" 2>/dev/null
+    [ "${KEEP_STORE:-0}" = 1 ] || rm -rf "$out/store"
+}
+trap cgroup_cleanup EXIT
+
+# cgroup_args "$@": the optional LIMIT and LARCH after a script's fixed arguments (already shifted
+# off), then `--` and the replay's own arguments: sets $limit (default 2G) and $larch (default
+# target/release/larch), and $shift, how many arguments to shift to reach the replay's.
+cgroup_args() {
+    limit=2G larch=target/release/larch shift=0
+    if [ $# -gt 0 ] && [ "$1" != "--" ]; then limit=$1 shift=1; shift; fi
+    if [ $# -gt 0 ] && [ "$1" != "--" ]; then larch=$1 shift=$((shift + 1)); shift; fi
+    if [ $# -gt 0 ] && [ "$1" = "--" ]; then shift=$((shift + 1)); fi
 }
 
 # cgroup_monitor OUT LIMIT: samples $pid every second (VmRSS, RssAnon, RssFile: the store's pages a
 # memory map holds count in RssFile; open descriptors; /proc/PID/io) into OUT/samples.txt until it
 # ends, writes the maxima, the group's peak usage and failcnt, VmHWM, the store's size and the exit
-# status into OUT/monitor.txt, removes the group and returns the replay's status in $status.
+# status into OUT/monitor.txt, and returns the replay's status in $status.
 cgroup_monitor() {
     out=$1 limit=$2
     max_fd=0 max_rss=0 max_anon=0 max_file=0 hwm=0
@@ -52,5 +72,4 @@ cgroup_monitor() {
         grep -E '^(total_cache|total_rss|total_pgmajfault) ' "$group/memory.stat" || true
         [ -d "$out/store" ] && echo "store_bytes $(du -sb "$out/store" | cut -f1)"
     } >"$out/monitor.txt"
-    rmdir "$group"
 }

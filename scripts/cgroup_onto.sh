@@ -16,19 +16,17 @@
 #   scripts/cgroup_onto.sh TRACE SETUP OUT [LIMIT] [LARCH] [-- extra replay args]
 #   scripts/cgroup_onto.sh /tmp/reg.trace /tmp/setup /tmp/cg 2G target/release/larch -- --read-ahead-ops 4096
 set -eu
-trace=$1 setup=$2 out=$3 limit=${4:-2G} larch=${5:-target/release/larch}
+trace=$1 setup=$2 out=$3
 shift 3
-[ $# -gt 0 ] && shift
-[ $# -gt 0 ] && shift
-[ "${1:-}" = "--" ] && shift
 . "$(dirname "$0")/cgroup_lib.sh"
+cgroup_args "$@"
+shift "$shift"
 mkdir -p "$out"
 rm -rf "$out/store"
 cp -a "$setup" "$out/store"
 sync
 echo 3 >/proc/sys/vm/drop_caches
-cgroup_start "$limit" "$larch" replay "$trace" --store "$out/store" --onto-store \
-    --stats "$out/stats.jsonl" --json "$@" >"$out/summary.json" 2>"$out/log"
+cgroup_start "$limit" "$out/summary.json" "$out/log" "$larch" replay "$trace" --store "$out/store" \
+    --onto-store --stats "$out/stats.jsonl" --json "$@"
 cgroup_monitor "$out" "$limit"
-[ "${KEEP_STORE:-0}" = 1 ] || rm -rf "$out/store"
 exit "$status"

@@ -13,16 +13,14 @@
 #   scripts/cgroup_run.sh RUNG BLOCKS OUT [LIMIT] [LARCH] [-- extra replay args]
 #   scripts/cgroup_run.sh mainnet 1000 /tmp/cg 2G target/release/larch
 set -eu
-rung=$1 blocks=$2 out=$3 limit=${4:-2G} larch=${5:-target/release/larch}
+rung=$1 blocks=$2 out=$3
 shift 3
-[ $# -gt 0 ] && shift
-[ $# -gt 0 ] && shift
-[ "${1:-}" = "--" ] && shift
 . "$(dirname "$0")/cgroup_lib.sh"
+cgroup_args "$@"
+shift "$shift"
 mkdir -p "$out"
 rm -rf "$out/store"
-cgroup_start "$limit" "$larch" replay --scale "$rung" --generate --blocks "$blocks" --store "$out/store" \
-    --stats "$out/stats.jsonl" --json "$@" >"$out/summary.json" 2>"$out/log"
+cgroup_start "$limit" "$out/summary.json" "$out/log" "$larch" replay --scale "$rung" --generate \
+    --blocks "$blocks" --store "$out/store" --stats "$out/stats.jsonl" --json "$@"
 cgroup_monitor "$out" "$limit"
-[ "${KEEP_STORE:-0}" = 1 ] || rm -rf "$out/store"
 exit "$status"

@@ -7,6 +7,7 @@ use crate::output::{emit, emit_line};
 use crate::progress::blocks_bar;
 use crate::replay_archive::{Archive, ArchiveSchedule, ArchiveSummary, Archiving};
 use crate::replay_args::ReplayArgs;
+use crate::replay_record::RegularRecording;
 use anyhow::{Context, bail};
 use larch_bench::stats::plot_stat_files;
 use larch_bench::{
@@ -15,8 +16,8 @@ use larch_bench::{
 };
 use larch_core::{BackendStats, CommitInfo, ContextRepo, GcSummary, Hash, MemoryRepo, Tree};
 use larch_store::{CacheBudget, PipelinedRepo, Repo, RepoOptions};
-use larch_trace::format::{BoxedSource, create_trace};
-use larch_trace::{OpSink, TraceFormat, open_trace};
+use larch_trace::format::BoxedSource;
+use larch_trace::open_trace;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -56,6 +57,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         bail!(
             "--read-ahead-ops needs a trace file: a streamed replay's generator draws each operation after the last one's reads"
         );
+    }
+    if args.record_regular.is_some() && args.blocks == Some(0) {
+        bail!("--record-regular with --blocks 0: no regular block to record");
     }
     if args.record_regular.is_some() && !streamed {
         bail!(
@@ -178,7 +182,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     PIPELINE_CACHE_BYTES
                 }),
-                create: true,
+                // Onto a store: one that exists (an empty directory stays empty).
+                create: !args.onto_store,
                 mmap: args.mmap,
                 mmap_budget: args.mmap_budget,
                 verify_on_load: args.verify_reads,
@@ -586,16 +591,7 @@ fn run_replay<R: ContextRepo>(
         }
         Job::Generate { params, setup_cache, record } => {
             let mut record = match &record {
-                Some(path) => {
-                    let mut metadata = crate::cmd_trace::trace_metadata(&params);
-                    metadata.push((
-                        "part".into(),
-                        "regular blocks, onto the setup's store (--onto-store)".into(),
-                    ));
-                    let sink = create_trace(path, TraceFormat::Larch, &metadata)
-                        .with_context(|| format!("creating {}", path.display()))?;
-                    Some((path, sink))
-                }
+                Some(path) => Some(RegularRecording::create(path, &params)?),
                 None => None,
             };
             let generator = Generator::new(params)?;
@@ -637,18 +633,31 @@ fn run_replay<R: ContextRepo>(
                 options,
                 meta,
                 stats_file.as_mut().map(|file| file as &mut dyn Write),
-                record.as_mut().map(|(_, sink)| sink.as_mut() as &mut dyn OpSink),
+                record.as_mut().map(RegularRecording::sink),
                 &mut progress,
             );
             bar.finish_and_clear();
-            if let (Err(_), Some((path, _))) = (&run, &record) {
-                // An unfinished trace would be reported as truncated; none is better.
-                let _ = std::fs::remove_file(path);
-            }
-            let run = run.with_context(|| match &record {
-                Some((path, _)) => format!("replaying {} (recording into {})", meta.trace, path.display()),
-                None => format!("replaying {}", meta.trace),
-            })?;
+            let run = match (run, record) {
+                (Ok(run), Some(record)) => {
+                    let path = record.path().display().to_string();
+                    record.complete()?;
+                    eprintln!("recorded the regular blocks into {path}");
+                    run
+                }
+                (Ok(run), None) => run,
+                (Err(err), record) => {
+                    let context = match &record {
+                        Some(record) => {
+                            format!("replaying {} (recording into {})", meta.trace, record.path().display())
+                        }
+                        None => format!("replaying {}", meta.trace),
+                    };
+                    if let Some(record) = record {
+                        record.abandon();
+                    }
+                    return Err(anyhow::Error::new(err).context(context));
+                }
+            };
             Ok(Replayed { summary: run.regular, setup: Some((run.setup, run.report)), last: repo.last })
         }
     }

@@ -9,13 +9,13 @@ use std::sync::{Mutex, Once};
 static PATHS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static INSTALL: Once = Once::new();
 
-/// Removes `path` (a directory this process created) if the process is interrupted.
+/// Removes `path` (a directory or a file this process created) if the process is interrupted.
 pub fn remove_on_interrupt(path: &Path) {
     INSTALL.call_once(|| {
         let installed = ctrlc::set_handler(|| {
             let paths = PATHS.lock().map(|paths| paths.clone()).unwrap_or_default();
             for path in paths {
-                if std::fs::remove_dir_all(&path).is_ok() {
+                if std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path)).is_ok() {
                     eprintln!("\nlarch: interrupted: removed {}", path.display());
                 }
             }

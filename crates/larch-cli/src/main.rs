@@ -28,6 +28,7 @@ mod output;
 mod progress;
 mod replay_archive;
 mod replay_args;
+mod replay_record;
 mod size;
 
 use clap::{Parser, Subcommand};
@@ -64,8 +65,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Replay a trace into a fresh store, checking every recorded hash, and print a summary. With
-    /// no trace, generate the default Tezos-like trace into a temporary directory and replay it.
+    /// Replay a trace into a fresh store (or, `--onto-store`, onto the commits a store holds),
+    /// checking every recorded hash, and print a summary. With no trace, generate the default
+    /// Tezos-like trace into a temporary directory and replay it.
     Replay(replay_args::ReplayArgs),
     /// Generate, convert and describe traces.
     #[command(subcommand)]

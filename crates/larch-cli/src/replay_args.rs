@@ -12,7 +12,7 @@ pub struct ReplayArgs {
     /// The trace to replay (larch or Irmin `IrmRepBT` format). Without it, the default Tezos-like
     /// trace is generated into a temporary directory first.
     pub(crate) trace: Option<PathBuf>,
-    /// Store directory to create and replay into (it must not hold commits yet, but with
+    /// Store directory to create and replay into (it must not hold commits yet, unless
     /// `--onto-store`). Without it, a temporary store is used and deleted at the end.
     #[arg(long, conflicts_with = "in_memory")]
     pub(crate) store: Option<PathBuf>,

@@ -120,6 +120,7 @@ fn recorded_regular_blocks_replay_onto_the_setups_store() {
     let setup = stream("0", "setup", &[]);
     let full = stream("6", "full", &["--record-regular", path_str(&trace)]);
     assert_ne!(setup["last_commit"], full["last_commit"]);
+    assert!(trace.exists() && !dir.path().join("regular.trace.partial").exists());
 
     let fresh_only = larch(&["replay", path_str(&trace), "--store", path_str(&store("setup"))]);
     assert!(!fresh_only.status.success());
@@ -142,16 +143,29 @@ fn recorded_regular_blocks_replay_onto_the_setups_store() {
     let fsck = larch(&["fsck", path_str(&store("setup"))]);
     assert!(fsck.status.success(), "{}", text(&fsck.stdout));
 
-    // A store with nothing to go on from, a missing one, and a recording of a trace file.
+    // An empty directory (left empty), a missing one (not created), the recording of a trace file
+    // or of no regular block.
     std::fs::create_dir(store("empty")).unwrap();
     let empty = larch(&["replay", path_str(&trace), "--store", path_str(&store("empty")), "--onto-store"]);
-    assert!(text(&empty.stderr).contains("holds no commits to go on from"), "{}", text(&empty.stderr));
+    assert!(!empty.status.success());
+    assert!(text(&empty.stderr).contains("is not a larch store"), "{}", text(&empty.stderr));
+    assert_eq!(std::fs::read_dir(store("empty")).unwrap().count(), 0);
     let missing =
         larch(&["replay", path_str(&trace), "--store", path_str(&store("missing")), "--onto-store"]);
+    assert!(!missing.status.success());
     assert!(text(&missing.stderr).contains("is not a store directory"), "{}", text(&missing.stderr));
     assert!(!store("missing").exists());
     let other = dir.path().join("other.trace");
-    let refused = larch(&["replay", path_str(&trace), "--in-memory", "--record-regular", path_str(&other)]);
-    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let record = ["--record-regular", path_str(&other)];
+    let of_a_file = larch(&[&["replay", path_str(&trace), "--in-memory"][..], &record[..]].concat());
+    assert_eq!(of_a_file.status.code(), Some(2), "{}", text(&of_a_file.stderr));
+    let of_1x = larch(&[&["replay", "--in-memory", "--blocks", "1"][..], &record[..]].concat());
+    assert!(text(&of_1x.stderr).contains("records a streamed replay"), "{}", text(&of_1x.stderr));
+    let of_none =
+        larch(&[&["replay", "--generate", "--in-memory", "--blocks", "0"][..], &record[..]].concat());
+    assert!(text(&of_none.stderr).contains("no regular block to record"), "{}", text(&of_none.stderr));
+    for refused in [of_1x, of_none] {
+        assert!(!refused.status.success());
+    }
     assert!(!other.exists());
 }

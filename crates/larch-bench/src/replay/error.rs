@@ -105,6 +105,20 @@ pub enum ReplayError {
         /// The recorded hash.
         hash: Hash,
     },
+    /// With [`crate::replay::ReplayOptions::store_commits`]: a commit the trace has not made
+    /// that the repository cannot check out either.
+    #[error(
+        "{at}: commit {hash} is not one this trace made, and the store cannot check it out (a trace that goes on from a store's commits needs the store it was recorded after: the same rung, seed and setup parts): {source}"
+    )]
+    NotInStore {
+        /// The operation.
+        at: Box<OpLocation>,
+        /// The recorded hash.
+        hash: Hash,
+        /// The store's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A `Copy` whose source does not exist.
     #[error("{at}: copy source does not exist")]
     CopySourceMissing {
@@ -171,6 +185,7 @@ impl ReplayError {
             | ReplayError::HashMismatch { at, .. }
             | ReplayError::UndefinedContext { at, .. }
             | ReplayError::UnknownCommit { at, .. }
+            | ReplayError::NotInStore { at, .. }
             | ReplayError::CopySourceMissing { at }
             | ReplayError::Tree { at, .. }
             | ReplayError::Store { at, .. } => Some(&**at),

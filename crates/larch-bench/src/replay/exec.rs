@@ -45,8 +45,9 @@ impl<R: ContextRepo> Replayer<'_, R> {
             None if self.options.store_commits => {
                 let commit_at = self.last_expected_commit;
                 self.repo.checkout(&key).map_err(|source| {
-                    super::store_error::<R>(commit_at, source, |source| ReplayError::Store {
+                    super::store_error::<R>(commit_at, source, |source| ReplayError::NotInStore {
                         at: at(),
+                        hash: key,
                         source,
                     })
                 })?;

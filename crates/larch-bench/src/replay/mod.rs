@@ -6,8 +6,10 @@
 //! tree; every output context is inserted (and dropped at once if tagged `Forget`), every input
 //! tagged `Forget` is dropped after use; a checkout maps the recorded commit hash to the hash this
 //! replay produced for it; a commit maps its parents the same way, commits with author `Tezos`, and
-//! records recorded → real (replace semantics). A block is the operations up to and including a
-//! commit; blocks are numbered from 0 and operations from 0 over the whole trace.
+//! records recorded → real (replace semantics); with [`ReplayOptions::store_commits`], a recorded
+//! hash the trace has not committed is the repository's commit of that hash (a trace that goes on
+//! from a store's commits). A block is the operations up to and including a commit; blocks are
+//! numbered from 0 and operations from 0 over the whole trace.
 
 mod error;
 mod exec;
