@@ -1,7 +1,8 @@
 //! Reading a trace's operations ahead (`larch replay TRACE --read-ahead-ops N`): the paths of the
-//! next `N` operations are walked by a pool of threads on the tree of the latest checkout, so that
-//! the nodes they reach are in the store's cache when the replay applies them, and the disk reads
-//! of several walks are in flight at once instead of one after another.
+//! next `N` operations are walked by a pool of threads on the tree of the latest checkout (a
+//! `find`'s value read too: past 256 bytes it is a record of its own), so that the nodes they
+//! reach are in the store's cache when the replay applies them, and the disk reads of several
+//! walks are in flight at once instead of one after another.
 //!
 //! A replay whose context is far larger than its memory waits on one disk read at a time: each
 //! walk needs a node to find the next, and the operations come one after another
@@ -15,7 +16,8 @@
 
 use larch_core::Tree;
 use larch_trace::op::{Op, Path};
-use std::collections::{HashSet, VecDeque};
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -52,6 +54,9 @@ const WALKER_NICE: i32 = 19;
 struct Job {
     op_index: u64,
     path: Path,
+    /// Whether the operation reads the value at the path (a `find`): its contents are loaded too,
+    /// not only the directories on the way.
+    value: bool,
 }
 
 /// What the replay's thread and the walkers share.
@@ -82,7 +87,10 @@ impl Shared {
                 match &tree {
                     Some(tree) if job.op_index >= self.applied.load(Ordering::Relaxed) => {
                         // Errors are the replay's to meet when it applies the operation.
-                        let _ = tree.mem_tree(&job.path.steps());
+                        let _ = match job.value {
+                            true => tree.find(&job.path.steps()).map(|_| true),
+                            false => tree.mem_tree(&job.path.steps()),
+                        };
                         self.walked.fetch_add(1, Ordering::Relaxed);
                     }
                     _ => {
@@ -112,7 +120,9 @@ pub(super) struct Walkers {
     /// The hashes of the paths queued lately (forgotten by [`RECENT_PATHS`] at a time): a path
     /// queued again (a `find` then an `add` of the same key, a hot account) is walked once (a
     /// path whose hash collides with a recent one is not walked, which only costs its read).
-    recent: HashSet<u64>,
+    /// Each with whether its value was read too: a `find` after a `mem` of the same path is walked
+    /// again, to load the value.
+    recent: HashMap<u64, bool>,
     /// The hasher of [`Walkers::recent`].
     hasher: RandomState,
 }
@@ -146,7 +156,7 @@ impl Walkers {
             pending: Vec::new(),
             batch,
             turn: 0,
-            recent: HashSet::new(),
+            recent: HashMap::new(),
             hasher: RandomState::new(),
         }
     }
@@ -162,12 +172,20 @@ impl Walkers {
             Op::Copy { from, to, .. } => [Some(from), Some(to)],
             Op::Checkout { .. } | Op::Commit { .. } => [None, None],
         };
+        let value = matches!(op, Op::Find { .. });
         for path in paths.into_iter().flatten() {
             if self.recent.len() >= RECENT_PATHS {
                 self.recent.clear();
             }
-            if self.recent.insert(self.hasher.hash_one(path)) {
-                self.pending.push(Job { op_index, path: path.clone() });
+            let walk = match self.recent.entry(self.hasher.hash_one(path)) {
+                Entry::Vacant(entry) => {
+                    entry.insert(value);
+                    true
+                }
+                Entry::Occupied(mut entry) => value && !std::mem::replace(entry.get_mut(), true),
+            };
+            if walk {
+                self.pending.push(Job { op_index, path: path.clone(), value });
             }
         }
         if self.pending.len() >= self.batch {
@@ -337,24 +355,35 @@ mod tests {
         Op::Find { path, found: true, input: Scoped::Keep(op_index) }
     }
 
-    /// A store holding the accounts, reopened with its cache empty, and its head.
-    fn cold_store(dir: &std::path::Path) -> (larch_store::Repo, larch_core::Hash) {
+    /// Account `i`'s balance, `len` bytes long (at least 8): records of their own past 256 bytes,
+    /// inline in their directory's record up to it.
+    fn balance(i: u64, len: usize) -> Vec<u8> {
+        let mut value = i.to_be_bytes().to_vec();
+        value.resize(len.max(8), 0);
+        value
+    }
+
+    /// A store holding the accounts with balances of `len` bytes, reopened with its cache empty,
+    /// and its head.
+    fn cold_store(dir: &std::path::Path, len: usize) -> (larch_store::Repo, larch_core::Hash) {
         let mut repo = larch_store::Repo::open(dir).expect("open");
         let mut tree = repo.empty_tree();
         for i in 0..3_000 {
-            tree.add(&account(i).steps(), i.to_be_bytes().to_vec()).expect("add");
+            tree.add(&account(i).steps(), balance(i, len)).expect("add");
         }
         let head = repo.commit(&tree, &[], CommitInfo::tezos(1, "accounts")).expect("commit");
         repo.close().expect("close");
         (larch_store::Repo::open(dir).expect("reopen"), head)
     }
 
-    /// `threads` walkers on the head of a cold store (kept in the returned directory).
+    /// `threads` walkers on the head of a cold store with balances of `len` bytes (kept in the
+    /// returned directory).
     fn walkers_on_a_cold_store(
         threads: usize,
+        len: usize,
     ) -> (tempfile::TempDir, larch_store::Repo, larch_core::Hash, Walkers) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (repo, head) = cold_store(dir.path());
+        let (repo, head) = cold_store(dir.path(), len);
         let mut walkers = Walkers::start(ReadAhead { ops: 1_000, threads });
         walkers.set_tree(repo.checkout(&head).expect("checkout"));
         (dir, repo, head, walkers)
@@ -373,7 +402,7 @@ mod tests {
 
     #[test]
     fn the_walked_paths_are_read_without_a_miss_afterwards() {
-        let (_dir, repo, head, mut walkers) = walkers_on_a_cold_store(4);
+        let (_dir, repo, head, mut walkers) = walkers_on_a_cold_store(4, 8);
         for i in 0..500 {
             walkers.queue(i, &find(account(i), i));
         }
@@ -395,8 +424,36 @@ mod tests {
     }
 
     #[test]
+    fn a_find_reads_its_value_ahead_and_a_mem_does_not() {
+        // Balances of 300 bytes: each a record of its own, which only a read of the value loads.
+        let (_dir, repo, head, mut walkers) = walkers_on_a_cold_store(3, 300);
+        let mem = |i: u64| Op::Mem { path: account(i), found: true, input: Scoped::Keep(i) };
+        for i in 0..100 {
+            walkers.queue(i, &find(account(i), i));
+            walkers.queue(100 + i, &mem(100 + i));
+        }
+        // A `find` after a `mem` of the same path: walked again, for its value.
+        walkers.queue(200, &mem(200));
+        walkers.queue(201, &find(account(200), 201));
+        walkers.hand_over();
+        assert_eq!(wait_for(&walkers, 202), ReadAheadCounts { walked: 202, skipped: 0 });
+        let tree = repo.checkout(&head).expect("checkout");
+        let misses = repo.stats().cache_misses;
+        for i in (0..100).chain([200]) {
+            let value = tree.find(&account(i).steps()).expect("find").expect("present");
+            assert_eq!(value.as_ref().as_ref(), balance(i, 300));
+        }
+        assert_eq!(repo.stats().cache_misses, misses, "the values of walked finds miss nothing");
+        for i in 100..110 {
+            let _ = tree.find(&account(i).steps()).expect("find");
+        }
+        assert_eq!(repo.stats().cache_misses, misses + 10, "a mem's walk leaves the value unread");
+        drop(walkers);
+    }
+
+    #[test]
     fn paths_of_operations_already_taken_and_repeated_paths_are_not_walked() {
-        let (_dir, repo, head, mut walkers) = walkers_on_a_cold_store(2);
+        let (_dir, repo, head, mut walkers) = walkers_on_a_cold_store(2, 8);
         walkers.applying(100);
         for i in 0..100 {
             walkers.queue(i, &find(account(i), i));
