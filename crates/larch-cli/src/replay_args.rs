@@ -137,13 +137,14 @@ pub struct ReplayArgs {
     /// nodes they reach are in the cache when it applies them and several disk reads are in
     /// flight at once (a context larger than the memory; docs/store.md, *Reading a trace
     /// ahead*). Trace files (or the default 1x trace) only, not a streamed trace (`--generate`,
-    /// `--scale 10x|mainnet`: see `--record-regular`), and not `--in-memory`. 1,024 to 16,384 with 4 to 16 threads ran
-    /// alike (docs/benchmarks.md). Default: off.
+    /// `--scale 10x|mainnet`: see `--record-regular`), and not `--in-memory`. 1,024 to 16,384
+    /// ran alike (docs/benchmarks.md). Default: off.
     #[arg(long, value_name = "N", conflicts_with_all = ["generate", "in_memory"], value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub(crate) read_ahead_ops: Option<u64>,
     /// With `--read-ahead-ops`: the threads walking the paths (each has at most one disk read in
-    /// flight).
-    #[arg(long, value_name = "K", requires = "read_ahead_ops", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
+    /// flight). On the mainnet rung in a 2 GiB memory group 16 ran 1.26× as fast as 8 (median of
+    /// 4 pairs), 32 no faster than 8 and with more memory (docs/benchmarks.md).
+    #[arg(long, value_name = "K", requires = "read_ahead_ops", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub(crate) read_ahead_threads: u64,
     /// Archive mode, with the global `--lower DIR|s3://BUCKET/PREFIX`: every N commits, move the
     /// sealed chunks below the commit `--archive-keep` blocks behind the newest to the lower
