@@ -24,10 +24,13 @@ cgroup_cleanup() {
 }
 trap cgroup_cleanup EXIT
 
-# cgroup_args "$@": the optional LIMIT and LARCH after a script's fixed arguments (already shifted
-# off), then `--` and the replay's own arguments: sets $limit (default 2G) and $larch (default
-# target/release/larch), and $shift, how many arguments to shift to reach the replay's.
-cgroup_args() {
+# cgroup_prepare "$@": creates $out with no store in it, and reads the optional LIMIT and LARCH
+# after a script's fixed arguments (already shifted off), then `--` and the replay's own arguments:
+# sets $limit (default 2G) and $larch (default target/release/larch), and $shift, how many
+# arguments to shift to reach the replay's.
+cgroup_prepare() {
+    mkdir -p "$out"
+    rm -rf "$out/store"
     limit=2G larch=target/release/larch shift=0
     if [ $# -gt 0 ] && [ "$1" != "--" ]; then limit=$1 shift=1; shift; fi
     if [ $# -gt 0 ] && [ "$1" != "--" ]; then larch=$1 shift=$((shift + 1)); shift; fi

@@ -19,10 +19,8 @@ set -eu
 trace=$1 setup=$2 out=$3
 shift 3
 . "$(dirname "$0")/cgroup_lib.sh"
-cgroup_args "$@"
+cgroup_prepare "$@"
 shift "$shift"
-mkdir -p "$out"
-rm -rf "$out/store"
 cp -a "$setup" "$out/store"
 sync
 echo 3 >/proc/sys/vm/drop_caches

@@ -16,10 +16,8 @@ set -eu
 rung=$1 blocks=$2 out=$3
 shift 3
 . "$(dirname "$0")/cgroup_lib.sh"
-cgroup_args "$@"
+cgroup_prepare "$@"
 shift "$shift"
-mkdir -p "$out"
-rm -rf "$out/store"
 cgroup_start "$limit" "$out/summary.json" "$out/log" "$larch" replay --scale "$rung" --generate \
     --blocks "$blocks" --store "$out/store" --stats "$out/stats.jsonl" --json "$@"
 cgroup_monitor "$out" "$limit"
