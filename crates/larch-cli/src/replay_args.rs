@@ -143,7 +143,8 @@ pub struct ReplayArgs {
     pub(crate) read_ahead_ops: Option<u64>,
     /// With `--read-ahead-ops`: the threads walking the paths (each has at most one disk read in
     /// flight). On the mainnet rung in a 2 GiB memory group 16 ran 1.26× as fast as 8 (median of
-    /// 4 pairs), 32 no faster than 8 and with more memory (docs/benchmarks.md).
+    /// 4 pairs, 0.96–1.62×); 32, with 8,192 operations ahead, no faster than 8 and with more
+    /// memory (docs/benchmarks.md).
     #[arg(long, value_name = "K", requires = "read_ahead_ops", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub(crate) read_ahead_threads: u64,
     /// Archive mode, with the global `--lower DIR|s3://BUCKET/PREFIX`: every N commits, move the

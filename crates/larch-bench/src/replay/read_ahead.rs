@@ -120,8 +120,10 @@ pub(super) struct Walkers {
     /// The hashes of the paths queued lately (forgotten by [`RECENT_PATHS`] at a time): a path
     /// queued again (a `find` then an `add` of the same key, a hot account) is walked once (a
     /// path whose hash collides with a recent one is not walked, which only costs its read).
-    /// Each with whether its value was read too: a `find` after a `mem` of the same path is walked
-    /// again, to load the value.
+    /// Each with whether a later `find` of it needs no walk: a `find` read its value, or a write
+    /// (`add`, `remove`, a `copy`'s paths) replaced it, so that a `find` reads it from the replay's
+    /// own tree. A `find` after a `mem` or `mem_tree` of the same path is walked again, for the
+    /// value.
     recent: HashMap<u64, bool>,
     /// The hasher of [`Walkers::recent`].
     hasher: RandomState,
@@ -173,16 +175,21 @@ impl Walkers {
             Op::Checkout { .. } | Op::Commit { .. } => [None, None],
         };
         let value = matches!(op, Op::Find { .. });
+        let covers_value = !matches!(op, Op::Mem { .. } | Op::MemTree { .. });
         for path in paths.into_iter().flatten() {
             if self.recent.len() >= RECENT_PATHS {
                 self.recent.clear();
             }
             let walk = match self.recent.entry(self.hasher.hash_one(path)) {
                 Entry::Vacant(entry) => {
-                    entry.insert(value);
+                    entry.insert(covers_value);
                     true
                 }
-                Entry::Occupied(mut entry) => value && !std::mem::replace(entry.get_mut(), true),
+                Entry::Occupied(mut entry) => {
+                    let covered = *entry.get();
+                    *entry.get_mut() = covered || covers_value;
+                    value && !covered
+                }
             };
             if walk {
                 self.pending.push(Job { op_index, path: path.clone(), value });
@@ -432,11 +439,21 @@ mod tests {
             walkers.queue(i, &find(account(i), i));
             walkers.queue(100 + i, &mem(100 + i));
         }
-        // A `find` after a `mem` of the same path: walked again, for its value.
+        // A `find` after a `mem` of the same path: walked again, for its value; a `find` after a
+        // `find` or an `add` of its path is not (the replay reads an added value from its tree).
         walkers.queue(200, &mem(200));
         walkers.queue(201, &find(account(200), 201));
+        walkers.queue(202, &find(account(200), 202));
+        let add = |i: u64| Op::Add {
+            path: account(i),
+            value: vec![1],
+            input: Scoped::Forget(i),
+            out: Scoped::Keep(i),
+        };
+        walkers.queue(203, &add(201));
+        walkers.queue(204, &find(account(201), 204));
         walkers.hand_over();
-        assert_eq!(wait_for(&walkers, 202), ReadAheadCounts { walked: 202, skipped: 0 });
+        assert_eq!(wait_for(&walkers, 203), ReadAheadCounts { walked: 203, skipped: 0 });
         let tree = repo.checkout(&head).expect("checkout");
         let misses = repo.stats().cache_misses;
         for i in (0..100).chain([200]) {
@@ -448,7 +465,8 @@ mod tests {
             let _ = tree.find(&account(i).steps()).expect("find");
         }
         assert_eq!(repo.stats().cache_misses, misses + 10, "a mem's walk leaves the value unread");
-        drop(walkers);
+        // The threads joined, the counts are final: no walk more than those.
+        assert_eq!(walkers.finish(), ReadAheadCounts { walked: 203, skipped: 0 });
     }
 
     #[test]
@@ -470,7 +488,7 @@ mod tests {
         let misses = repo.stats().cache_misses;
         let _ = repo.checkout(&head).expect("checkout").find(&account(0).steps()).expect("find");
         assert!(repo.stats().cache_misses > misses, "skipped paths were not read");
-        drop(walkers);
+        assert_eq!(walkers.finish(), ReadAheadCounts { walked: 1, skipped: 100 });
     }
 
     #[test]
