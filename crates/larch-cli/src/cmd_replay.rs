@@ -590,10 +590,8 @@ fn run_replay<R: ContextRepo>(
             Ok(Replayed { summary, setup: None, last: repo.last })
         }
         Job::Generate { params, setup_cache, record } => {
-            let mut record = match &record {
-                Some(path) => Some(RegularRecording::create(path, &params)?),
-                None => None,
-            };
+            let mut record =
+                record.as_deref().map(|path| RegularRecording::create(path, &params)).transpose()?;
             let generator = Generator::new(params)?;
             if let Some((budget, bytes)) = &setup_cache {
                 budget.limit(Some(*bytes));

@@ -34,10 +34,9 @@ struct Stream<'s, 'r, R: ContextRepo> {
     summariser: Summariser,
     setup: Option<RunSummary>,
     stats_out: Option<&'s mut dyn Write>,
-    /// Where the regular blocks' operations are recorded, if anywhere.
+    /// Where the regular blocks' operations (those after the setup's summary) are recorded, if
+    /// anywhere.
     record: Option<&'s mut dyn OpSink>,
-    /// Whether the setup has ended (the operations from then on are recorded).
-    regular: bool,
     /// The last block's statistics, until the generator tells what kind of block it was.
     block: Option<BlockStats>,
     progress: &'s mut dyn FnMut(BlockKind, &BlockStats),
@@ -45,7 +44,7 @@ struct Stream<'s, 'r, R: ContextRepo> {
 
 impl<R: ContextRepo> Stream<'_, '_, R> {
     fn op(&mut self, op: Op) -> Result<(), ReplayError> {
-        if let (true, Some(record)) = (self.regular, self.record.as_deref_mut()) {
+        if let (true, Some(record)) = (self.setup.is_some(), self.record.as_deref_mut()) {
             record.write_op(&op).map_err(ReplayError::Record)?;
         }
         if let Some(block) = self.replayer.apply(op)? {
@@ -80,7 +79,6 @@ impl<R: ContextRepo> Stream<'_, '_, R> {
             let header = self.replayer.restart_measurements(self.meta);
             self.summariser = Summariser::new(&header);
             self.write(&StatLine::Header(header))?;
-            self.regular = true;
         }
         match self.replayer.last_commit() {
             Some(real) => self.replayer.checkout_tree(&real).map(Some),
@@ -126,7 +124,6 @@ pub fn replay_generated<'s, R: ContextRepo>(
         setup: None,
         stats_out,
         record,
-        regular: false,
         block: None,
         progress,
     });

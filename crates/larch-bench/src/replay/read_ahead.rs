@@ -87,10 +87,11 @@ impl Shared {
                 match &tree {
                     Some(tree) if job.op_index >= self.applied.load(Ordering::Relaxed) => {
                         // Errors are the replay's to meet when it applies the operation.
-                        let _ = match job.value {
-                            true => tree.find(&job.path.steps()).map(|_| true),
-                            false => tree.mem_tree(&job.path.steps()),
-                        };
+                        if job.value {
+                            let _ = tree.find(&job.path.steps());
+                        } else {
+                            let _ = tree.mem_tree(&job.path.steps());
+                        }
                         self.walked.fetch_add(1, Ordering::Relaxed);
                     }
                     _ => {
