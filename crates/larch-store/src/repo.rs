@@ -253,6 +253,10 @@ impl Repo {
         let tree_hash = crate::commit::hashing::tree_hash(tree);
         let hash = schema::commit_hash(&tree_hash, parents, &info);
         if let Some(offset) = self.commits.get(&hash).copied() {
+            // Committed again: the tree's nodes get the keys of the stored ones (a tree carried on
+            // from it refers to them by key, as to a written commit's).
+            let stored = self.source.reader.commit(offset)?;
+            crate::commit::existing::key_as_stored(root, stored.tree_offset, &self.source.reader)?;
             if let Some(name) = branch
                 && self.state.branches.get(name) != Some(&(hash, offset))
             {
@@ -639,6 +643,8 @@ pub(crate) mod open;
 pub(crate) mod pipeline;
 mod publish;
 
+#[cfg(test)]
+mod existing_tests;
 #[cfg(test)]
 mod inode_reads_tests;
 #[cfg(test)]
