@@ -13,13 +13,14 @@ use larch_core::{Entry, Node, NodeBody, NodeRef};
 use std::sync::Arc;
 
 /// Records in `root` and its in-memory descendants without a key in this store the keys of the
-/// equal nodes of the stored tree at `offset`: a node whose hash is its stored twin's gets that
-/// record's key and patch chain. Reads the stored versions of the nodes it keys (through the
-/// cache); a node whose hash differs from the record's (which equal hashes above rule out) is left
-/// as it is, with its subtree.
-pub(crate) fn key_as_stored(root: &NodeRef, offset: u64, reader: &PackReader) -> Result<usize> {
+/// equal nodes of the stored tree whose root record is at `offset` (`root`'s hash must be that
+/// record's: the caller read it from the commit record of the same commit hash). Children are
+/// matched by name in directories and by bucket in inode trees, and keyed, with their records'
+/// patch chains, only when their hash is the one the stored parent records for them; any other
+/// is left as it is, with its subtree. The stored versions are read through the cache without
+/// entering it (the tree holds them already).
+pub(crate) fn key_as_stored(root: &NodeRef, offset: u64, reader: &PackReader) -> Result<()> {
     let store = reader.store();
-    let mut keyed = 0;
     let mut pending: Vec<(Arc<Node>, u64)> = Vec::new();
     if let NodeRef::Mem(node) = root {
         pending.push((node.clone(), offset));
@@ -29,11 +30,13 @@ pub(crate) fn key_as_stored(root: &NodeRef, offset: u64, reader: &PackReader) ->
         if node.stored_offset_in(store).is_some() {
             continue;
         }
-        let (stored, chain) = reader.node_chained(offset, &hash, MAX_CHAIN)?;
+        let (stored, chain) = match reader.cached_node(offset, &hash, MAX_CHAIN)? {
+            Some(found) => found,
+            None => reader.node_read(offset, &hash, MAX_CHAIN, false)?,
+        };
         let key = reader.key(offset);
         node.set_stored_key(key);
         node.note_record_chain(key, chain);
-        keyed += 1;
         let mut push = |mine: &NodeRef, theirs: &NodeRef| {
             let (hash, offset) = match theirs {
                 NodeRef::Stored { hash, key } => (Some(*hash), key.offset_in(store)),
@@ -72,5 +75,5 @@ pub(crate) fn key_as_stored(root: &NodeRef, offset: u64, reader: &PackReader) ->
             _ => {}
         }
     }
-    Ok(keyed)
+    Ok(())
 }

@@ -3,14 +3,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
 
+use crate::format::patch::MAX_CHAIN;
 use crate::{PipelinedRepo, Repo, RepoOptions};
-use larch_core::{CommitInfo, ContextRepo, Entry, Hash, NodeBody, NodeRef, StoreId, Tree};
+use larch_core::{CommitInfo, ContextRepo, Entry, Hash, Node, NodeBody, NodeRef, StoreId, Tree};
 
-/// The in-memory nodes of `tree` (a walk through `NodeRef::Mem` children only), with whether
-/// each has a key in `store` whose record holds the same hash.
-fn mem_nodes(tree: &Tree, repo: &Repo) -> (usize, usize) {
+/// How many in-memory nodes `tree` has (a walk through `NodeRef::Mem` children only), and how
+/// many of them have a key in `repo`'s store whose record is their value: the record's entries
+/// hash to the node's hash, and its patch chain is the one noted on the node; and how many of
+/// those records are patches.
+fn mem_nodes(tree: &Tree, repo: &Repo) -> (usize, usize, usize) {
     let store: StoreId = repo.source.reader.store();
-    let (mut nodes, mut keyed) = (0, 0);
+    let (mut nodes, mut keyed, mut patches) = (0, 0, 0);
     let mut pending = Vec::new();
     if let Entry::Node(NodeRef::Mem(root)) = tree.root() {
         pending.push(root.clone());
@@ -19,9 +22,11 @@ fn mem_nodes(tree: &Tree, repo: &Repo) -> (usize, usize) {
         nodes += 1;
         if let Some(offset) = node.stored_offset_in(store) {
             let hash = node.cached_hash().expect("a committed node has its hash");
-            let (stored, _) = repo.source.reader.node_chained(offset, &hash, 8).unwrap();
-            assert_eq!(stored.hash(), hash, "the record at {offset}");
+            let (stored, chain) = repo.source.reader.node_chained(offset, &hash, MAX_CHAIN).unwrap();
+            assert_eq!(Node::new(stored.body().clone()).hash(), hash, "the record at {offset}");
+            assert_eq!(node.record_chain(), Some(chain), "the chain of the record at {offset}");
             keyed += 1;
+            patches += usize::from(chain > 0);
         }
         let children: Vec<&NodeRef> = match node.body() {
             NodeBody::Flat(entries) | NodeBody::Values(entries) => entries
@@ -38,7 +43,7 @@ fn mem_nodes(tree: &Tree, repo: &Repo) -> (usize, usize) {
             NodeRef::Stored { .. } => None,
         }));
     }
-    (nodes, keyed)
+    (nodes, keyed, patches)
 }
 
 /// The same edits (a large directory, an inode trie past 256 entries, and small ones) on
@@ -52,6 +57,15 @@ fn edit(tree: &mut Tree, salt: u8) {
     }
 }
 
+/// A few changes on a tree holding [`edit`]'s paths: two values of the large directory, one
+/// new value in a small one.
+fn touch(tree: &mut Tree) {
+    tree.add(&["big", "k0005"], b"changed".to_vec()).unwrap();
+    tree.add(&["big", "k0300"], b"changed".to_vec()).unwrap();
+    tree.add(&["dirs", "d3", "w"], b"new".to_vec()).unwrap();
+}
+
+/// The commit information of every commit of these tests, at `date`.
 fn info(date: i64) -> CommitInfo {
     CommitInfo::tezos(date, "again")
 }
@@ -63,26 +77,26 @@ fn a_tree_committed_again_gets_the_keys_of_the_stored_nodes_and_nothing_is_writt
     let mut base = repo.empty_tree();
     edit(&mut base, 1);
     let h0 = repo.commit(&base, &[], info(0)).unwrap();
-    // The first time, from a checkout of h0 (stored children beside in-memory ones).
+    // The first time, from a checkout of h0 (stored children beside in-memory ones; the few
+    // nodes changed are written as patches of their versions in h0).
     let mut first = repo.checkout(&h0).unwrap();
-    edit(&mut first, 2);
-    first.add(&["dirs", "d3", "w"], b"new".to_vec()).unwrap();
+    touch(&mut first);
     let h1 = repo.commit(&first, &[h0], info(1)).unwrap();
     let end = repo.source.reader.end();
     // The same tree built again from the same checkout, and from nothing.
     let mut again = repo.checkout(&h0).unwrap();
-    edit(&mut again, 2);
-    again.add(&["dirs", "d3", "w"], b"new".to_vec()).unwrap();
+    touch(&mut again);
     let mut rebuilt = repo.empty_tree();
-    edit(&mut rebuilt, 2);
-    rebuilt.add(&["dirs", "d3", "w"], b"new".to_vec()).unwrap();
+    edit(&mut rebuilt, 1);
+    touch(&mut rebuilt);
     for tree in [&again, &rebuilt] {
-        let (nodes, keyed) = mem_nodes(tree, &repo);
+        let (nodes, keyed, _) = mem_nodes(tree, &repo);
         assert_eq!(keyed, 0, "no key before the commit");
         assert_eq!(repo.commit(tree, &[h0], info(1)).unwrap(), h1);
-        let (after, keyed) = mem_nodes(tree, &repo);
-        assert!(nodes > 20, "{nodes} in-memory nodes");
+        let (after, keyed, patches) = mem_nodes(tree, &repo);
+        assert!(nodes >= 5, "{nodes} in-memory nodes");
         assert_eq!((after, keyed), (nodes, nodes), "every in-memory node keyed");
+        assert!(patches > 0, "the patches' chains noted");
     }
     assert_eq!(repo.source.reader.end(), end, "nothing written");
 }
@@ -116,6 +130,6 @@ fn a_pipeline_carries_a_tree_committed_again_by_key() {
     // The last one, served from memory, refers to its nodes by key.
     let carried = pipeline.checkout(&commits[2]).unwrap();
     let repo = pipeline.into_inner().unwrap();
-    let (nodes, keyed) = mem_nodes(&carried, &repo);
+    let (nodes, keyed, _) = mem_nodes(&carried, &repo);
     assert_eq!(keyed, nodes, "{keyed} of {nodes} in-memory nodes keyed");
 }
