@@ -653,6 +653,8 @@ mod existing_tests;
 #[cfg(test)]
 mod inode_reads_tests;
 #[cfg(test)]
+mod offer_tests;
+#[cfg(test)]
 mod prefetch_tests;
 #[cfg(test)]
 mod writer_tests;

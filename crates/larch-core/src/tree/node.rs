@@ -307,9 +307,19 @@ impl Node {
     /// the caches are kept. Copy-on-write uses it when the tree's source is such a store
     /// ([`ObjectSource::held_keys`](crate::ObjectSource::held_keys)).
     pub fn detached_copy(&self, held: HeldKeys) -> Node {
-        let detach = |child: &NodeRef| match child {
+        self.detached_copy_noting(held, &mut |_| {})
+    }
+
+    /// [`Node::detached_copy`], calling `on_detach` with each in-memory child the copy refers to
+    /// by key (copy-on-write offers them to the tree's source,
+    /// [`ObjectSource::offer_detached`](crate::ObjectSource::offer_detached)).
+    pub(crate) fn detached_copy_noting(&self, held: HeldKeys, on_detach: &mut dyn FnMut(&Arc<Node>)) -> Node {
+        let mut detach = |child: &NodeRef| match child {
             NodeRef::Mem(node) => match (node.stored_key(), node.cached_hash()) {
-                (Some(key), Some(hash)) if held.detaches(key, node) => NodeRef::Stored { hash, key },
+                (Some(key), Some(hash)) if held.detaches(key, node) => {
+                    on_detach(node);
+                    NodeRef::Stored { hash, key }
+                }
                 _ => child.clone(),
             },
             NodeRef::Stored { .. } => child.clone(),

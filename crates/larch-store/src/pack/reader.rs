@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod cache;
+mod offer;
 pub(crate) mod prefetch;
 mod wide;
 
@@ -666,6 +667,11 @@ impl ObjectSource for PackSource {
     /// The writer patches a changed node on the version it was copied from.
     fn keeps_origins(&self) -> bool {
         true
+    }
+
+    /// Into the cache, as its record would decode (`offer.rs`).
+    fn offer_detached(&self, node: &Arc<Node>) {
+        self.reader.offer_detached(node);
     }
 
     /// Records from the first chunk on are readable now; a later GC keeps those that its commit

@@ -363,6 +363,12 @@ impl PipelinedRepo {
         Ok(Some(tree.release_stored(held).0))
     }
 
+    /// The store's reader (its cache), for tests.
+    #[cfg(test)]
+    pub(crate) fn reader(&self) -> &crate::pack::reader::PackReader {
+        &self.source.reader
+    }
+
     /// How many times a large commit's carried tree was given back once written (see
     /// `docs/store.md`, *Pipelined commits*): for tests and diagnostics.
     pub fn releases(&self) -> u64 {

@@ -173,6 +173,14 @@ fn a_detached_copy_keeps_only_recent_nodes_in_memory() {
     let copy = parent.detached_copy(HeldKeys { recent_from: u64::MAX, recent_inodes_from: u64::MAX, ..held });
     assert_eq!(in_memory(&copy), [false, false, true, true, true, false, false, false]);
     assert_eq!(recent.stored_key(), Some(ObjectKey::new(store, 5000)));
+    // The children referred to by key are those told to the caller (the tree's source is
+    // offered them), each once.
+    let mut told = Vec::new();
+    let copy = parent.detached_copy_noting(held, &mut |node| told.push(node.clone()));
+    assert_eq!(in_memory(&copy), [false, true, true, true, true, true, true, false]);
+    let expected = [&children[0].1, &children[7].1];
+    assert_eq!(told.len(), expected.len());
+    assert!(told.iter().zip(expected).all(|(told, expected)| Arc::ptr_eq(told, expected)));
 }
 
 #[test]
