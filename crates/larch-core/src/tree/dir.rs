@@ -72,7 +72,7 @@ fn node_mut_as<'a>(
     match node {
         NodeRef::Mem(arc) => {
             // A shared node is copied; the copy refers by key to the children its store holds,
-            // which the store may keep in its cache (the tree no longer does).
+            // which the store may keep in its cache (the copy no longer does).
             if Arc::get_mut(arc).is_none() {
                 let copy = match source.held_keys() {
                     Some(held) => arc.detached_copy_noting(held, &mut |child| source.offer_detached(child)),

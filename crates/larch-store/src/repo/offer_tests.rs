@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)] // test code
 
 use crate::format::patch::MAX_CHAIN;
+use crate::pack::reader::PackReader;
 use crate::{PipelinedRepo, Repo, RepoOptions};
 use larch_core::{
     CommitInfo, ContentsRef, ContextRepo, Entry, Hash, Node, NodeBody, NodeRef, ObjectKey, StoreId, Tree,
@@ -63,15 +64,15 @@ fn root(tree: &Tree) -> Arc<Node> {
     }
 }
 
-/// Whether `repo`'s cache holds the record of `node` (stored in `store`) as the record decodes:
+/// Whether `reader`'s cache holds the record of `node` (stored in `store`) as the record decodes:
 /// the same entries, patch chain and hash.
-fn cached_as_decoded(repo: &Repo, store: StoreId, node: &Node) -> bool {
+fn cached_as_decoded(reader: &PackReader, store: StoreId, node: &Node) -> bool {
     let offset = node.stored_offset_in(store).expect("a stored node");
     let hash = node.cached_hash().expect("a hashed node");
-    let Some((cached, chain)) = repo.source.reader.cached_node(offset, &hash, MAX_CHAIN).unwrap() else {
+    let Some((cached, chain)) = reader.cached_node(offset, &hash, MAX_CHAIN).unwrap() else {
         return false;
     };
-    let (decoded, decoded_chain) = repo.source.reader.node_read(offset, &hash, MAX_CHAIN, false).unwrap();
+    let (decoded, decoded_chain) = reader.node_read(offset, &hash, MAX_CHAIN, false).unwrap();
     assert_eq!(targets(&cached), targets(&decoded), "the entries of the record at {offset}");
     assert_eq!(chain, decoded_chain, "the chain of the record at {offset}");
     assert_eq!(Node::new(cached.body().clone()).hash(), hash, "the hash of the record at {offset}");
@@ -130,10 +131,10 @@ fn the_nodes_a_change_lets_go_of_enter_the_cache_as_their_records_decode() {
     let repo = pipeline.into_inner().unwrap();
     // Directories and an inode trie holding nodes in memory: copies referring to them by key.
     for (name, node) in [("a", &a), ("c", &c), ("big", &big)] {
-        assert!(cached_as_decoded(&repo, store, node), "`{name}` in the cache");
+        assert!(cached_as_decoded(&repo.source.reader, store, node), "`{name}` in the cache");
     }
     // A directory of values only: the node itself.
-    assert!(cached_as_decoded(&repo, store, &s), "`s` in the cache");
+    assert!(cached_as_decoded(&repo.source.reader, store, &s), "`s` in the cache");
     let offset = s.stored_offset_in(store).unwrap();
     let (cached, _) =
         repo.source.reader.cached_node(offset, &s.cached_hash().unwrap(), MAX_CHAIN).unwrap().unwrap();
@@ -145,4 +146,47 @@ fn the_nodes_a_change_lets_go_of_enter_the_cache_as_their_records_decode() {
     assert_eq!(read.find(&["a", "y", "v"]).unwrap().map(|v| v.as_bytes().to_vec()), Some(vec![2u8; 8]));
     assert_eq!(read.find(&["s", "w"]).unwrap().map(|v| v.as_bytes().to_vec()), Some(vec![8u8; 8]));
     assert!(read.mem_tree(&["c", "d", "e"]).unwrap());
+}
+
+#[test]
+fn a_patch_enters_the_cache_with_its_chain_and_is_patched_again_soundly() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = RepoOptions { cache_bytes: 256 << 10, ..RepoOptions::default() };
+    let repo = Repo::open_with(dir.path(), options).unwrap();
+    let store = repo.source.reader.store();
+    let mut pipeline =
+        PipelinedRepo::with_depth(repo, 1).unwrap().with_recent_in_memory(0).with_recent_inodes_in_memory(0);
+    let mut tree = pipeline.empty_tree();
+    for i in 0..10u8 {
+        tree.add(&["p".to_string(), format!("k{i:02}")], vec![i; 8]).unwrap();
+    }
+    let h1 = pipeline.commit(&tree, &[], CommitInfo::tezos(1, "one")).unwrap();
+    pipeline.wait_durable().unwrap();
+    // One value of `p` changed: `p` is written as a patch on its first version.
+    let mut carried = pipeline.checkout(&h1).unwrap();
+    carried.add(&["p", "k03"], b"second".to_vec()).unwrap();
+    let h2 = pipeline.commit(&carried, &[h1], CommitInfo::tezos(2, "two")).unwrap();
+    pipeline.wait_durable().unwrap();
+    let mut carried = pipeline.checkout(&h2).unwrap();
+    let p = mem_child(&root(&carried), "p");
+    assert_eq!(p.record_chain(), Some(1), "`p` written as a patch");
+    let offset = p.stored_offset_in(store).unwrap();
+    assert!(!pipeline.reader().is_cached(offset), "`p` not cached before the change");
+    // A change at the top lets go of `p`: in the cache with its chain.
+    carried.add(&["z"], b"new".to_vec()).unwrap();
+    let h3 = pipeline.commit(&carried, &[h2], CommitInfo::tezos(3, "three")).unwrap();
+    pipeline.wait_durable().unwrap();
+    assert!(cached_as_decoded(pipeline.reader(), store, &p), "`p` in the cache");
+    // `p` changed again, on the version the cache holds: a patch on a patch.
+    let mut carried = pipeline.checkout(&h3).unwrap();
+    carried.add(&["p", "k05"], b"third".to_vec()).unwrap();
+    let h4 = pipeline.commit(&carried, &[h3], CommitInfo::tezos(4, "four")).unwrap();
+    pipeline.wait_durable().unwrap();
+    drop(pipeline.into_inner().unwrap());
+    // Read from the files alone.
+    let repo = Repo::open_with(dir.path(), RepoOptions::default()).unwrap();
+    let read = repo.checkout(&h4).unwrap();
+    for (name, value) in [("k03", b"second".to_vec()), ("k05", b"third".to_vec()), ("k07", vec![7u8; 8])] {
+        assert_eq!(read.find(&["p", name]).unwrap().map(|v| v.as_bytes().to_vec()), Some(value), "p/{name}");
+    }
 }
