@@ -72,8 +72,9 @@ pub trait ObjectSource: Send + Sync + Debug {
 
     /// Told of an in-memory node, stored and hashed, that a copy for a change has just referred
     /// to by key instead ([`ObjectSource::held_keys`]): the copy no longer keeps it in memory, and
-    /// a later read of it through the copy would load it by key. A source with a cache may keep it there (a
-    /// decoded node like any other: its in-memory children by key too). The default: nothing.
+    /// a later read of it through the copy would load it by key. A source with a cache may keep
+    /// it there (a decoded node like any other: its in-memory children by key too). The default:
+    /// nothing.
     fn offer_detached(&self, node: &Arc<Node>) {
         let _ = node;
     }

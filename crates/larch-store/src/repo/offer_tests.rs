@@ -79,17 +79,23 @@ fn cached_as_decoded(reader: &PackReader, store: StoreId, node: &Node) -> bool {
     true
 }
 
+/// A pipeline on a new store in `dir`, and the store's id. Its cache's priming budget (a
+/// pipelined writer's 1/1024 of it) holds no record: what the cache holds after a change, the
+/// change put there. No node is kept in memory for being recent: every stored one is let go of
+/// at a copy.
+fn letting_go(dir: &std::path::Path) -> (PipelinedRepo, StoreId) {
+    let options = RepoOptions { cache_bytes: 256 << 10, ..RepoOptions::default() };
+    let repo = Repo::open_with(dir, options).unwrap();
+    let store = repo.source.reader.store();
+    let pipeline =
+        PipelinedRepo::with_depth(repo, 1).unwrap().with_recent_in_memory(0).with_recent_inodes_in_memory(0);
+    (pipeline, store)
+}
+
 #[test]
 fn the_nodes_a_change_lets_go_of_enter_the_cache_as_their_records_decode() {
     let dir = tempfile::tempdir().unwrap();
-    // A cache whose priming budget (a pipelined writer's 1/1024 of it) holds no record: what
-    // the cache holds after the change, the change put there.
-    let options = RepoOptions { cache_bytes: 256 << 10, ..RepoOptions::default() };
-    let repo = Repo::open_with(dir.path(), options).unwrap();
-    let store = repo.source.reader.store();
-    // No node kept in memory for being recent: every stored one is let go of at a copy.
-    let mut pipeline =
-        PipelinedRepo::with_depth(repo, 1).unwrap().with_recent_in_memory(0).with_recent_inodes_in_memory(0);
+    let (mut pipeline, store) = letting_go(dir.path());
     let mut tree = pipeline.empty_tree();
     // `a` holds two directories, `b` a value larger than a record's inline values, `c` a
     // chain of directories, `s` values only, `big` an inode trie (more than 256 entries).
@@ -151,11 +157,7 @@ fn the_nodes_a_change_lets_go_of_enter_the_cache_as_their_records_decode() {
 #[test]
 fn a_patch_enters_the_cache_with_its_chain_and_is_patched_again_soundly() {
     let dir = tempfile::tempdir().unwrap();
-    let options = RepoOptions { cache_bytes: 256 << 10, ..RepoOptions::default() };
-    let repo = Repo::open_with(dir.path(), options).unwrap();
-    let store = repo.source.reader.store();
-    let mut pipeline =
-        PipelinedRepo::with_depth(repo, 1).unwrap().with_recent_in_memory(0).with_recent_inodes_in_memory(0);
+    let (mut pipeline, store) = letting_go(dir.path());
     let mut tree = pipeline.empty_tree();
     for i in 0..10u8 {
         tree.add(&["p".to_string(), format!("k{i:02}")], vec![i; 8]).unwrap();
